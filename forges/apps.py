@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ForgesConfig(AppConfig):
+    name = "forges"
+    verbose_name = "Forges (Git hosts)"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GitopsConfig(AppConfig):
+    name = "gitops"
+    verbose_name = "GitOps (clusters)"

@@ -1,0 +1,137 @@
+"""Normalised rows: what collectors make of raw cluster objects, and what the store keeps.
+
+Collectors are pure functions from raw dicts (as the Kubernetes API returns them) to
+these rows; the store upserts them. Nothing here does I/O or touches the database.
+Words are Argo CD's: sync Synced/OutOfSync/Unknown; health Healthy/Progressing/
+Degraded/Suspended/Missing/Unknown, used for Flux objects too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+ARGO = "argo"
+FLUX = "flux"
+
+SYNCED = "Synced"
+OUT_OF_SYNC = "OutOfSync"
+UNKNOWN = "Unknown"
+
+HEALTHY = "Healthy"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+SUSPENDED = "Suspended"
+MISSING = "Missing"
+
+# Argo CD's order of severity (gitops-engine health.IsWorse): later is worse.
+HEALTH_ORDER = [HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED, UNKNOWN]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One source an app follows: a Git path or a Helm chart, at a revision."""
+
+    repo_url: str
+    path: str = ""
+    chart: str = ""
+    target_revision: str = ""  # branch, tag, semver range, commit, chart version
+    ref: str = ""  # Argo CD multi-source `ref` name; Flux source kind/name for Flux
+
+
+@dataclass(frozen=True)
+class ResourceKey:
+    """A Kubernetes object an app manages (Argo CD status.resources)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass
+class AppRow:
+    tool: str  # ARGO | FLUX
+    kind: str  # Application | Kustomization | HelmRelease
+    namespace: str
+    name: str
+    uid: str = ""
+    project: str = ""  # Argo CD AppProject; "" for Flux
+    sources: list[SourceSpec] = field(default_factory=list)  # first is the primary
+    destination_server: str = ""
+    destination_name: str = ""
+    destination_namespace: str = ""
+    sync_status: str = UNKNOWN
+    synced_revision: str = ""  # primary source's revision as the tool wrote it
+    synced_revisions: list[str] = field(default_factory=list)  # one per source
+    source_revision: str = ""  # Flux: the source artifact's revision (what Git has now)
+    attempted_revision: str = ""  # Flux lastAttemptedRevision
+    health_status: str = UNKNOWN
+    health_message: str = ""
+    ready_reason: str = ""  # Flux Ready condition reason
+    suspended: bool = False  # Flux spec.suspend
+    automated: bool = False  # Argo CD automated sync on
+    manual_sync: bool = False  # deploys only when someone syncs it
+    operation_phase: str = ""
+    operation_message: str = ""
+    operation_started_at: datetime | None = None
+    operation_finished_at: datetime | None = None
+    reconciled_at: datetime | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)  # {revision, deployed_at}
+    images: list[str] = field(default_factory=list)  # Argo CD summary.images
+    resources: list[ResourceKey] = field(default_factory=list)
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    interval: str = ""  # Flux spec.interval
+    warnings: list[str] = field(default_factory=list)  # fields we could not read
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.tool, self.kind, self.namespace, self.name)
+
+
+@dataclass
+class ProjectRow:
+    """An Argo CD AppProject: its sync windows and allowed destinations."""
+
+    namespace: str
+    name: str
+    sync_windows: list[dict[str, Any]] = field(default_factory=list)
+    destinations: list[dict[str, Any]] = field(default_factory=list)
+    source_repos: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContainerImage:
+    container: str
+    image: str  # as written in the pod spec
+    registry: str
+    repository: str
+    tag: str
+    digest: str
+    init: bool = False
+
+    @property
+    def version(self) -> str:
+        return self.tag or self.digest
+
+
+@dataclass
+class WorkloadRow:
+    kind: str  # Deployment | StatefulSet | DaemonSet | CronJob | Rollout
+    namespace: str
+    name: str
+    uid: str = ""
+    containers: list[ContainerImage] = field(default_factory=list)
+    replicas_desired: int | None = None
+    replicas_ready: int | None = None
+    replicas_updated: int | None = None
+    replicas_available: int | None = None
+    health_status: str = "Unknown"  # kstatus: Current | InProgress | Failed | Terminating | Unknown
+    health_message: str = ""
+    # The GitOps app that deploys it: (tool, kind, namespace, name), when known.
+    app_key: tuple[str, str, str, str] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)

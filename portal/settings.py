@@ -71,6 +71,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves static/ under gunicorn in production; runserver serves it itself in DEBUG.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -162,6 +164,12 @@ PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
+
+# Beat fans out one poll per cluster; later issues add their own entries here.
+CELERY_BEAT_SCHEDULE = {
+    "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
+    "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
+}
 
 # --- REST framework ---------------------------------------------------------
 REST_FRAMEWORK = {

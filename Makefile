@@ -1,0 +1,32 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+# Both create .venv and install the project from pyproject.toml on first use.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test lint check bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+# Embedded default: SQLite, a serverless Celery broker, demo clusters; Ctrl-C stops everything.
+run: $(STAMP)
+	PORTAL_DEMO=1 DEBUG=1 $(PY) -m portal.embedded
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy portal gitops forges
+
+bench: $(STAMP)
+	$(PY) bench/collect.py
+	$(PY) bench/pages.py
+
+clean:
+	rm -rf var test-artifacts

@@ -1,0 +1,172 @@
+"""Poll one cluster: read every capability through its source, collect, store.
+
+Reading happens outside any transaction (it may take seconds); storing is one
+transaction. A capability that answers 403/404 is recorded as unavailable and only
+what depends on it is skipped; a cluster that cannot be reached at all keeps its last
+good data and is marked stale with the API's own message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from gitops import kinds
+from gitops.collectors import collect
+from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
+from gitops.store import Snapshot, StoreResult, store_snapshot
+from portal.catalog.models import Cluster
+
+log = logging.getLogger(__name__)
+
+# Reasons that mean "this cluster could not be read at all", as opposed to one kind.
+_CLUSTER_WIDE = {"unreachable", "timeout", "unauthorized"}
+_CAPABILITY_WORDS = {
+    kinds.ARGOCD: "Argo CD applications",
+    kinds.ARGOCD_PROJECTS: "sync windows",
+    kinds.FLUX_KUSTOMIZE: "Flux Kustomizations",
+    kinds.FLUX_HELM: "Flux HelmReleases",
+    kinds.FLUX_SOURCES: "Flux sources",
+    kinds.WORKLOADS: "workloads",
+    kinds.ROLLOUTS: "Argo Rollouts",
+}
+LOCK_SECONDS = 300
+
+
+@dataclass
+class PollReport:
+    cluster: str
+    ok: bool
+    seconds: float
+    stored: StoreResult | None = None
+    error: str = ""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: str = ""
+
+
+def source_for(cluster: Cluster) -> ClusterSource:
+    """The source a Cluster row describes; secrets only from the environment."""
+    timeout = (min(5.0, settings.PORTAL_KUBE_TIMEOUT), settings.PORTAL_KUBE_TIMEOUT)
+    kind = cluster.connection
+    if kind == Cluster.Connection.MANIFESTS:
+        folder = Path(cluster.manifests_path)
+        if not folder.is_absolute():
+            folder = Path(settings.BASE_DIR) / folder
+        if not folder.is_dir():
+            raise SourceError("not_found", f"manifest folder {cluster.manifests_path!r} does not exist")
+        return ManifestSource(folder, name=cluster.name)
+    if kind == Cluster.Connection.IN_CLUSTER:
+        return KubeSource.in_cluster(name=cluster.name, timeout=timeout)
+    if kind == Cluster.Connection.API:
+        token = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+        if not token:
+            raise SourceError(
+                "unauthorized", f"no token: environment variable {cluster.token_env or '(none named)'} is empty"
+            )
+        return KubeSource.from_url(
+            cluster.api_url, token, ca_data=cluster.ca_data or None, ca_file=cluster.ca_file or None,
+            verify=cluster.verify_tls, name=cluster.name, timeout=timeout,
+        )
+    return KubeSource.from_kubeconfig(
+        cluster.kubeconfig_path or None, cluster.kubeconfig_context or None, name=cluster.name, timeout=timeout
+    )
+
+
+def read_cluster(source: ClusterSource) -> tuple[Snapshot, dict[str, str], SourceError | None]:
+    """Every kind, capability by capability. Returns the snapshot, unavailable capabilities,
+    and the error that stopped the whole read (None when at least part was read)."""
+    objects: dict[str, list[dict]] = {}
+    listed: set[str] = set()
+    unavailable: dict[str, str] = {}
+    warnings: list[str] = []
+    failures: list[SourceError] = []
+    for capability in kinds.CAPABILITIES:
+        for spec in kinds.kinds_for(capability):
+            try:
+                result = source.list_objects(spec)
+            except SourceError as exc:
+                failures.append(exc)
+                if exc.reason in _CLUSTER_WIDE:
+                    return Snapshot(), {}, exc
+                what = _CAPABILITY_WORDS.get(capability, capability)
+                if exc.reason == "forbidden":
+                    unavailable[capability] = f"{what} unavailable: no permission to list {spec.resource}"
+                elif exc.reason == "not_found":
+                    # Flux sources are many kinds; a missing Bucket CRD is not news.
+                    if capability != kinds.FLUX_SOURCES:
+                        unavailable[capability] = f"{what} unavailable: {spec.resource} is not installed"
+                else:
+                    unavailable[capability] = f"{what} not updated: {exc.message}"
+                continue
+            objects.setdefault(spec.kind, []).extend(result.items)
+            listed.add(spec.kind)
+            warnings.extend(result.warnings)
+    collected = collect(objects)
+    snapshot = Snapshot(
+        apps=collected.apps,
+        projects=collected.projects,
+        workloads=collected.workloads,
+        listed_kinds=listed,
+        warnings=warnings + collected.warnings,
+    )
+    if not listed and failures:
+        return snapshot, unavailable, failures[0]
+    return snapshot, unavailable, None
+
+
+def _acquire(cluster: Cluster, at: datetime) -> str | None:
+    """A per-cluster lock in the database: an atomic compare-and-set, so two workers
+    (or a beat tick and a "poll now") never poll one cluster at once."""
+    token = uuid.uuid4().hex
+    taken = Cluster.objects.filter(
+        Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at), pk=cluster.pk
+    ).update(poll_lock_until=at + timedelta(seconds=LOCK_SECONDS), poll_lock_token=token)
+    return token if taken else None
+
+
+def _release(cluster: Cluster, token: str) -> None:
+    Cluster.objects.filter(pk=cluster.pk, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
+
+
+def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
+    started = time.monotonic()
+    at = at or timezone.now()
+    token = _acquire(cluster, at)
+    if token is None:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
+    try:
+        try:
+            source = source or source_for(cluster)
+            snapshot, unavailable, fatal = read_cluster(source)
+        except SourceError as exc:
+            snapshot, unavailable, fatal = Snapshot(), {}, exc
+        if fatal is not None:
+            message = f"{fatal.reason}: {fatal.message}"
+            Cluster.objects.filter(pk=cluster.pk).update(
+                last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
+                last_poll_seconds=time.monotonic() - started,
+            )
+            log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
+            return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
+        stored = store_snapshot(cluster, snapshot, at)
+        seconds = time.monotonic() - started
+        Cluster.objects.filter(pk=cluster.pk).update(
+            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
+            last_poll_seconds=seconds,
+        )
+        for warning in snapshot.warnings[:50]:
+            log.warning("%s: %s", cluster.name, warning)
+        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
+                          warnings=snapshot.warnings)
+    finally:
+        _release(cluster, token)

@@ -1,0 +1,388 @@
+"""Write one cluster's poll into the store: one transaction, bulk upserts, state changes.
+
+Only kinds that were listed successfully are touched: an API error on Flux leaves the
+Flux rows exactly as they were (never read as "the apps disappeared"), while the
+Argo CD rows from the same poll are updated. Every change of sync, health, synced
+revision, suspension or presence writes a StateChange row: the "since when" of the
+pages and the episode unit of notifications. A service's running version replaced by
+another on a workload writes a VersionChange.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from django.db import transaction
+
+from gitops.models import (
+    AppProject,
+    GitOpsApp,
+    RunningVersion,
+    StateChange,
+    VersionChange,
+    Workload,
+    problem_rank,
+)
+from gitops.rows import AppRow, ProjectRow, WorkloadRow
+from gitops.timeparse import parse_time
+from gitops.windowstate import window_state
+from portal.catalog.models import Cluster, Service, service_image_index
+
+APP_FIELDS = [
+    "uid", "project", "repo_url", "path", "chart", "target_revision", "sources", "destination_server",
+    "destination_name", "destination_namespace", "sync_status", "sync_since", "synced_revision",
+    "synced_revisions", "previous_synced_revision", "revision_changed_at", "source_revision", "health_status",
+    "health_since", "health_message", "ready_reason", "suspended", "automated", "manual_sync", "operation_phase",
+    "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
+    "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
+    "problem_rank", "running", "raw", "updated_at",
+]
+WORKLOAD_FIELDS = [
+    "app", "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
+    "health_status", "health_message", "updated_at",
+]
+
+
+@dataclass
+class Snapshot:
+    """What one poll read: rows, and which kinds were listed completely."""
+
+    apps: list[AppRow] = field(default_factory=list)
+    projects: list[ProjectRow] = field(default_factory=list)
+    workloads: list[WorkloadRow] = field(default_factory=list)
+    listed_kinds: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StoreResult:
+    apps: int = 0
+    created: int = 0
+    updated: int = 0
+    removed: int = 0
+    workloads: int = 0
+    projects: int = 0
+    state_changes: int = 0
+    version_changes: int = 0
+
+
+def jsonable(value: Any) -> Any:
+    """Raw objects may hold datetimes (YAML reads unquoted timestamps as such)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
+
+
+def app_key(tool: str, kind: str, namespace: str, name: str) -> str:
+    return f"{tool}/{kind}/{namespace}/{name}"
+
+
+def _health_since(row: AppRow, at: datetime) -> datetime:
+    """When the current health began, as the tool says (Argo CD ≥ 2.14, Flux Ready), else now."""
+    status = row.raw.get("status") or {}
+    if row.tool == "argo":
+        stamp = parse_time((status.get("health") or {}).get("lastTransitionTime"))
+    else:
+        stamp = next(
+            (parse_time(c.get("lastTransitionTime")) for c in row.conditions if c.get("type") == "Ready"), None
+        )
+    return stamp if stamp is not None and stamp <= at else at
+
+
+def _services_for_app(
+    row: AppRow, workloads: list[WorkloadRow], index: dict[str, str], names: set[str]
+) -> dict[str, list[str]]:
+    """{service: [versions]} an app runs; with nothing running, the images it lists or its name."""
+    running: dict[str, list[str]] = defaultdict(list)
+    for workload in workloads:
+        for container in workload.containers:
+            service = index.get(f"{container.registry}/{container.repository}")
+            if service and container.version and container.version not in running[service]:
+                running[service].append(container.version)
+    if running:
+        return dict(running)
+    from portal.catalog.images import parse_image
+
+    for image in row.images:
+        parsed = parse_image(image)
+        if parsed and parsed.name in index:
+            running.setdefault(index[parsed.name], [])
+    if not running:
+        # A Missing app runs nothing: fall back to a service named in the app's name
+        # ("payments", "payments-prod", "prod-payments").
+        for token in re.split(r"[-_.]", row.name):
+            if token in names:
+                running.setdefault(token, [])
+        if row.name in names:
+            running.setdefault(row.name, [])
+    return dict(running)
+
+
+def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
+    result = StoreResult()
+    services = list(Service.objects.all())
+    index = service_image_index(services)
+    service_ids = {s.name: s.id for s in services}
+    listed = snapshot.listed_kinds
+
+    with transaction.atomic():
+        # -- AppProjects (sync windows) ------------------------------------------------
+        projects_by_name: dict[str, ProjectRow] = {}
+        if "AppProject" in listed:
+            AppProject.objects.filter(cluster=cluster).delete()
+            AppProject.objects.bulk_create(
+                AppProject(
+                    cluster=cluster, namespace=p.namespace, name=p.name, sync_windows=jsonable(p.sync_windows),
+                    destinations=jsonable(p.destinations), source_repos=p.source_repos, raw=jsonable(p.raw),
+                )
+                for p in snapshot.projects
+            )
+            projects_by_name = {p.name: p for p in snapshot.projects}
+            result.projects = len(snapshot.projects)
+        windows_known = "AppProject" in listed
+        if not windows_known:
+            for project in AppProject.objects.filter(cluster=cluster):
+                projects_by_name[project.name] = ProjectRow(
+                    namespace=project.namespace, name=project.name, sync_windows=project.sync_windows
+                )
+
+        # -- Workloads --------------------------------------------------------------
+        workloads_by_app: dict[tuple, list[WorkloadRow]] = defaultdict(list)
+        for workload in snapshot.workloads:
+            if workload.app_key:
+                workloads_by_app[workload.app_key].append(workload)
+
+        # -- Apps -------------------------------------------------------------------
+        existing = {
+            app_key(a.tool, a.kind, a.namespace, a.name): a for a in GitOpsApp.objects.filter(cluster=cluster)
+        }
+        seen: set[str] = set()
+        to_create: list[GitOpsApp] = []
+        to_update: list[GitOpsApp] = []
+        changes: list[StateChange] = []
+        app_services: dict[str, dict[str, list[str]]] = {}
+        for row in snapshot.apps:
+            if row.kind not in listed:
+                continue
+            key = app_key(*row.key)
+            if key in seen:
+                continue
+            seen.add(key)
+            running = _services_for_app(row, workloads_by_app.get(row.key, []), index, set(service_ids))
+            app_services[key] = running
+            values = _app_values(row, running)
+            values["updated_at"] = at
+            window = window_state(row, projects_by_name, at)
+            if window is not None:
+                values.update(window)
+            app = existing.get(key)
+            if app is None:
+                app = GitOpsApp(cluster=cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
+                                first_seen=at, **values)
+                app.sync_since = at
+                app.health_since = _health_since(row, at)
+                app.revision_changed_at = at if row.synced_revision else None
+                to_create.append(app)
+                changes.append(
+                    StateChange(cluster=cluster, object_key=key, field="presence", old="", new="present", at=at)
+                )
+                continue
+            for name, old, new in (
+                ("sync", app.sync_status, row.sync_status),
+                ("health", app.health_status, row.health_status),
+                ("suspended", str(app.suspended), str(row.suspended)),
+                ("revision", app.synced_revision, row.synced_revision),
+            ):
+                if old != new:
+                    changes.append(StateChange(cluster=cluster, app=app, object_key=key, field=name,
+                                               old=old[:300], new=new[:300], at=at))
+            if app.sync_status != row.sync_status:
+                app.sync_since = at
+            if app.health_status != row.health_status:
+                app.health_since = _health_since(row, at)
+            if row.synced_revision and app.synced_revision != row.synced_revision:
+                values["previous_synced_revision"] = app.synced_revision
+                values["revision_changed_at"] = at
+            for name, value in values.items():
+                setattr(app, name, value)
+            to_update.append(app)
+
+        gone = [a for k, a in existing.items() if k not in seen and a.kind in listed]
+        for app in gone:
+            changes.append(StateChange(cluster=cluster, object_key=app_key(app.tool, app.kind, app.namespace, app.name),
+                                       field="presence", old="present", new="gone", at=at))
+        if gone:
+            GitOpsApp.objects.filter(id__in=[a.id for a in gone]).delete()
+        GitOpsApp.objects.bulk_create(to_create, batch_size=500)
+        if to_update:
+            GitOpsApp.objects.bulk_update(to_update, APP_FIELDS + ["sync_since", "health_since"], batch_size=500)
+        result.created, result.updated, result.removed = len(to_create), len(to_update), len(gone)
+
+        apps_now = {app_key(a.tool, a.kind, a.namespace, a.name): a for a in to_create + to_update}
+        # Rows created in bulk have ids on PostgreSQL and SQLite ≥ 3.35; fetch them when not.
+        if any(a.id is None for a in to_create):
+            apps_now = {
+                app_key(a.tool, a.kind, a.namespace, a.name): a for a in GitOpsApp.objects.filter(cluster=cluster)
+            }
+        for change in changes:
+            if change.app_id is None and change.field == "presence" and change.new == "present":
+                change.app = apps_now.get(change.object_key)
+        StateChange.objects.bulk_create(changes, batch_size=500)
+        result.state_changes = len(changes)
+
+        # Which services each app deploys (M2M), rewritten for the apps this poll saw.
+        through = GitOpsApp.services.through
+        through.objects.filter(gitopsapp_id__in=[a.id for a in apps_now.values()]).delete()
+        through.objects.bulk_create(
+            [
+                through(gitopsapp_id=apps_now[key].id, service_id=service_ids[service])
+                for key, running in app_services.items()
+                for service in running
+                if service in service_ids
+            ],
+            batch_size=1000,
+        )
+
+        # -- Workloads and running versions ---------------------------------------------
+        if any(kind in listed for kind in {w.kind for w in snapshot.workloads} | _WORKLOAD_KINDS):
+            result.version_changes = _store_workloads(cluster, snapshot, listed, apps_now, index, service_ids, at)
+        result.apps = len(seen)
+        result.workloads = len(snapshot.workloads)
+    return result
+
+
+_WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Rollout"}
+
+
+def _store_workloads(
+    cluster: Cluster,
+    snapshot: Snapshot,
+    listed: set[str],
+    apps_now: dict[str, GitOpsApp],
+    index: dict[str, str],
+    service_ids: dict[str, int],
+    at: datetime,
+) -> int:
+    listed_workload_kinds = listed & _WORKLOAD_KINDS
+    existing = {
+        (w.kind, w.namespace, w.name): w
+        for w in Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds)
+    }
+    before: dict[tuple, set[str]] = defaultdict(set)  # (service id, workload key) -> versions
+    for service_id, kind, namespace, name, version in RunningVersion.objects.filter(
+        cluster=cluster, workload__kind__in=listed_workload_kinds
+    ).values_list("service_id", "workload__kind", "workload__namespace", "workload__name", "version"):
+        before[(service_id, (kind, namespace, name))].add(version)
+
+    to_create, to_update, seen = [], [], set()
+    for row in snapshot.workloads:
+        if row.kind not in listed_workload_kinds:
+            continue
+        key = (row.kind, row.namespace, row.name)
+        if key in seen:
+            continue
+        seen.add(key)
+        app = apps_now.get(app_key(*row.app_key)) if row.app_key else None
+        values = {
+            "app": app,
+            "uid": row.uid,
+            "containers": [asdict(c) for c in row.containers],
+            "replicas_desired": row.replicas_desired,
+            "replicas_ready": row.replicas_ready,
+            "replicas_updated": row.replicas_updated,
+            "replicas_available": row.replicas_available,
+            "health_status": row.health_status,
+            "health_message": row.health_message[:2000],
+            "updated_at": at,
+        }
+        workload = existing.get(key)
+        if workload is None:
+            to_create.append(Workload(cluster=cluster, kind=row.kind, namespace=row.namespace, name=row.name, **values))
+        else:
+            for name, value in values.items():
+                setattr(workload, name, value)
+            to_update.append(workload)
+    gone = [w.id for k, w in existing.items() if k not in seen]
+    if gone:
+        Workload.objects.filter(id__in=gone).delete()
+    Workload.objects.bulk_create(to_create, batch_size=500)
+    if to_update:
+        Workload.objects.bulk_update(to_update, WORKLOAD_FIELDS, batch_size=500)
+    saved = to_create + to_update
+    if any(w.id is None for w in to_create):
+        saved = list(Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds).select_related("app"))
+
+    RunningVersion.objects.filter(cluster=cluster, workload__kind__in=listed_workload_kinds).delete()
+    running, after = [], defaultdict(set)
+    for workload in saved:
+        for container in workload.containers:
+            service = index.get(f"{container['registry']}/{container['repository']}")
+            version = container["tag"] or container["digest"]
+            if not service or not version:
+                continue
+            running.append(RunningVersion(cluster=cluster, workload=workload, app=workload.app,
+                                          service_id=service_ids[service], container=container["container"],
+                                          image=container["image"][:500], version=version[:200]))
+            after[(service_ids[service], (workload.kind, workload.namespace, workload.name))].add(version)
+    RunningVersion.objects.bulk_create(running, batch_size=1000)
+
+    apps_by_workload = {(w.kind, w.namespace, w.name): w.app for w in saved}
+    version_changes = []
+    for (service_id, workload_key), new_versions in after.items():
+        old_versions = before.get((service_id, workload_key))
+        if not old_versions or old_versions == new_versions:
+            continue  # first sight is not a change
+        version_changes.append(
+            VersionChange(service_id=service_id, environment_id=cluster.environment_id, cluster=cluster,
+                          app=apps_by_workload.get(workload_key), from_version=", ".join(sorted(old_versions)),
+                          to_version=", ".join(sorted(new_versions)), at=at)
+        )
+    VersionChange.objects.bulk_create(version_changes)
+    return len(version_changes)
+
+
+def _app_values(row: AppRow, running: dict[str, list[str]]) -> dict[str, Any]:
+    primary = row.sources[0] if row.sources else None
+    return {
+        "uid": row.uid,
+        "project": row.project,
+        "repo_url": (primary.repo_url if primary else "")[:500],
+        "path": (primary.path if primary else "")[:500],
+        "chart": (primary.chart if primary else "")[:253],
+        "target_revision": (primary.target_revision if primary else "")[:253],
+        "sources": [asdict(s) for s in row.sources],
+        "destination_server": row.destination_server[:500],
+        "destination_name": row.destination_name[:253],
+        "destination_namespace": row.destination_namespace[:253],
+        "sync_status": row.sync_status,
+        "synced_revision": row.synced_revision[:300],
+        "synced_revisions": row.synced_revisions,
+        "source_revision": row.source_revision[:300],
+        "health_status": row.health_status,
+        "health_message": row.health_message[:4000],
+        "ready_reason": row.ready_reason[:100],
+        "suspended": row.suspended,
+        "automated": row.automated,
+        "manual_sync": row.manual_sync,
+        "operation_phase": row.operation_phase[:32],
+        "operation_message": row.operation_message[:4000],
+        "operation_started_at": row.operation_started_at,
+        "operation_finished_at": row.operation_finished_at,
+        "reconciled_at": row.reconciled_at,
+        "history": jsonable(row.history[-10:]),
+        "images": row.images,
+        "conditions": jsonable(row.conditions),
+        "interval": row.interval[:32],
+        "warnings": row.warnings,
+        "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),
+        "running": running,
+        "raw": jsonable(row.raw),
+    }

@@ -1,0 +1,70 @@
+"""The sync-window verdict stored on each app: can it deploy now, and if not, until when.
+
+Argo CD apps are judged by their AppProject's windows (gitops.syncwindows, Argo CD's
+exact rules); a suspended Flux object is held like a window with no end.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from gitops import syncwindows
+from gitops.rows import AppRow, ProjectRow
+
+
+def _describe(window: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": window.get("kind", ""),
+        "description": window.get("description", ""),
+        "schedule": window.get("schedule", ""),
+        "duration": window.get("duration", ""),
+        "time_zone": window.get("timeZone", ""),
+        "manual_sync_allowed": bool(window.get("manualSync")),
+    }
+
+
+def app_target(row_or_app: Any) -> dict[str, str]:
+    """The `app` argument of syncwindows.evaluate, from a row or a stored app."""
+    return {
+        "name": row_or_app.name,
+        "namespace": row_or_app.destination_namespace,
+        "server": row_or_app.destination_server,
+        "cluster_name": row_or_app.destination_name,
+    }
+
+
+def verdict(windows: list[dict[str, Any]], target: dict[str, str], manual: bool, at: datetime) -> dict[str, Any]:
+    result = syncwindows.evaluate(windows, target, at, manual=manual)
+    blocking = list(getattr(result, "blocking", None) or [])
+    window: dict[str, Any] = {}
+    if result.error:
+        window = {"kind": "error", "error": result.error}
+    elif not result.can_sync:
+        chosen = blocking[0] if blocking else next((w for w in result.matching if w.get("kind") == "allow"), {})
+        window = _describe(chosen) if chosen else {"kind": "deny"}
+        if not blocking and chosen.get("kind") == "allow":
+            window["kind"] = "allow"  # allow windows exist, none is open
+        if getattr(result, "horizon_exceeded", False):
+            window["no_end_in_horizon"] = True
+    return {
+        "sync_blocked": not result.can_sync,
+        "sync_blocked_until": result.blocked_until if not result.can_sync else None,
+        "sync_window": window,
+        "window_next_edge": syncwindows.next_edge(windows, target, at),
+    }
+
+
+def window_state(row: AppRow, projects: dict[str, ProjectRow], at: datetime) -> dict[str, Any] | None:
+    """Fields for GitOpsApp, or None to leave them as they are (project not readable)."""
+    if row.tool == "flux":
+        if row.suspended:
+            return {"sync_blocked": True, "sync_blocked_until": None,
+                    "sync_window": {"kind": "suspend", "description": "spec.suspend: true"}, "window_next_edge": None}
+        return {"sync_blocked": False, "sync_blocked_until": None, "sync_window": {}, "window_next_edge": None}
+    project = projects.get(row.project or "default")
+    if project is None:
+        return None if not projects else {
+            "sync_blocked": False, "sync_blocked_until": None, "sync_window": {}, "window_next_edge": None,
+        }
+    return verdict(project.sync_windows or [], app_target(row), row.manual_sync, at)

@@ -1,0 +1,31 @@
+"""Create the local demo admin for `make run`; refuses outside demo mode."""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from portal.accounts.roles import Role, ensure_role_groups, grant
+
+
+class Command(BaseCommand):
+    help = "Create (or reset) the local demo admin account. Only in demo mode (PORTAL_DEMO=1)."
+
+    def handle(self, *args, **options):
+        if not settings.DEMO_MODE:
+            raise CommandError("refusing: demo accounts are only created when PORTAL_DEMO=1 (make run)")
+        ensure_role_groups()
+        username = os.environ.get("PORTAL_DEMO_ADMIN", "admin")
+        password = os.environ.get("PORTAL_DEMO_PASSWORD", "admin")
+        user, _ = get_user_model().objects.get_or_create(username=username)
+        user.set_password(password)
+        user.is_staff = True
+        user.is_superuser = True
+        user.save()
+        grant(user, Role.ADMIN)
+        self.stdout.write(
+            f"Demo admin ready: log in at http://127.0.0.1:8000/accounts/login/ as {username} / {password}"
+        )

@@ -1,0 +1,22 @@
+from django.contrib import admin
+
+from portal.catalog.models import Cluster, Environment, Service
+
+
+@admin.register(Environment)
+class EnvironmentAdmin(admin.ModelAdmin):
+    list_display = ("name", "order", "production")
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "environment", "connection", "enabled", "last_ok_at", "stale_since")
+    list_filter = ("environment", "connection", "enabled")
+    readonly_fields = ("last_poll_at", "last_ok_at", "last_error", "stale_since", "last_poll_seconds", "unavailable")
+    exclude = ("poll_lock_until", "poll_lock_token")
+
+
+@admin.register(Service)
+class ServiceAdmin(admin.ModelAdmin):
+    list_display = ("name", "image_repository", "team")
+    search_fields = ("name", "image_repository", "team")

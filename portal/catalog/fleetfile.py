@@ -1,0 +1,70 @@
+"""Load a fleet description (environments, clusters, services) from YAML into the catalog.
+
+The demo fleet in examples/fleet.yaml uses it; so can anyone who keeps their catalog in
+Git. Loading is idempotent: rows are matched by name and updated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from django.db import transaction
+
+from portal.catalog.models import Cluster, Environment, Service
+
+
+@dataclass
+class LoadedFleet:
+    environments: int
+    clusters: int
+    services: int
+
+
+class FleetFileError(ValueError):
+    pass
+
+
+def load_fleet(path: Path) -> LoadedFleet:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise FleetFileError(f"{path}: {exc}") from None
+    base = path.parent.resolve()
+    with transaction.atomic():
+        envs = {}
+        for item in data.get("environments") or []:
+            env, _ = Environment.objects.update_or_create(
+                name=item["name"],
+                defaults={"order": int(item.get("order", 0)), "production": bool(item.get("production", False))},
+            )
+            envs[env.name] = env
+        clusters = 0
+        for item in data.get("clusters") or []:
+            env_name = item.get("environment")
+            if env_name not in envs:
+                raise FleetFileError(f"cluster {item.get('name')!r}: unknown environment {env_name!r}")
+            defaults = {"environment": envs[env_name], "enabled": bool(item.get("enabled", True))}
+            if item.get("manifests"):
+                defaults.update(connection=Cluster.Connection.MANIFESTS,
+                                manifests_path=str((base / item["manifests"]).resolve()))
+            elif item.get("api_url"):
+                defaults.update(connection=Cluster.Connection.API, api_url=item["api_url"],
+                                token_env=item.get("token_env", ""), ca_file=item.get("ca_file", ""))
+            elif item.get("in_cluster"):
+                defaults.update(connection=Cluster.Connection.IN_CLUSTER)
+            else:
+                defaults.update(connection=Cluster.Connection.KUBECONFIG,
+                                kubeconfig_path=item.get("kubeconfig", ""), kubeconfig_context=item.get("context", ""))
+            Cluster.objects.update_or_create(name=item["name"], defaults=defaults)
+            clusters += 1
+        services = 0
+        for item in data.get("services") or []:
+            Service.objects.update_or_create(
+                name=item["name"],
+                defaults={"image_repository": item["image"], "image_aliases": list(item.get("aliases") or []),
+                          "team": item.get("team", ""), "description": item.get("description", "")},
+            )
+            services += 1
+    return LoadedFleet(len(envs), clusters, services)

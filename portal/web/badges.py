@@ -1,0 +1,77 @@
+"""The badges shown wherever an application appears: why it will not (or may not) deploy.
+
+Pure: takes an app row and its cluster as stored, and the time to judge at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+
+@dataclass(frozen=True)
+class Badge:
+    kind: str  # window | manual | suspended | stale
+    label: str
+    title: str
+
+
+def _stamp(at: datetime) -> str:
+    local = timezone.localtime(at)
+    if abs((at - timezone.now()).total_seconds()) < 6 * 86400:
+        return local.strftime("%a %H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+def window_badge(app: object, at: datetime) -> Badge | None:
+    """A sync-window badge while the stored verdict still holds at `at`.
+
+    The verdict is written at poll time and re-evaluated at each window edge; a
+    blocked_until already in the past means the window has closed, so nothing is shown.
+    """
+    if not getattr(app, "sync_blocked", False):
+        return None
+    until = getattr(app, "sync_blocked_until", None)
+    if until is not None and until <= at:
+        return None
+    window = getattr(app, "sync_window", None) or {}
+    if window.get("kind") == "suspend":
+        return None  # shown as the "suspended" badge
+    if window.get("error"):
+        return Badge("window", "sync window error", f"Argo CD refuses every sync: {window['error']}")
+    name = window.get("description") or window.get("schedule") or "sync window"
+    kind = window.get("kind", "deny")
+    if kind == "allow":
+        title = "no allow window is open"
+        title += f"; until the next allow window opens at {_stamp(until)}" if until else " and none opens soon"
+        if name:
+            title += f" ('{name}')"
+    else:
+        title = f"deny '{name}'" + (f" until {_stamp(until)}" if until else "")
+    if window.get("manual_sync_allowed"):
+        title += " — a manual sync is allowed"
+    return Badge("window", "sync window", title)
+
+
+def badges_for(app: object, cluster: object, at: datetime | None = None) -> list[Badge]:
+    at = at or timezone.now()
+    badges: list[Badge] = []
+    window = window_badge(app, at)
+    if window:
+        badges.append(window)
+    if getattr(app, "manual_sync", False):
+        badges.append(Badge("manual", "manual sync", "No automated sync: it deploys only when someone syncs it."))
+    if getattr(app, "suspended", False):
+        badges.append(Badge("suspended", "suspended", "Flux reconciliation is suspended (spec.suspend: true)."))
+    stale_since = getattr(cluster, "stale_since", None)
+    if stale_since:
+        badges.append(
+            Badge(
+                "stale",
+                "stale",
+                f"{cluster.name} not polled successfully since {_stamp(stale_since)}: showing the last good data.",
+            )
+        )
+    return badges

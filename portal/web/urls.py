@@ -1,0 +1,16 @@
+from django.urls import path
+
+from portal.web.views import clusters, delivery, gitops_list, matrix, overview, service, updates
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("matrix", matrix.matrix, name="matrix"),
+    path("gitops", gitops_list.gitops_list, name="gitops"),
+    path("services/<slug:name>", service.service_page, name="service"),
+    path("services/<slug:name>/panels", service.service_panels, name="service-panels"),
+    path("clusters", clusters.cluster_list, name="clusters"),
+    path("clusters/<slug:name>/poll", clusters.poll_now, name="cluster-poll"),
+    path("clusters/<slug:name>/enabled", clusters.set_enabled, name="cluster-enabled"),
+    path("updates", updates.updates, name="updates"),
+    path("delivery", delivery.delivery, name="delivery"),
+]

@@ -1,0 +1,93 @@
+"""/gitops: every application on every cluster, problems first, paged on the server.
+
+Filters live in the query string so a filtered view can be shared; htmx swaps only the
+table when a filter changes or the 30-second refresh fires.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from gitops.models import GitOpsApp
+from portal.accounts.roles import Role, requires_role
+from portal.catalog.models import Cluster, Environment
+from portal.web.badges import badges_for
+
+PAGE_SIZE = 50
+SORTS = {
+    "problems": ("problem_rank", "cluster__environment__order", "cluster__name", "namespace", "name"),
+    "name": ("name", "cluster__name", "namespace"),
+    "cluster": ("cluster__name", "namespace", "name"),
+    "environment": ("cluster__environment__order", "cluster__name", "name"),
+    "sync_since": ("sync_since", "name"),
+    "health_since": ("health_since", "name"),
+}
+STATUS_FILTERS = {
+    "degraded": Q(health_status__in=("Degraded", "Missing")),
+    "missing": Q(health_status="Missing"),
+    "outofsync": Q(sync_status="OutOfSync"),
+    "progressing": Q(health_status="Progressing"),
+    "healthy": Q(health_status="Healthy", sync_status="Synced"),
+    "suspended": Q(suspended=True),
+    "manual": Q(manual_sync=True),
+}
+
+
+def filtered_apps(params: dict[str, str], at=None) -> QuerySet[GitOpsApp]:
+    at = at or timezone.now()
+    apps = GitOpsApp.objects.select_related("cluster", "cluster__environment")
+    if params.get("cluster"):
+        apps = apps.filter(cluster__name=params["cluster"])
+    if params.get("environment"):
+        apps = apps.filter(cluster__environment__name=params["environment"])
+    if params.get("tool") in ("argo", "flux"):
+        apps = apps.filter(tool=params["tool"])
+    if params.get("project"):
+        apps = apps.filter(project=params["project"])
+    status = params.get("status", "")
+    if status == "blocked":
+        apps = apps.filter(sync_blocked=True).filter(Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
+    elif status in STATUS_FILTERS:
+        apps = apps.filter(STATUS_FILTERS[status])
+    if params.get("q"):
+        text = params["q"][:200]
+        apps = apps.filter(
+            Q(name__icontains=text) | Q(namespace__icontains=text) | Q(repo_url__icontains=text)
+            | Q(path__icontains=text) | Q(chart__icontains=text)
+        )
+    if params.get("attention") == "1":
+        apps = apps.needing_attention(at)
+    return apps.order_by(*SORTS.get(params.get("sort", ""), SORTS["problems"]))
+
+
+@requires_role(Role.VIEWER)
+def gitops_list(request: HttpRequest) -> HttpResponse:
+    keys = ("cluster", "environment", "tool", "project", "status", "q", "attention", "sort")
+    params = {key: request.GET.get(key, "").strip() for key in keys}
+    now = timezone.now()
+    paginator = Paginator(filtered_apps(params, now), PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
+    query = urlencode({k: v for k, v in params.items() if v})
+    context = {
+        "rows": rows,
+        "page": page,
+        "params": params,
+        "query": query,
+        "clusters": Cluster.objects.values_list("name", flat=True),
+        "environments": Environment.objects.values_list("name", flat=True),
+        "projects": GitOpsApp.objects.exclude(project="")
+        .values_list("project", flat=True)
+        .distinct()
+        .order_by("project"),
+        "statuses": ["degraded", "missing", "outofsync", "progressing", "healthy", "suspended", "manual", "blocked"],
+        "sorts": list(SORTS),
+    }
+    template = "web/_gitops_table.html" if request.htmx else "web/gitops.html"
+    return render(request, template, context)

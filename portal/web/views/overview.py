@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from portal.accounts.roles import Role, requires_role
+from portal.catalog.models import Cluster
+from portal.web.fleet import fleet_counts, service_rows
+
+
+@requires_role(Role.VIEWER)
+def overview(request: HttpRequest) -> HttpResponse:
+    environments, rows = service_rows()
+    # Tiles needing attention first, then by name: what is wrong is what people look for.
+    rows.sort(key=lambda row: (not row.attention, row.service.name))
+    context = {
+        "environments": environments,
+        "rows": rows,
+        "counts": fleet_counts(),
+        "has_clusters": Cluster.objects.exists(),
+    }
+    template = "web/_overview_body.html" if request.htmx else "web/overview.html"
+    return render(request, template, context)

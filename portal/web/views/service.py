@@ -1,0 +1,80 @@
+"""A service's page: one GitOps panel per environment and cluster that deploys it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+
+from gitops.models import GitOpsApp, RunningVersion, Workload
+from portal.accounts.roles import Role, requires_role
+from portal.catalog.models import Service
+from portal.web import links
+from portal.web.badges import Badge, badges_for
+
+
+@dataclass
+class Panel:
+    app: GitOpsApp
+    badges: list[Badge]
+    attention: bool
+    commit_url: str | None
+    compare_url: str | None
+    argocd_url: str | None
+    workloads: list[Workload] = field(default_factory=list)
+
+
+def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[RunningVersion]]:
+    now = timezone.now()
+    apps = (
+        GitOpsApp.objects.filter(services=service)
+        .select_related("cluster", "cluster__environment")
+        .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
+        .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
+    )
+    by_env: dict[int, list[Panel]] = defaultdict(list)
+    envs = {}
+    for app in apps:
+        env = app.cluster.environment
+        envs[env.id] = env
+        by_env[env.id].append(
+            Panel(
+                app=app,
+                badges=badges_for(app, app.cluster, now),
+                attention=app.needs_attention(now),
+                commit_url=links.commit_url(app.repo_url, app.synced_revision),
+                compare_url=links.compare_url(app.repo_url, app.previous_synced_revision, app.synced_revision)
+                if app.previous_synced_revision
+                else None,
+                argocd_url=links.argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None,
+                workloads=list(app.workloads.all()),
+            )
+        )
+    unmanaged = list(
+        RunningVersion.objects.filter(service=service, app__isnull=True)
+        .select_related("cluster", "workload")
+        .order_by("cluster__name", "workload__name")
+    )
+    ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
+    return [(env, by_env[env.id]) for env in ordered], unmanaged
+
+
+@requires_role(Role.VIEWER)
+def service_page(request: HttpRequest, name: str) -> HttpResponse:
+    service = get_object_or_404(Service, name=name)
+    environments, unmanaged = _panels(service)
+    context = {"service": service, "environments": environments, "unmanaged": unmanaged}
+    return render(request, "web/service.html", context)
+
+
+@requires_role(Role.VIEWER)
+def service_panels(request: HttpRequest, name: str) -> HttpResponse:
+    service = get_object_or_404(Service, name=name)
+    environments, unmanaged = _panels(service)
+    return render(
+        request, "web/_service_panels.html", {"service": service, "environments": environments, "unmanaged": unmanaged}
+    )

@@ -1,0 +1,45 @@
+"""Fixtures shared by the suite. Service checks first: in CI (PORTAL_REQUIRE_SERVICES=1)
+the run fails at once unless the tests really use PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.fleet"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PORTAL_REQUIRE_SERVICES") != "1":
+        return
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine:
+        raise pytest.UsageError(f"PORTAL_REQUIRE_SERVICES=1 but the database engine is {engine}")
+    if not os.environ.get("REDIS_URL"):
+        raise pytest.UsageError("PORTAL_REQUIRE_SERVICES=1 but REDIS_URL is not set")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    where = db.get("HOST") or db.get("NAME")
+    return [
+        f"portal database: {db['ENGINE'].rsplit('.', 1)[-1]} ({where})",
+        f"portal celery broker: {settings.CELERY_BROKER_URL.split('://', 1)[0]}",
+    ]
+
+
+from collections.abc import Iterator  # noqa: E402 - kept with the fixture that needs it
+
+from tests.kube_emulator import KubeEmulator  # noqa: E402
+
+
+@pytest.fixture
+def kube_emulator() -> Iterator[KubeEmulator]:
+    """A started in-process Kubernetes API emulator (tests/kube_emulator.py); stopped after."""
+    with KubeEmulator() as emulator:
+        yield emulator

@@ -1,0 +1,142 @@
+"""What the daily pages show from a seeded store: problems first, the grace period,
+badges with until-when, filters in the URL, constant query counts, untrusted strings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from portal.catalog.models import Cluster, Service
+from tests.fixtures.seed import seed_app, seed_fleet
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def viewer_client(client, users):
+    client.force_login(users["viewer"])
+    return client
+
+
+def test_gitops_lists_degraded_first_and_respects_the_grace_period(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded",
+             since=timedelta(minutes=25))
+    seed_app(catalog.staging_cluster, "payments-staging", service=catalog.payments, sync="OutOfSync",
+             since=timedelta(minutes=3))
+    html = viewer_client.get(reverse("gitops")).content.decode()
+    assert html.index("payments-prod") < html.index("payments-staging") < html.index("checkout-prod")
+
+    attention = viewer_client.get(reverse("gitops") + "?attention=1").content.decode()
+    assert "payments-prod" in attention
+    assert "payments-staging" not in attention  # out of sync for 3 min: not news yet
+    assert "checkout-prod" not in attention
+
+
+def test_matrix_marks_a_cell_only_past_the_grace_period(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
+             since=timedelta(minutes=25))
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0",
+             health="Degraded", since=timedelta(minutes=2))
+    html = viewer_client.get(reverse("matrix")).content.decode()
+    assert "Argo: degraded" in html
+    assert html.count(">Argo: degraded<") == 1  # checkout's two minutes are not news
+    assert "2.5.0" in html and "1.7.0" in html
+
+
+def test_overview_sorts_tiles_needing_attention_first(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Missing", since=timedelta(hours=1))
+    response = viewer_client.get(reverse("overview"))
+    html = response.content.decode()
+    assert html.index('data-service="payments"') < html.index('data-service="checkout"')
+    assert response.context["counts"]["attention"] == 1
+
+
+def test_sync_window_badge_says_until_when_and_disappears_once_closed(viewer_client, catalog):
+    now = timezone.now()
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, sync="OutOfSync",
+             sync_blocked=True, sync_blocked_until=now + timedelta(hours=5),
+             sync_window={"kind": "deny", "description": "weekend freeze", "schedule": "0 18 * * 5"})
+    seed_app(catalog.prod_us, "payments-us", service=catalog.payments,
+             sync_blocked=True, sync_blocked_until=now - timedelta(minutes=1),
+             sync_window={"kind": "deny", "description": "closed already"})
+    html = viewer_client.get(reverse("gitops")).content.decode()
+    assert "deny &#x27;weekend freeze&#x27; until " in html
+    assert "closed already" not in html
+
+
+def test_manual_sync_suspended_and_stale_badges(viewer_client, catalog):
+    Cluster.objects.filter(pk=catalog.prod_us.pk).update(stale_since=timezone.now() - timedelta(minutes=30),
+                                                         last_error="timeout: read timed out")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, manual_sync=True)
+    seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, tool="flux", suspended=True)
+    html = viewer_client.get(reverse("gitops")).content.decode()
+    assert "manual sync" in html and "suspended" in html and "stale" in html
+
+
+def test_filters_are_kept_in_links_and_unknown_values_do_not_break(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
+    seed_app(catalog.dev_cluster, "checkout-dev", service=catalog.checkout, tool="flux")
+    html = viewer_client.get(reverse("gitops") + "?environment=prod&tool=argo").content.decode()
+    assert "checkout-prod" in html and "checkout-dev" not in html
+    assert viewer_client.get(reverse("gitops") + "?status=nonsense&sort=nonsense&page=x").status_code == 200
+
+
+def test_htmx_requests_get_only_the_table(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
+    html = viewer_client.get(reverse("gitops"), HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith("<div id=\"gitops-table\"") or 'id="gitops-table"' in html[:200]
+    assert "<html" not in html
+
+
+def test_service_page_has_a_panel_per_cluster_with_links_and_since(viewer_client, catalog, settings):
+    settings.PORTAL_ARGOCD_URL = "https://argocd.example.com"
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, namespace="team-payments",
+             previous_synced_revision="1111111111111111111111111111111111111111")
+    seed_app(catalog.staging_cluster, "payments-staging", service=catalog.payments, version="2.6.0")
+    html = viewer_client.get(reverse("service", kwargs={"name": "payments"})).content.decode()
+    assert 'data-cluster="prod-eu-1"' in html and 'data-cluster="staging-eu-1"' in html
+    assert "https://argocd.example.com/applications/team-payments/payments-prod" in html
+    assert "2/2 ready" in html
+
+
+def test_untrusted_strings_are_escaped_and_bad_urls_never_become_links(viewer_client, catalog):
+    seed_app(catalog.prod_eu, "<script>alert(1)</script>", service=catalog.payments, health="Degraded",
+             since=timedelta(hours=1), health_message='<img src=x onerror="alert(2)">',
+             repo_url="javascript:alert(3)//github.com/acme/x")
+    for url in (reverse("gitops"), reverse("service", kwargs={"name": "payments"}), reverse("overview"),
+                reverse("matrix")):
+        html = viewer_client.get(url).content.decode()
+        assert "<script>alert(1)</script>" not in html
+        assert '<img src=x onerror="alert(2)">' not in html
+        assert 'href="javascript:' not in html
+
+
+def _queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("page", ["overview", "matrix", "gitops", "gitops-filtered", "service"])
+def test_query_count_does_not_grow_with_the_fleet(viewer_client, catalog, page):
+    url = {
+        "overview": reverse("overview"), "matrix": reverse("matrix"), "gitops": reverse("gitops"),
+        "gitops-filtered": reverse("gitops") + "?environment=prod&attention=1&q=check",
+        "service": reverse("service", kwargs={"name": "checkout"}),
+    }[page]
+    services = [catalog.checkout, catalog.payments] + [
+        Service.objects.create(name=f"svc{i}", image_repository=f"ghcr.io/acme/svc{i}") for i in range(8)
+    ]
+    clusters = [catalog.prod_eu, catalog.prod_us]
+    seed_fleet(clusters, services, apps_per_cluster=5)
+    small = _queries(viewer_client, url)
+    seed_fleet([catalog.staging_cluster, catalog.dev_cluster], services, apps_per_cluster=500)
+    large = _queries(viewer_client, url)
+    assert small == large, f"{page}: {small} queries with 10 apps, {large} with 1,010"

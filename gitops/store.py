@@ -92,7 +92,12 @@ def _health_since(row: AppRow, at: datetime) -> datetime:
         stamp = parse_time((status.get("health") or {}).get("lastTransitionTime"))
     else:
         stamp = next(
-            (parse_time(c.get("lastTransitionTime")) for c in row.conditions if c.get("type") == "Ready"), None
+            (
+                parse_time(c.get("last_transition_time") or c.get("lastTransitionTime"))
+                for c in row.conditions
+                if c.get("type") == "Ready"
+            ),
+            None,
         )
     return stamp if stamp is not None and stamp <= at else at
 

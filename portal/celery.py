@@ -17,7 +17,7 @@ app.autodiscover_tasks()
 def _ensure_broker_folders(sender: Celery, **_: object) -> None:
     # kombu's filesystem transport does not create its folders itself.
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)
     backend = sender.conf.result_backend or ""

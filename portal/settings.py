@@ -67,6 +67,8 @@ INSTALLED_APPS = [
     "forges",
     # composition
     "portal.web",
+    "portal.api",
+    "portal.notifications",
 ]
 
 MIDDLEWARE = [
@@ -109,6 +111,7 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded default lives in var/
     # Several processes (web + worker) share the file: wait for locks instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -150,6 +153,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        # Broadcasts (worker control) go here too instead of ./control.
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
 CELERY_TASK_SERIALIZER = "json"

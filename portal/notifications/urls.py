@@ -1,0 +1,2 @@
+# Filled by the notifications issue (rules, channels, deliveries page).
+urlpatterns: list = []

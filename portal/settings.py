@@ -170,6 +170,10 @@ PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
+# Self-hosted forges by host: "git.corp.example=gitlab,gitea.corp.example=gitea,ghe.corp.example=github".
+PORTAL_FORGE_HOSTS = dict(
+    item.split("=", 1) for item in env_list("PORTAL_FORGE_HOSTS", []) if "=" in item
+)
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 
 # Beat fans out one poll per cluster; later issues add their own entries here.

@@ -104,6 +104,9 @@ def test_service_page_has_a_panel_per_cluster_with_links_and_since(viewer_client
     assert 'data-cluster="prod-eu-1"' in html and 'data-cluster="staging-eu-1"' in html
     assert "https://argocd.example.com/applications/team-payments/payments-prod" in html
     assert "2/2 ready" in html
+    assert 'href="https://github.com/acme/gitops/commit/4f1d2c3b5a6978877665544332211aabbccddeef"' in html
+    assert ('href="https://github.com/acme/gitops/compare/1111111111111111111111111111111111111111...'
+            '4f1d2c3b5a6978877665544332211aabbccddeef"') in html
 
 
 def test_untrusted_strings_are_escaped_and_bad_urls_never_become_links(viewer_client, catalog):

@@ -1,0 +1,123 @@
+"""The Kubernetes resource kinds the portal reads, grouped by the capability each serves.
+
+A cluster rarely has every GitOps tool installed, and RBAC may hide some of them, so a
+poll treats each capability on its own: a 403 or 404 for one capability (say Argo
+Rollouts missing) disables only that panel, never the whole cluster.
+
+Versions are listed newest first. A source tries them in order and falls back to the
+next one on 404, because older Flux and Argo installations still serve only the beta
+versions (Flux 2.2 served HelmRelease only as v2beta2/v2beta1, Flux 2.8 removed every
+beta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+ARGOCD = "argocd"
+ARGOCD_PROJECTS = "argocd-projects"  # AppProjects: the sync windows live there
+FLUX_KUSTOMIZE = "flux-kustomize"
+FLUX_HELM = "flux-helm"
+FLUX_SOURCES = "flux-sources"
+WORKLOADS = "workloads"
+ROLLOUTS = "rollouts"
+
+CAPABILITIES: tuple[str, ...] = (
+    ARGOCD,
+    ARGOCD_PROJECTS,
+    FLUX_KUSTOMIZE,
+    FLUX_HELM,
+    FLUX_SOURCES,
+    WORKLOADS,
+    ROLLOUTS,
+)
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One listable resource: where it lives in the API and which versions to try."""
+
+    group: str  # "" for the core group (served under /api/v1)
+    kind: str
+    plural: str
+    versions: tuple[str, ...]  # preferred first
+    capability: str
+    namespaced: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.versions:
+            raise ValueError(f"{self.kind}: at least one version is required")
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def resource(self) -> str:
+        """`plural.group`, the name RBAC messages and kubectl use."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+    def list_path(self, version: str, namespace: str | None = None) -> str:
+        """The URL path that lists this kind, cluster-wide or in one namespace."""
+        base = f"/apis/{self.group}/{version}" if self.group else f"/api/{version}"
+        if namespace is not None and self.namespaced:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def matches(self, api_version: str, kind: str) -> bool:
+        """True when an object's apiVersion/kind is this kind in any version."""
+        return kind == self.kind and split_api_version(api_version)[0] == self.group
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` -> ("apps", "v1"); `v1` -> ("", "v1")."""
+    group, sep, version = api_version.rpartition("/")
+    return (group, version) if sep else ("", api_version)
+
+
+_SOURCE_VERSIONS = ("v1", "v1beta2")
+
+KINDS: tuple[KindSpec, ...] = (
+    KindSpec("argoproj.io", "Application", "applications", ("v1alpha1",), ARGOCD),
+    KindSpec("argoproj.io", "AppProject", "appprojects", ("v1alpha1",), ARGOCD_PROJECTS),
+    KindSpec("kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", ("v1", "v1beta2"),
+             FLUX_KUSTOMIZE),
+    KindSpec("helm.toolkit.fluxcd.io", "HelmRelease", "helmreleases", ("v2", "v2beta2", "v2beta1"),
+             FLUX_HELM),
+    KindSpec("source.toolkit.fluxcd.io", "GitRepository", "gitrepositories", _SOURCE_VERSIONS,
+             FLUX_SOURCES),
+    KindSpec("source.toolkit.fluxcd.io", "HelmRepository", "helmrepositories", _SOURCE_VERSIONS,
+             FLUX_SOURCES),
+    KindSpec("source.toolkit.fluxcd.io", "HelmChart", "helmcharts", _SOURCE_VERSIONS, FLUX_SOURCES),
+    KindSpec("source.toolkit.fluxcd.io", "Bucket", "buckets", _SOURCE_VERSIONS, FLUX_SOURCES),
+    KindSpec("source.toolkit.fluxcd.io", "OCIRepository", "ocirepositories", _SOURCE_VERSIONS,
+             FLUX_SOURCES),
+    KindSpec("apps", "Deployment", "deployments", ("v1",), WORKLOADS),
+    KindSpec("apps", "StatefulSet", "statefulsets", ("v1",), WORKLOADS),
+    KindSpec("apps", "DaemonSet", "daemonsets", ("v1",), WORKLOADS),
+    KindSpec("batch", "CronJob", "cronjobs", ("v1",), WORKLOADS),
+    KindSpec("argoproj.io", "Rollout", "rollouts", ("v1alpha1",), ROLLOUTS),
+)
+
+BY_CAPABILITY: dict[str, tuple[KindSpec, ...]] = {
+    capability: tuple(k for k in KINDS if k.capability == capability) for capability in CAPABILITIES
+}
+
+
+def kinds_for(capability: str) -> tuple[KindSpec, ...]:
+    try:
+        return BY_CAPABILITY[capability]
+    except KeyError:
+        raise ValueError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+
+
+def find_kind(api_version: str, kind: str, kinds: Iterable[KindSpec] = KINDS) -> KindSpec | None:
+    """The spec for an object's apiVersion/kind, whatever version it was written in."""
+    for spec in kinds:
+        if spec.matches(api_version, kind):
+            return spec
+    return None

@@ -145,11 +145,16 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
     try:
+        owned = source is None
         try:
             source = source or source_for(cluster)
             snapshot, unavailable, fatal = read_cluster(source)
         except SourceError as exc:
             snapshot, unavailable, fatal = Snapshot(), {}, exc
+        finally:
+            # A KubeSource holds a connection pool; one we built is ours to close.
+            if owned and source is not None and hasattr(source, "close"):
+                source.close()
         if fatal is not None:
             message = f"{fatal.reason}: {fatal.message}"
             Cluster.objects.filter(pk=cluster.pk).update(

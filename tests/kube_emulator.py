@@ -364,6 +364,17 @@ class KubeEmulator:
             plural = spec.plural if spec is not None else default_plural(kind)
         return (group, version, plural), copy.deepcopy(obj), kind
 
+    def remove(self, obj: Obj) -> None:
+        """Delete the object with `obj`'s apiVersion/kind/namespace/name (as if kubectl deleted it)."""
+        key, stored, _ = self._prepare(obj, None)
+        metadata = stored["metadata"]
+        with self._lock:
+            resource = self._resources[key]
+            del resource.objects[(str(metadata.get("namespace", "")), metadata["name"])]
+            resource.ordered = None
+            self._resource_version += 1
+            self._page_cache.clear()
+
     def _store(self, key: ResourceKey, obj: Obj, kind: str) -> None:
         self._resource_version += 1
         metadata = obj.setdefault("metadata", {})

@@ -69,6 +69,7 @@ class AppRow:
     attempted_revision: str = ""  # Flux lastAttemptedRevision
     health_status: str = UNKNOWN
     health_message: str = ""
+    health_since: datetime | None = None  # Argo CD health.lastTransitionTime; Flux Ready transition
     ready_reason: str = ""  # Flux Ready condition reason
     suspended: bool = False  # Flux spec.suspend
     automated: bool = False  # Argo CD automated sync on
@@ -77,12 +78,21 @@ class AppRow:
     operation_message: str = ""
     operation_started_at: datetime | None = None
     operation_finished_at: datetime | None = None
+    operation_revision: str = ""  # Argo CD syncResult revision (primary source)
+    operation_revisions: list[str] = field(default_factory=list)  # syncResult revisions, multi-source
+    operation_initiated_by: str = ""  # "automated", or the user who started the sync
     reconciled_at: datetime | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)  # {revision, deployed_at}
+    # Oldest first (Argo CD's order; the latest is last) for both tools, JSON-safe (times as
+    # RFC 3339 text): {revision, deployed_at, …}
+    history: list[dict[str, Any]] = field(default_factory=list)
     images: list[str] = field(default_factory=list)  # Argo CD summary.images
     resources: list[ResourceKey] = field(default_factory=list)
     conditions: list[dict[str, Any]] = field(default_factory=list)
     interval: str = ""  # Flux spec.interval
+    generation: int | None = None  # metadata.generation
+    observed_generation: int | None = None  # status.observedGeneration (Flux: -1 until first success)
+    source_ready: bool | None = None  # Flux source Ready; None when the source is not known
+    source_message: str = ""  # Flux source Ready message, or why the source is unknown
     warnings: list[str] = field(default_factory=list)  # fields we could not read
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -100,6 +110,7 @@ class ProjectRow:
     sync_windows: list[dict[str, Any]] = field(default_factory=list)
     destinations: list[dict[str, Any]] = field(default_factory=list)
     source_repos: list[str] = field(default_factory=list)
+    source_namespaces: list[str] = field(default_factory=list)  # apps-in-any-namespace
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,7 +142,13 @@ class WorkloadRow:
     replicas_available: int | None = None
     health_status: str = "Unknown"  # kstatus: Current | InProgress | Failed | Terminating | Unknown
     health_message: str = ""
+    paused: bool = False  # Deployment spec.paused, paused Rollout, suspended CronJob
     # The GitOps app that deploys it: (tool, kind, namespace, name), when known.
     app_key: tuple[str, str, str, str] | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # what could not be read, and why
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)

@@ -1,0 +1,120 @@
+"""Reading fields of raw cluster objects without trusting their shape.
+
+Objects come from many Argo CD, Flux and Kubernetes versions, from the API (JSON) and
+from YAML files, so any field may be missing, null, or of an unexpected type (Argo
+Rollouts stores `observedGeneration` as a string). These readers return a neutral
+value instead of raising, so one odd field never costs the whole object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime
+from typing import Any
+
+from gitops.timeparse import format_time, parse_time
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """The value at a path of mapping keys; None as soon as a level is missing or not a mapping."""
+    current = obj
+    for key in keys:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def as_str(value: Any) -> str:
+    """Text of a scalar; "" for None, mappings and lists (never their repr)."""
+    if value is None or isinstance(value, Mapping | list | tuple):
+        return ""
+    if isinstance(value, bool):
+        # YAML reads `true` into a bool; give back the word Kubernetes would have written.
+        return "true" if value else "false"
+    if isinstance(value, datetime | date):
+        return format_time(parse_time(value))
+    return str(value)
+
+
+def as_int(value: Any) -> int | None:
+    """An int, or a string of digits (Argo Rollouts' observedGeneration); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+    return None
+
+
+def as_bool(value: Any) -> bool:
+    """True for a YAML/JSON true or the string "true"; anything else is false."""
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
+def str_list(value: Any) -> list[str]:
+    return [as_str(item) for item in as_list(value) if as_str(item)]
+
+
+def str_dict(value: Any) -> dict[str, str]:
+    """Labels and annotations: string keys to string values."""
+    return {str(key): as_str(val) for key, val in as_dict(value).items()}
+
+
+def metadata(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(namespace, name, uid). A missing name is an error: the object cannot be keyed."""
+    meta = as_dict(obj.get("metadata"))
+    name = as_str(meta.get("name"))
+    if not name:
+        raise ValueError("object has no metadata.name")
+    return as_str(meta.get("namespace")), name, as_str(meta.get("uid"))
+
+
+def conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """status.conditions as plain JSON-safe dicts, in the order the controller wrote them."""
+    out = []
+    for cond in as_list(dig(obj, "status", "conditions")):
+        if not isinstance(cond, Mapping) or not as_str(cond.get("type")):
+            continue
+        out.append(
+            {
+                "type": as_str(cond.get("type")),
+                "status": as_str(cond.get("status")),
+                "reason": as_str(cond.get("reason")),
+                "message": as_str(cond.get("message")),
+                "last_transition_time": format_time(parse_time(cond.get("lastTransitionTime"))),
+            }
+        )
+    return out
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
+    """The first raw condition of a type, as kstatus reads them (first one wins)."""
+    for cond in as_list(dig(obj, "status", "conditions")):
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+def json_safe(value: Any) -> Any:
+    """A copy the store can write to a JSON column: datetimes from YAML become RFC 3339 text."""
+    if isinstance(value, Mapping):
+        return {str(key): json_safe(val) for key, val in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if isinstance(value, datetime | date):
+        return format_time(parse_time(value))
+    return value

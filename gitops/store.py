@@ -28,7 +28,6 @@ from gitops.models import (
     problem_rank,
 )
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
-from gitops.timeparse import parse_time
 from gitops.windowstate import window_state
 from portal.catalog.models import Cluster, Service, service_image_index
 
@@ -87,18 +86,7 @@ def app_key(tool: str, kind: str, namespace: str, name: str) -> str:
 
 def _health_since(row: AppRow, at: datetime) -> datetime:
     """When the current health began, as the tool says (Argo CD ≥ 2.14, Flux Ready), else now."""
-    status = row.raw.get("status") or {}
-    if row.tool == "argo":
-        stamp = parse_time((status.get("health") or {}).get("lastTransitionTime"))
-    else:
-        stamp = next(
-            (
-                parse_time(c.get("last_transition_time") or c.get("lastTransitionTime"))
-                for c in row.conditions
-                if c.get("type") == "Ready"
-            ),
-            None,
-        )
+    stamp = row.health_since
     return stamp if stamp is not None and stamp <= at else at
 
 

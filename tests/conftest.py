@@ -43,3 +43,9 @@ def kube_emulator() -> Iterator[KubeEmulator]:
     """A started in-process Kubernetes API emulator (tests/kube_emulator.py); stopped after."""
     with KubeEmulator() as emulator:
         yield emulator
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    # Printed even under -q, so a CI log shows which database and broker the tests used.
+    for line in pytest_report_header(config):
+        terminalreporter.write_line(line)

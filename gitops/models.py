@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -22,6 +23,24 @@ TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
 PROBLEM_RANK = {"Degraded": 0, "Missing": 1, "OutOfSync": 2, "Unknown": 3, "Progressing": 4, "Suspended": 5}
 RANK_OK = 9
 ATTENTION_HEALTH = ("Degraded", "Missing")
+
+
+class RawJSONField(models.JSONField):
+    """A JSONField for whole Kubernetes objects.
+
+    Having get_placeholder keeps Django 5.2's PostgreSQL bulk insert off its UNNEST
+    path, which escapes every large JSON document through array literals (seconds per
+    thousand objects); plain multi-row VALUES are several times faster here.
+    """
+
+    def __init__(self, *args, **kwargs):
+        # Objects read from YAML may hold datetimes; encode them here instead of walking
+        # and copying every object on every poll.
+        kwargs.setdefault("encoder", DjangoJSONEncoder)
+        super().__init__(*args, **kwargs)
+
+    def get_placeholder(self, value, compiler, connection):  # noqa: ARG002 - Django's signature
+        return "%s"
 
 
 def grace_cutoff(at: datetime | None = None) -> datetime:
@@ -99,7 +118,7 @@ class GitOpsApp(models.Model):
     # {service: [versions]} running under it, denormalised for list pages.
     services = models.ManyToManyField(Service, blank=True, related_name="apps")
     running = models.JSONField(default=dict, blank=True)
-    raw = models.JSONField(default=dict, blank=True)
+    raw = RawJSONField(default=dict, blank=True)
     first_seen = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -156,7 +175,7 @@ class Workload(models.Model):
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64, blank=True)
-    containers = models.JSONField(default=list, blank=True)
+    containers = RawJSONField(default=list, blank=True)
     replicas_desired = models.IntegerField(null=True, blank=True)
     replicas_ready = models.IntegerField(null=True, blank=True)
     replicas_updated = models.IntegerField(null=True, blank=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import transaction
 
+from gitops.bulkwrite import bulk_update_rows
 from gitops.models import (
     AppProject,
     GitOpsApp,
@@ -216,7 +217,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             GitOpsApp.objects.filter(id__in=[a.id for a in gone]).delete()
         GitOpsApp.objects.bulk_create(to_create, batch_size=500)
         if to_update:
-            GitOpsApp.objects.bulk_update(to_update, APP_FIELDS + ["sync_since", "health_since"], batch_size=500)
+            bulk_update_rows(GitOpsApp, to_update, APP_FIELDS)
         result.created, result.updated, result.removed = len(to_create), len(to_update), len(gone)
 
         apps_now = {app_key(a.tool, a.kind, a.namespace, a.name): a for a in to_create + to_update}
@@ -308,7 +309,7 @@ def _store_workloads(
         Workload.objects.filter(id__in=gone).delete()
     Workload.objects.bulk_create(to_create, batch_size=500)
     if to_update:
-        Workload.objects.bulk_update(to_update, WORKLOAD_FIELDS, batch_size=500)
+        bulk_update_rows(Workload, to_update, WORKLOAD_FIELDS)
     saved = to_create + to_update
     if any(w.id is None for w in to_create):
         saved = list(Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds).select_related("app"))
@@ -377,5 +378,5 @@ def _app_values(row: AppRow, running: dict[str, list[str]]) -> dict[str, Any]:
         "warnings": row.warnings,
         "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),
         "running": running,
-        "raw": jsonable(row.raw),
+        "raw": row.raw,
     }

@@ -21,6 +21,7 @@ from gitops.collectors.fields import (
     json_safe,
     metadata,
     str_list,
+    trimmed,
 )
 from gitops.rows import (
     ARGO,
@@ -77,7 +78,7 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     row.generation = as_int(dig(obj, "metadata", "generation"))
     if not status:
         row.warnings.append("no status yet: the controller has not reconciled this app")
-    row.raw = json_safe(obj)
+    row.raw = trimmed(obj)
     return row
 
 
@@ -104,7 +105,7 @@ def project_row(obj: Mapping[str, Any]) -> ProjectRow:
         destinations=[json_safe(d) for d in as_list(spec.get("destinations")) if isinstance(d, Mapping)],
         source_repos=str_list(spec.get("sourceRepos")),
         source_namespaces=str_list(spec.get("sourceNamespaces")),
-        raw=json_safe(obj),
+        raw=trimmed(obj),
     )
 
 

@@ -118,3 +118,25 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return format_time(parse_time(value))
     return value
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def trimmed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the detail view keeps it: without managedFields and kubectl's
+    last-applied copy, which are often half its size and say nothing about its state.
+
+    Shallow: the store's JSON encoder turns any datetime left by a YAML loader into
+    text, so the (large) object is not walked and copied on every poll.
+    """
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return dict(obj)
+    annotations = metadata.get("annotations")
+    if "managedFields" not in metadata and not (isinstance(annotations, Mapping) and LAST_APPLIED in annotations):
+        return dict(obj)
+    kept = {key: value for key, value in metadata.items() if key != "managedFields"}
+    if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
+        kept["annotations"] = {key: value for key, value in annotations.items() if key != LAST_APPLIED}
+    return {**obj, "metadata": kept}

@@ -35,8 +35,8 @@ from gitops.collectors.fields import (
     as_str,
     conditions,
     dig,
-    json_safe,
     metadata,
+    trimmed,
 )
 from gitops.health import flux_health
 from gitops.rows import FLUX, HEALTHY, OUT_OF_SYNC, SYNCED, UNKNOWN, AppRow, ResourceKey, SourceSpec
@@ -181,7 +181,7 @@ def _base_row(obj: Mapping[str, Any], kind: str, namespace: str, name: str, uid:
     row.conditions = conditions(obj)
     row.generation = as_int(dig(obj, "metadata", "generation"))
     row.observed_generation = as_int(dig(obj, "status", "observedGeneration"))
-    row.raw = json_safe(obj)
+    row.raw = trimmed(obj)
     return row
 
 

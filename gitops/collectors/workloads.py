@@ -28,9 +28,9 @@ from gitops.collectors.fields import (
     as_str,
     condition,
     dig,
-    json_safe,
     metadata,
     str_dict,
+    trimmed,
 )
 from gitops.health import kstatus
 from gitops.rows import ContainerImage, WorkloadRow
@@ -88,7 +88,7 @@ def workload_row(
         row.health_status, row.health_message = kstatus(full)
         field = "suspend" if kind == "CronJob" else "paused"
         row.paused = as_bool(dig(full, "spec", field))
-    row.raw = json_safe(obj)
+    row.raw = trimmed(obj)
     return row
 
 

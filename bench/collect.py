@@ -1,0 +1,189 @@
+"""Collection benchmark: a synthetic fleet served over HTTP by the Kubernetes API emulator,
+polled end to end (official client → collectors → store), against the floor of only
+fetching and JSON-parsing the same responses.
+
+    .venv/bin/python bench/collect.py [--clusters 20] [--apps 500]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/collect.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+
+from harness import bench_database, peak_rss_mib
+
+SERVICES = 40
+
+
+def application(i: int, cluster: str) -> dict:
+    """An Argo CD Application the size real ones are (history, resources, images, operation)."""
+    service = f"svc{i % SERVICES:02d}"
+    name = f"{service}-{i:04d}"
+    sha = uuid.uuid5(uuid.NAMESPACE_URL, f"{cluster}/{name}").hex + "abcdef01"
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {
+            "name": name, "namespace": "argocd", "uid": str(uuid.uuid4()), "generation": 7,
+            "creationTimestamp": "2026-11-01T10:00:00Z",
+            "labels": {"team": f"team-{i % 12}", "app.kubernetes.io/part-of": service},
+            "annotations": {"notifications.argoproj.io/subscribe.on-sync-failed.slack": "deploys"},
+        },
+        "spec": {
+            "project": f"project-{i % 6}",
+            "source": {"repoURL": "https://github.com/acme/gitops.git", "path": f"apps/{service}/overlays/prod",
+                       "targetRevision": "main"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": name},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": ["CreateNamespace=true"]},
+        },
+        "status": {
+            "sync": {"status": "OutOfSync" if i % 17 == 0 else "Synced", "revision": sha,
+                     "comparedTo": {"source": {"repoURL": "https://github.com/acme/gitops.git",
+                                               "path": f"apps/{service}/overlays/prod", "targetRevision": "main"},
+                                    "destination": {"server": "https://kubernetes.default.svc", "namespace": name}}},
+            "health": {"status": "Degraded" if i % 23 == 0 else "Healthy",
+                       "lastTransitionTime": "2026-11-29T08:00:00Z"},
+            "history": [{"id": h, "revision": sha, "deployedAt": f"2026-11-{10 + h:02d}T10:00:00Z",
+                         "deployStartedAt": f"2026-11-{10 + h:02d}T09:59:40Z",
+                         "source": {"repoURL": "https://github.com/acme/gitops.git",
+                                    "path": f"apps/{service}/overlays/prod", "targetRevision": "main"},
+                         "initiatedBy": {"automated": True}} for h in range(10)],
+            "operationState": {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
+                               "startedAt": "2026-11-19T09:59:40Z", "finishedAt": "2026-11-19T10:00:00Z",
+                               "operation": {"sync": {"revision": sha}, "initiatedBy": {"automated": True}},
+                               "syncResult": {"revision": sha, "resources": [
+                                   {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": name,
+                                    "name": service, "status": "Synced", "message": "deployment.apps configured",
+                                    "syncPhase": "Sync"}]}},
+            "reconciledAt": "2026-11-29T09:00:00Z",
+            "resources": [
+                {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": name, "name": service,
+                 "status": "Synced"},
+                {"version": "v1", "kind": "Service", "namespace": name, "name": service, "status": "Synced"},
+                {"version": "v1", "kind": "ConfigMap", "namespace": name, "name": f"{service}-config",
+                 "status": "Synced"},
+            ],
+            "summary": {"images": [f"ghcr.io/acme/{service}:1.{i % 5}.0"]},
+            "sourceType": "Kustomize",
+        },
+    }
+
+
+def deployment(i: int) -> dict:
+    service = f"svc{i % SERVICES:02d}"
+    name = f"{service}-{i:04d}"
+    return {
+        "metadata": {"name": service, "namespace": name, "uid": str(uuid.uuid4()), "generation": 3,
+                     "labels": {"app": service, "app.kubernetes.io/instance": name},
+                     "annotations": {"deployment.kubernetes.io/revision": "3"}},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": service}},
+                 "template": {"metadata": {"labels": {"app": service}},
+                              "spec": {"containers": [
+                                  {"name": service, "image": f"ghcr.io/acme/{service}:1.{i % 5}.0",
+                                   "ports": [{"containerPort": 8080}],
+                                   "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                   "env": [{"name": "LOG_LEVEL", "value": "info"}]},
+                                  {"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.22.0"}]}}},
+        "status": {"observedGeneration": 3, "replicas": 3, "readyReplicas": 3, "updatedReplicas": 3,
+                   "availableReplicas": 3,
+                   "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]},
+        "apiVersion": "apps/v1", "kind": "Deployment",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clusters", type=int, default=20)
+    parser.add_argument("--apps", type=int, default=500)
+    args = parser.parse_args()
+
+    from tests.kube_emulator import KubeEmulator
+
+    with bench_database() as vendor, KubeEmulator() as emulator:
+        import os
+
+        import urllib3
+
+        from gitops import kinds, polling, store
+        from portal.catalog.models import Cluster, Environment, Service
+
+        os.environ["BENCH_KUBE_TOKEN"] = emulator.token
+        for spec in kinds.KINDS:
+            emulator.install(spec.api_version(spec.versions[0]), spec.plural, spec.kind)
+        emulator.add_all(application(i, "bench") for i in range(args.apps))
+        emulator.add_all(deployment(i) for i in range(args.apps))
+        for spec in kinds.KINDS:
+            emulator.warm(spec, 500)
+        env = Environment.objects.create(name="prod", order=3, production=True)
+        Service.objects.bulk_create(
+            Service(name=f"svc{i:02d}", image_repository=f"ghcr.io/acme/svc{i:02d}") for i in range(SERVICES)
+        )
+        clusters = [
+            Cluster.objects.create(name=f"c{n:02d}", environment=env, connection=Cluster.Connection.API,
+                                   api_url=emulator.url, token_env="BENCH_KUBE_TOKEN")
+            for n in range(args.clusters)
+        ]
+        total_apps = args.clusters * args.apps
+
+        # Floor: the same list requests, fetched and json-parsed, nothing else.
+        http = urllib3.PoolManager()
+        headers = {"Authorization": f"Bearer {emulator.token}"}
+        started = time.perf_counter()
+        for _ in clusters:
+            for spec in kinds.KINDS:
+                token = ""
+                while True:
+                    query = "?limit=500" + (f"&continue={token}" if token else "")
+                    body = http.request("GET", emulator.url + spec.list_path(spec.versions[0]) + query,
+                                        headers=headers).data
+                    page = json.loads(body)
+                    token = (page.get("metadata") or {}).get("continue") or ""
+                    if not token:
+                        break
+        floor = time.perf_counter() - started
+
+        write_seconds = 0.0
+        real_store = store.store_snapshot
+
+        def timed_store(*a, **kw):
+            nonlocal write_seconds
+            t = time.perf_counter()
+            try:
+                return real_store(*a, **kw)
+            finally:
+                write_seconds += time.perf_counter() - t
+
+        polling.store_snapshot = timed_store
+        started = time.perf_counter()
+        for cluster in clusters:
+            report = polling.poll(cluster)
+            assert report.ok, report.error
+        first = time.perf_counter() - started
+        write_first = write_seconds
+
+        write_seconds = 0.0  # a steady-state poll: everything exists, little changes
+        started = time.perf_counter()
+        for cluster in clusters:
+            assert polling.poll(cluster).ok
+        second = time.perf_counter() - started
+
+        from gitops.models import GitOpsApp
+
+        stored = GitOpsApp.objects.count()
+        assert stored == total_apps, stored
+        print(f"database: {vendor}; fleet: {args.clusters} clusters x {args.apps} apps "
+              f"(+{args.apps} Deployments each) = {total_apps} apps")
+        print(f"floor (fetch + json parse only): {floor:.2f} s, {total_apps / floor:,.0f} apps/s")
+        print(f"end to end, first poll (all inserts): {first:.2f} s, {total_apps / first:,.0f} apps/s, "
+              f"{first / floor:.2f}x floor; DB write {write_first:.2f} s")
+        print(f"end to end, next poll (updates):     {second:.2f} s, {total_apps / second:,.0f} apps/s, "
+              f"{second / floor:.2f}x floor; DB write {write_seconds:.2f} s")
+        print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -180,6 +180,7 @@ PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
     "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
+    "send-notifications": {"task": "notifications.send_due", "schedule": 60.0},
 }
 
 # --- REST framework ---------------------------------------------------------
@@ -188,6 +189,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
 }
+PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "600/minute")  # per API token (per user for sessions)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GitOps portal API",
     "VERSION": "1",

@@ -1,2 +1,17 @@
-# Filled by the REST API issue (GET /api/v1/gitops, /api/v1/pull-requests, /api/schema).
-urlpatterns: list = []
+from django.urls import path, re_path
+
+from portal.api import docs, views
+
+# Path segments are what Kubernetes and the catalog allow; anything else falls through to a JSON 404.
+urlpatterns = [
+    path("v1/gitops", views.GitOpsListView.as_view(), name="api-gitops"),
+    re_path(
+        r"^v1/gitops/(?P<cluster>[-a-zA-Z0-9_]+)/(?P<namespace>[a-z0-9][-a-z0-9.]*)/(?P<name>[a-z0-9][-a-z0-9.]*)$",
+        views.GitOpsDetailView.as_view(),
+        name="api-gitops-detail",
+    ),
+    path("v1/pull-requests", views.PullRequestListView.as_view(), name="api-pull-requests"),
+    path("schema", views.SchemaView.as_view(), name="api-schema"),
+    path("docs", docs.api_docs, name="api-docs"),
+    re_path(r"^.*$", views.NotFoundView.as_view(), name="api-not-found"),
+]

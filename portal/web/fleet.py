@@ -37,13 +37,54 @@ class CellLine:
 
 
 @dataclass
+class ShownLine:
+    """One line of a cell: a version set on one or more clusters, or one cluster with flags."""
+
+    versions: list[str]
+    clusters: list[str]
+    flags: list[Flag]
+
+    @property
+    def title(self) -> str:
+        parts = [", ".join(self.clusters)]
+        parts += [
+            f"{f.label} since {timezone.localtime(f.since):%a %Y-%m-%d %H:%M %Z} ({f.app})" for f in self.flags if f.since
+        ]
+        return " · ".join(parts)
+
+
+@dataclass
 class Cell:
     environment: Environment
     lines: list[CellLine] = field(default_factory=list)
 
     @property
+    def shown(self) -> list[ShownLine]:
+        """Clusters that run the same versions with nothing wrong share a line, so an
+        environment of ten healthy clusters is one line, not ten; a cluster with a
+        problem always gets its own line saying where and since when."""
+        shown: list[ShownLine] = []
+        quiet: dict[tuple[str, ...], ShownLine] = {}
+        for line in self.lines:
+            if line.flags:
+                shown.append(ShownLine(line.versions, [line.cluster.name], line.flags))
+                continue
+            key = tuple(line.versions)
+            if key not in quiet:
+                quiet[key] = ShownLine(line.versions, [], [])
+                shown.append(quiet[key])
+            quiet[key].clusters.append(line.cluster.name)
+        return shown
+
+    @property
     def attention(self) -> bool:
         return any(line.flags for line in self.lines)
+
+    @property
+    def html(self) -> str:
+        from portal.web.cells import cell_html
+
+        return cell_html(self)
 
     @property
     def versions(self) -> list[str]:

@@ -1,0 +1,87 @@
+"""Page benchmark: server time per page (p50, p95) with 10,000 applications on 40 clusters
+and 300 services × 4 environments, next to the same pages with 100 applications.
+
+    .venv/bin/python bench/pages.py [--repeat 30]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/pages.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from harness import bench_database, percentile
+
+PAGES = {
+    "/gitops (first page)": "/gitops",
+    "/gitops (filtered)": "/gitops?environment=prod&status=degraded&attention=1&q=svc1",
+    "/matrix": "/matrix",
+    "/ (overview)": "/",
+}
+
+
+def seed(apps: int, clusters_count: int, services_count: int) -> None:
+    from gitops.models import GitOpsApp, RunningVersion, Workload
+    from portal.catalog.models import Cluster, Environment, Service
+    from tests.fixtures.seed import seed_fleet
+
+    GitOpsApp.objects.all().delete()
+    RunningVersion.objects.all().delete()
+    Workload.objects.all().delete()
+    Cluster.objects.all().delete()
+    Service.objects.all().delete()
+    Environment.objects.all().delete()
+    envs = [Environment.objects.create(name=name, order=i, production=name == "prod")
+            for i, name in enumerate(["dev", "qa", "staging", "prod"])]
+    clusters = [Cluster.objects.create(name=f"cluster-{n:02d}", environment=envs[n % 4],
+                                       connection=Cluster.Connection.MANIFESTS) for n in range(clusters_count)]
+    services = Service.objects.bulk_create(
+        Service(name=f"svc{i:03d}", image_repository=f"ghcr.io/acme/svc{i:03d}") for i in range(services_count)
+    )
+    services = list(Service.objects.order_by("id"))
+    seed_fleet(clusters, services, apps_per_cluster=apps // clusters_count)
+
+
+def measure(client, repeat: int) -> dict[str, tuple[float, float]]:
+    figures = {}
+    for label, url in PAGES.items():
+        client.get(url)  # warm caches and connections
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            response = client.get(url)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+        figures[label] = (percentile(samples, 0.5), percentile(samples, 0.95))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    with bench_database() as vendor:
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        from portal.accounts.roles import Role, grant
+
+        user = get_user_model().objects.create_user("bench")
+        grant(user, Role.VIEWER)
+        client = Client()
+        client.force_login(user)
+
+        seed(100, 4, 10)
+        small = measure(client, args.repeat)
+        seed(10_000, 40, 300)
+        large = measure(client, args.repeat)
+
+        print(f"database: {vendor}; {args.repeat} requests per page; server time in ms (Django test client)")
+        print(f"{'page':24} {'100 apps p50/p95':>18} {'10,000 apps p50/p95':>22} {'ratio p95':>10}")
+        for label in PAGES:
+            (s50, s95), (l50, l95) = small[label], large[label]
+            print(f"{label:24} {s50:8.1f} /{s95:7.1f} {l50:11.1f} /{l95:8.1f} {l95 / s95:9.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Personal API tokens: what a script or an assistant sends as `Authorization: Bearer`.
+
+Only a SHA-256 digest of each token is stored; the token itself is shown once, when it
+is created. A high-entropy random secret needs no salt or slow hash: nobody can guess
+one from its digest, and a digest lookup is a single indexed query per request.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="what the token is for, e.g. 'release script'")
+    # The prefix and the first characters of the secret, so a person can tell tokens apart.
+    hint = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hint}…)"
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None

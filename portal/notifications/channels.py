@@ -1,0 +1,278 @@
+"""Channels: one small class per integration, each with `notify(event)`.
+
+`notify` returns on success and raises `TransportError` otherwise; `permanent=True` means
+trying again cannot help (4xx other than 429, a bad address), so the sender stops. HTTP
+goes through `http.client` directly: it logs nothing, so a webhook URL (a credential)
+cannot leak through a library's debug log, and our error messages never contain it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import smtplib
+import ssl
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from portal.notifications.events import Event, EventKind
+from portal.notifications.models import Channel
+
+USER_AGENT = "gitops-portal-notifications/1"
+RESPONSE_SNIPPET = 200
+
+
+class TransportError(Exception):
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+
+
+class Transport:
+    def __init__(self, channel: Channel, clock: Callable[[], datetime] = timezone.now) -> None:
+        self.channel = channel
+        self.clock = clock
+
+    def notify(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def redact(self, text: str) -> str:
+        for secret in sorted(self.channel.secrets(), key=len, reverse=True):
+            text = text.replace(secret, "••••")
+        return text
+
+
+class HttpTransport(Transport):
+    def timeout(self) -> float:
+        return float(getattr(settings, "PORTAL_NOTIFY_TIMEOUT", 10))
+
+    def post_json(self, payload: Any, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        self.post(body, {"Content-Type": "application/json", **(headers or {})})
+
+    def post(self, body: bytes, headers: dict[str, str]) -> None:
+        url = self.channel.url
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            raise TransportError("the channel's URL does not parse", permanent=True)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError("the channel's URL is not an http(s) URL", permanent=True)
+        timeout = self.timeout()
+        if parts.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                parts.hostname, port, timeout=timeout, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeout)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request("POST", target, body=body, headers={"User-Agent": USER_AGENT, **headers})
+            response = conn.getresponse()
+            content = response.read(4096)
+            status = response.status
+        except TimeoutError:
+            raise TransportError(f"no answer within {timeout:g} s")
+        except ssl.SSLError as exc:
+            raise TransportError(f"TLS error: {type(exc).__name__}")
+        except OSError as exc:
+            # strerror ("Connection refused") names no host, path or query.
+            raise TransportError(f"connection failed: {exc.strerror or type(exc).__name__}")
+        except http.client.HTTPException as exc:
+            raise TransportError(f"bad HTTP response: {type(exc).__name__}")
+        finally:
+            conn.close()
+        if 200 <= status < 300:
+            return
+        raise self.error_for(status, content)
+
+    def error_for(self, status: int, content: bytes) -> TransportError:
+        # 5xx and 429 pass; any other answer (4xx, a redirect) will be the same next time.
+        permanent = status < 500 and status != 429
+        detail = self.redact(content.decode("utf-8", "replace").strip())[:RESPONSE_SNIPPET]
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        return TransportError(message, permanent=permanent)
+
+
+def _mrkdwn(text: str) -> str:
+    # Slack's only escapes: untrusted names cannot become links or mentions.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class Slack(HttpTransport):
+    """Incoming webhook, Block Kit: header, the likeliest cause, facts, URL buttons."""
+
+    def payload(self, event: Event) -> dict[str, Any]:
+        blocks: list[dict[str, Any]] = [
+            {"type": "header", "text": {"type": "plain_text", "text": event.title[:150]}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": _mrkdwn(event.summary)[:3000]}},
+        ]
+        if event.facts:
+            blocks.append({
+                "type": "section",
+                "fields": [
+                    {"type": "mrkdwn", "text": f"*{_mrkdwn(label)}*\n{_mrkdwn(value)}"[:2000]}
+                    for label, value in event.facts[:10]
+                ],
+            })
+        if len(event.causes) > 1:
+            also = "; ".join(_mrkdwn(c) for c in event.causes[1:3])
+            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"Also: {also}"[:3000]}]})
+        if event.links:
+            buttons = []
+            for index, link in enumerate(event.links[:5]):
+                button = {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": link.label[:75]},
+                    "url": link.url,
+                    "action_id": f"link-{index}",
+                }
+                if index == 0:
+                    button["style"] = "primary"
+                buttons.append(button)
+            blocks.append({"type": "actions", "elements": buttons})
+        return {"text": f"{event.title}: {event.summary}", "blocks": blocks}
+
+    def notify(self, event: Event) -> None:
+        self.post_json(self.payload(event))
+
+
+class Teams(HttpTransport):
+    """Incoming webhook or Workflows trigger: one Adaptive Card with Action.OpenUrl buttons."""
+
+    def payload(self, event: Event) -> dict[str, Any]:
+        body: list[dict[str, Any]] = [
+            {"type": "TextBlock", "text": event.title, "weight": "Bolder", "size": "Medium", "wrap": True},
+            {"type": "TextBlock", "text": event.summary, "wrap": True},
+        ]
+        if event.facts:
+            facts = [{"title": label, "value": value} for label, value in event.facts]
+            body.append({"type": "FactSet", "facts": facts})
+        card = {
+            "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+            "type": "AdaptiveCard",
+            "version": "1.4",
+            "body": body,
+            "actions": [{"type": "Action.OpenUrl", "title": link.label, "url": link.url} for link in event.links],
+        }
+        return {
+            "type": "message",
+            "attachments": [
+                {"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}
+            ],
+        }
+
+    def notify(self, event: Event) -> None:
+        self.post_json(self.payload(event))
+
+
+class Discord(HttpTransport):
+    """Webhook with one embed; Discord webhooks cannot carry buttons, so links go in the text."""
+
+    COLOR_PROBLEM = 0xD92D20
+    COLOR_INFO = 0x1570EF
+
+    def payload(self, event: Event) -> dict[str, Any]:
+        lines = [event.summary]
+        if event.links:
+            lines.append(" · ".join(f"[{link.label}]({link.url})" for link in event.links))
+        embed = {
+            "title": event.title[:256],
+            "description": "\n\n".join(lines)[:4096],
+            "url": event.action_url,
+            "color": self.COLOR_INFO if event.kind == EventKind.TEST else self.COLOR_PROBLEM,
+            "fields": [
+                {"name": label[:256], "value": value[:1024], "inline": True} for label, value in event.facts[:25]
+            ],
+            "timestamp": event.started_at.isoformat(),
+        }
+        # No pings: a cluster-provided name must not mention @everyone.
+        return {"username": "GitOps portal", "embeds": [embed], "allowed_mentions": {"parse": []}}
+
+    def notify(self, event: Event) -> None:
+        self.post_json(self.payload(event))
+
+
+class Webhook(HttpTransport):
+    """Generic JSON POST, signed: X-Portal-Signature = "sha256=" + HMAC-SHA256(secret, body).
+
+    The body carries the same timestamp as X-Portal-Timestamp, so the signature covers it
+    and a receiver can refuse old (replayed) requests.
+    """
+
+    def body(self, event: Event, timestamp: int) -> bytes:
+        return json.dumps({"timestamp": timestamp, "event": event.to_dict()}, separators=(",", ":")).encode()
+
+    def notify(self, event: Event) -> None:
+        if not self.channel.secret:
+            raise TransportError("the channel has no signing secret", permanent=True)
+        timestamp = int(self.clock().timestamp())
+        body = self.body(event, timestamp)
+        signature = hmac.new(self.channel.secret.encode(), body, hashlib.sha256).hexdigest()
+        self.post(
+            body,
+            {
+                "Content-Type": "application/json",
+                "X-Portal-Event": event.kind,
+                "X-Portal-Timestamp": str(timestamp),
+                "X-Portal-Signature": f"sha256={signature}",
+            },
+        )
+
+
+class Email(Transport):
+    """Django's e-mail backend (SMTP in production, locmem in tests); HTML and plain text."""
+
+    def subject(self, event: Event) -> str:
+        prefix = f"[{event.environment}] " if event.environment else ""
+        return " ".join(f"{prefix}{event.title}".split())[:200]
+
+    def notify(self, event: Event) -> None:
+        recipients = self.channel.recipient_list()
+        if not recipients:
+            raise TransportError("the channel has no recipients", permanent=True)
+        context = {"event": event}
+        message = EmailMultiAlternatives(
+            subject=self.subject(event),
+            body=render_to_string("notifications/email/event.txt", context),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            to=recipients,
+            connection=get_connection(fail_silently=False),
+        )
+        message.attach_alternative(render_to_string("notifications/email/event.html", context), "text/html")
+        try:
+            message.send()
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = [code for code, _ in exc.recipients.values()]
+            raise TransportError(f"SMTP refused every recipient ({', '.join(map(str, codes))})",
+                                 permanent=all(code >= 500 for code in codes))
+        except smtplib.SMTPResponseException as exc:
+            error = exc.smtp_error
+            text = error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
+            raise TransportError(f"SMTP {exc.smtp_code}: {text[:RESPONSE_SNIPPET]}", permanent=exc.smtp_code >= 500)
+        except (smtplib.SMTPException, OSError) as exc:
+            raise TransportError(f"SMTP failed: {getattr(exc, 'strerror', None) or type(exc).__name__}")
+
+
+TRANSPORTS: dict[str, type[Transport]] = {
+    Channel.Kind.SLACK: Slack,
+    Channel.Kind.TEAMS: Teams,
+    Channel.Kind.EMAIL: Email,
+    Channel.Kind.WEBHOOK: Webhook,
+    Channel.Kind.DISCORD: Discord,
+}
+
+
+def transport_for(channel: Channel, clock: Callable[[], datetime] = timezone.now) -> Transport:
+    return TRANSPORTS[channel.kind](channel, clock)

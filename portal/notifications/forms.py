@@ -1,0 +1,78 @@
+"""Forms for channels and rules. A channel's URL and signing secret are write-only fields:
+never rendered back (not even after a validation error); left empty, they keep their value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from portal.notifications.events import RULE_KINDS
+from portal.notifications.models import Channel, Rule
+from portal.web.links import safe_http_url
+
+
+class ChannelForm(forms.ModelForm):
+    url = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Webhook URL",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Slack, Teams, Discord or webhook. Stored as a secret; leave empty to keep the saved one.",
+    )
+    secret = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Signing secret",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Webhook only: the HMAC-SHA256 key the receiver verifies X-Portal-Signature with.",
+    )
+
+    class Meta:
+        model = Channel
+        fields = ["name", "kind", "recipients"]
+        widgets = {"recipients": forms.TextInput(attrs={"size": 60})}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        kind = data.get("kind")
+        url = (data.get("url") or "").strip()
+        if kind == Channel.Kind.EMAIL:
+            addresses = [a.strip() for a in (data.get("recipients") or "").replace(";", ",").split(",") if a.strip()]
+            if not addresses:
+                self.add_error("recipients", "Give at least one e-mail address.")
+            for address in addresses:
+                try:
+                    validate_email(address)
+                except ValidationError:
+                    self.add_error("recipients", f"“{address}” is not an e-mail address.")
+        elif kind:
+            if url and not safe_http_url(url):
+                self.add_error("url", "Give an http(s) URL.")
+            elif not url and not self.instance.url:
+                self.add_error("url", "A webhook URL is needed.")
+        if kind == Channel.Kind.WEBHOOK and not (data.get("secret") or self.instance.secret):
+            self.add_error("secret", "A signing secret is needed: receivers verify requests with it.")
+        data["url"] = url
+        return data
+
+    def save(self, commit: bool = True) -> Channel:
+        channel = super().save(commit=False)
+        if self.cleaned_data.get("url"):
+            channel.url = self.cleaned_data["url"]
+        if self.cleaned_data.get("secret"):
+            channel.secret = self.cleaned_data["secret"]
+        if commit:
+            channel.save()
+        return channel
+
+
+class RuleForm(forms.ModelForm):
+    kinds = forms.MultipleChoiceField(choices=RULE_KINDS, widget=forms.CheckboxSelectMultiple, label="Events")
+
+    class Meta:
+        model = Rule
+        fields = ["name", "kinds", "environment", "cluster", "service", "channel", "enabled"]
+        labels = {"environment": "Only environment", "cluster": "Only cluster", "service": "Only service"}

@@ -1,0 +1,187 @@
+"""Notification rules, channels, episodes and deliveries.
+
+An `Episode` is one occurrence of something worth telling people about (an application
+out of sync or degraded past the grace period, a failing pull request...), unique by its
+key: a worker that sees the same episode again finds the row instead of making a second
+one. A `Delivery` is one (episode, rule) pair, created before anything is sent and unique
+in the database, so several workers, retries and restarts send each message once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from django.db import models
+
+from portal.catalog.models import Cluster, Environment, Service
+from portal.notifications.events import Event, EventKind
+
+if TYPE_CHECKING:
+    from portal.notifications.channels import Transport
+
+
+class Channel(models.Model):
+    class Kind:
+        SLACK = "slack"
+        TEAMS = "teams"
+        EMAIL = "email"
+        WEBHOOK = "webhook"
+        DISCORD = "discord"
+        choices = [
+            (SLACK, "Slack (incoming webhook)"),
+            (TEAMS, "Microsoft Teams (incoming webhook / workflow)"),
+            (EMAIL, "E-mail"),
+            (WEBHOOK, "Webhook (signed JSON)"),
+            (DISCORD, "Discord (webhook)"),
+        ]
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # Secrets: a webhook URL is a bearer credential and the HMAC secret signs our requests.
+    # Both are stored as given but only ever shown masked (see `masked_target`).
+    url = models.TextField(blank=True)
+    secret = models.CharField(max_length=200, blank=True)
+    recipients = models.TextField(blank=True, help_text="e-mail addresses, comma separated")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def uses_url(self) -> bool:
+        return self.kind != self.Kind.EMAIL
+
+    def recipient_list(self) -> list[str]:
+        return [r.strip() for r in self.recipients.replace(";", ",").split(",") if r.strip()]
+
+    def masked_target(self) -> str:
+        """Where messages go, safe to show: scheme and host only, never path or query."""
+        if not self.uses_url:
+            return ", ".join(self.recipient_list())
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname or ""
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:
+            return "•••• (invalid URL)"
+        if not parts.scheme or not host:
+            return "••••"
+        return f"{parts.scheme}://{host}{port}/••••"
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a page, a log line or an error message."""
+        values = [v for v in (self.url, self.secret) if v]
+        try:
+            parts = urlsplit(self.url)
+            values += [p for p in (parts.path, parts.query) if len(p) > 1]
+        except ValueError:
+            pass
+        return values
+
+    def transport(self) -> Transport:
+        from portal.notifications.channels import transport_for
+
+        return transport_for(self)
+
+
+class Rule(models.Model):
+    """Which events go to which channel; an empty filter matches everything."""
+
+    name = models.CharField(max_length=100)
+    kinds = models.JSONField(default=list, help_text="event kinds this rule sends")
+    environment = models.ForeignKey(Environment, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    service = models.ForeignKey(Service, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="rules")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def matches(self, event: Event) -> bool:
+        if not self.enabled or event.kind not in self.kinds:
+            return False
+        # Filters compare names: the event carries names so that it reads the same after a
+        # cluster or service row is gone.
+        if self.environment_id and self.environment.name != event.environment:
+            return False
+        if self.cluster_id and self.cluster.name != event.cluster:
+            return False
+        return not (self.service_id and self.service.name not in event.services)
+
+    def kind_labels(self) -> list[str]:
+        labels = dict(EventKind.choices)
+        return [labels.get(k, k) for k in self.kinds]
+
+
+class Episode(models.Model):
+    kind = models.CharField(max_length=40, choices=EventKind.choices)
+    key = models.CharField(max_length=700, unique=True)
+    started_at = models.DateTimeField(db_index=True)
+    emitted_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Set for gitops episodes; kept null when the app row is removed.
+    app = models.ForeignKey(
+        "gitops.GitOpsApp", null=True, blank=True, on_delete=models.SET_NULL, related_name="notification_episodes"
+    )
+    payload = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["kind", "ended_at"])]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def event(self) -> Event:
+        return Event.from_dict(self.payload)
+
+
+class Delivery(models.Model):
+    class Status:
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+        choices = [(PENDING, "pending"), (SENT, "sent"), (FAILED, "failed")]
+
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="deliveries")
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="deliveries")
+    # The rule's channel when the delivery was made: editing a rule later does not re-route it.
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField()
+    next_attempt_at = models.DateTimeField()
+    # A worker that claims the delivery holds it until then; after a crash it becomes claimable again.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_permanent = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["episode", "rule"], name="uniq_delivery_per_episode_rule")]
+        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.episode_id}/{self.rule_id}: {self.status}"
+
+    @property
+    def error_kind(self) -> str:
+        if not self.last_error:
+            return ""
+        return "permanent" if self.last_error_permanent else "transient"
+

@@ -1,0 +1,181 @@
+"""Turn pending deliveries into messages, each exactly once.
+
+A delivery row exists before anything is sent (unique per episode and rule). A worker
+claims it with one conditional UPDATE (pending, not leased by someone else): of several
+workers only one gets the row. A worker that crashes after claiming leaves a lease that
+expires, and the next scan sends it. Transient errors come back with a growing delay,
+at most MAX_ATTEMPTS times; a permanent error fails the delivery at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from django.db import OperationalError
+from django.db.models import F, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from portal.notifications.channels import TransportError, transport_for
+from portal.notifications.events import Event, EventKind, Link, base_url
+from portal.notifications.gitops_events import emit_gitops_events
+from portal.notifications.models import Channel, Delivery
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+# Longer than the slowest send (HTTP timeout, SMTP): a live worker never loses its claim.
+LEASE = timedelta(minutes=5)
+BATCH = 200
+# How long to wait out another connection's table lock (see `retry_locked`).
+LOCK_WAIT = 20.0
+
+T = TypeVar("T")
+
+
+def retry_locked(step: Callable[[], T]) -> T:
+    """Run a database step, waiting out "database table is locked".
+
+    SQLite's busy timeout covers file locks but not shared-cache table locks (the embedded
+    run's threads, the in-memory test database): those fail at once. Every step wrapped
+    here is idempotent, so running it again is safe; above all, recording that a message
+    went out must not be lost, or the message would be sent again after the lease.
+    """
+    deadline = time.monotonic() + LOCK_WAIT
+    pause = 0.005
+    while True:
+        try:
+            return step()
+        except OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
+def retry_delay(attempts: int) -> timedelta:
+    """1, 2, 4, 8 minutes after the 1st, 2nd, 3rd, 4th failure."""
+    return timedelta(minutes=2 ** max(0, attempts - 1))
+
+
+@dataclass
+class SendReport:
+    sent: int = 0
+    retrying: int = 0
+    failed: int = 0
+
+
+def claim(delivery_id: int, at: datetime) -> bool:
+    claimable = Q(lease_until__isnull=True) | Q(lease_until__lte=at)
+    updated = (
+        Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, next_attempt_at__lte=at)
+        .filter(claimable)
+        .update(lease_until=at + LEASE, attempts=F("attempts") + 1, last_attempt_at=at)
+    )
+    return updated == 1
+
+
+def attempt(delivery: Delivery, at: datetime) -> str:
+    """Send one claimed delivery; record the outcome on it and on its channel."""
+    channel = delivery.channel
+    try:
+        transport_for(channel, clock=lambda: at).notify(delivery.episode.event)
+    except TransportError as exc:
+        error, permanent = exc.message, exc.permanent
+    except Exception as exc:  # a defect in a transport must not stop the other deliveries
+        logger.exception("notification delivery %s failed unexpectedly", delivery.pk)
+        error, permanent = f"internal error: {type(exc).__name__}", False
+    else:
+        retry_locked(lambda: _record_sent(delivery, at))
+        return Delivery.Status.SENT
+    give_up = permanent or delivery.attempts >= MAX_ATTEMPTS
+    status = Delivery.Status.FAILED if give_up else Delivery.Status.PENDING
+    retry_locked(lambda: _record_error(delivery, at, status, error, permanent))
+    # Channel and episode ids only: the channel's URL is a credential.
+    logger.warning(
+        "notification to channel %s for episode %s: %s (%s, attempt %s)",
+        channel.pk, delivery.episode_id, error, "permanent" if permanent else "transient", delivery.attempts,
+    )
+    return status
+
+
+def _record_sent(delivery: Delivery, at: datetime) -> None:
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=Delivery.Status.SENT, sent_at=at, lease_until=None, last_error="", last_error_permanent=False
+    )
+    Channel.objects.filter(pk=delivery.channel_id).update(last_sent_at=at)
+
+
+def _record_error(delivery: Delivery, at: datetime, status: str, error: str, permanent: bool) -> None:
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=status,
+        lease_until=None,
+        next_attempt_at=at + retry_delay(delivery.attempts),
+        last_error=error,
+        last_error_permanent=permanent,
+    )
+    Channel.objects.filter(pk=delivery.channel_id).update(last_error=error, last_error_at=at)
+
+
+def deliver_pending(at: datetime | None = None) -> SendReport:
+    at = at or timezone.now()
+    report = SendReport()
+    due = retry_locked(
+        lambda: list(
+            Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=at)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=at))
+            .order_by("next_attempt_at", "id")
+            .values_list("id", flat=True)[:BATCH]
+        )
+    )
+    for delivery_id in due:
+        if not retry_locked(lambda: claim(delivery_id, at)):  # noqa: B023 - called at once
+            continue  # another worker has it
+        delivery = retry_locked(
+            lambda: Delivery.objects.select_related("episode", "channel").get(pk=delivery_id)  # noqa: B023
+        )
+        outcome = attempt(delivery, at)
+        if outcome == Delivery.Status.SENT:
+            report.sent += 1
+        elif outcome == Delivery.Status.FAILED:
+            report.failed += 1
+        else:
+            report.retrying += 1
+    return report
+
+
+def scan_and_send(at: datetime | None = None) -> SendReport:
+    """The beat task's body: emit the gitops episodes due as of `at`, then send what is pending."""
+    at = at or timezone.now()
+    retry_locked(lambda: emit_gitops_events(at))
+    return deliver_pending(at)
+
+
+def sample_event(channel: Channel, at: datetime) -> Event:
+    return Event(
+        kind=EventKind.TEST,
+        key=f"test:{channel.pk}:{at.isoformat()}",
+        title="Test notification from the GitOps portal",
+        summary=f"The channel “{channel.name}” works: this is what notifications look like here.",
+        started_at=at,
+        facts=(("Channel", channel.name), ("Kind", channel.get_kind_display())),
+        links=(Link("Open notifications", base_url() + reverse("notifications")),),
+    )
+
+
+def send_test(channel: Channel, at: datetime | None = None) -> str | None:
+    """Send a test message now, once (no retry: a person is waiting); None when it went out."""
+    at = at or timezone.now()
+    event = sample_event(channel, at)
+    try:
+        transport_for(channel, clock=lambda: at).notify(event)
+    except TransportError as exc:
+        Channel.objects.filter(pk=channel.pk).update(last_error=exc.message, last_error_at=at)
+        return exc.message
+    Channel.objects.filter(pk=channel.pk).update(last_sent_at=at)
+    return None

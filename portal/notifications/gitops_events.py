@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from django.db.models import Q
 from django.urls import reverse
@@ -144,10 +145,9 @@ def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> l
 
 
 def _action_link(app: GitOpsApp, services: list[str]) -> str:
+    """The service page when the app deploys one service, else /gitops filtered to the app."""
     if len(services) == 1:
         return portal_url(reverse("service", args=[services[0]]))
-    from urllib.parse import urlencode
-
     return portal_url(reverse("gitops") + "?" + urlencode({"cluster": app.cluster.name, "q": app.name}))
 
 

@@ -67,11 +67,8 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
         badges.append(Badge("suspended", "suspended", "Flux reconciliation is suspended (spec.suspend: true)."))
     stale_since = getattr(cluster, "stale_since", None)
     if stale_since:
+        name = getattr(cluster, "name", "the cluster")
         badges.append(
-            Badge(
-                "stale",
-                "stale",
-                f"{cluster.name} not polled successfully since {_stamp(stale_since)}: showing the last good data.",
-            )
+            Badge("stale", "stale", f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data.")
         )
     return badges

@@ -47,9 +47,9 @@ class ShownLine:
     @property
     def title(self) -> str:
         parts = [", ".join(self.clusters)]
-        parts += [
-            f"{f.label} since {timezone.localtime(f.since):%a %Y-%m-%d %H:%M %Z} ({f.app})" for f in self.flags if f.since
-        ]
+        for flag in self.flags:
+            if flag.since:
+                parts.append(f"{flag.label} since {timezone.localtime(flag.since):%a %Y-%m-%d %H:%M %Z} ({flag.app})")
         return " · ".join(parts)
 
 

@@ -68,7 +68,6 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
     stale_since = getattr(cluster, "stale_since", None)
     if stale_since:
         name = getattr(cluster, "name", "the cluster")
-        badges.append(
-            Badge("stale", "stale", f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data.")
-        )
+        title = f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data."
+        badges.append(Badge("stale", "stale", title))
     return badges

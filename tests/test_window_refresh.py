@@ -1,0 +1,58 @@
+"""The stored sync-window verdict follows the clock: when a window edge passes, the
+minute task re-judges the app without waiting for the next poll."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from gitops.models import AppProject, GitOpsApp
+from gitops.tasks import refresh_sync_windows
+from gitops.windowstate import app_target, verdict
+from tests.fixtures.seed import seed_app
+
+WINDOWS = [{"kind": "deny", "schedule": "0 * * * *", "duration": "30m", "applications": ["*"],
+            "description": "first half of every hour"}]
+TARGET = {"name": "a", "namespace": "ns", "server": "https://kubernetes.default.svc", "cluster_name": "in-cluster"}
+
+
+def test_verdict_inside_a_deny_window_says_until_when_and_the_next_edge():
+    at = datetime(2026, 11, 29, 10, 10, tzinfo=UTC)
+    state = verdict(WINDOWS, TARGET, manual=False, at=at)
+    assert state["sync_blocked"] is True
+    assert state["sync_blocked_until"] == datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
+    assert state["sync_window"]["description"] == "first half of every hour"
+    assert state["window_next_edge"] == datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
+
+
+def test_allow_only_windows_block_until_the_next_allow_opens():
+    allow = [{"kind": "allow", "schedule": "0 2 * * *", "duration": "1h", "applications": ["*"],
+              "description": "nightly maintenance"}]
+    state = verdict(allow, TARGET, manual=False, at=datetime(2026, 11, 29, 10, 0, tzinfo=UTC))
+    assert state["sync_blocked"] and state["sync_window"]["kind"] == "allow"
+    assert state["sync_blocked_until"] == datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+
+
+def test_an_invalid_matching_window_blocks_with_its_reason():
+    bad = [{"kind": "deny", "schedule": "@daily", "duration": "1h", "applications": ["*"]}]
+    state = verdict(bad, TARGET, manual=False, at=datetime(2026, 11, 29, 10, 0, tzinfo=UTC))
+    assert state["sync_blocked"] and state["sync_window"]["kind"] == "error"
+    assert state["sync_window"]["error"]
+
+
+@pytest.mark.django_db
+def test_the_minute_task_rejudges_apps_whose_edge_has_passed(catalog):
+    now = timezone.now()
+    app = seed_app(catalog.prod_eu, "a", destination_namespace="ns", project="default",
+                   sync_blocked=True, sync_blocked_until=now - timedelta(seconds=5),
+                   window_next_edge=now - timedelta(seconds=5), sync_window={"kind": "deny"})
+    untouched = seed_app(catalog.prod_eu, "b", project="default", window_next_edge=now + timedelta(hours=1))
+    AppProject.objects.create(cluster=catalog.prod_eu, namespace="argocd", name="default", sync_windows=[])
+    assert refresh_sync_windows() == 1
+    app.refresh_from_db()
+    assert app.sync_blocked is False and app.sync_blocked_until is None
+    assert app.window_next_edge is None  # no windows: nothing will change by itself
+    expected = verdict([], app_target(untouched), False, now)
+    assert GitOpsApp.objects.get(pk=untouched.pk).window_next_edge != expected["window_next_edge"]

@@ -27,7 +27,10 @@ def test_task_round_trips_through_the_serverless_broker(tmp_path):
     queue.mkdir()
     app = Celery("serverless", broker="filesystem://", backend=f"file://{tmp_path / 'results'}")
     (tmp_path / "results").mkdir()
-    app.conf.broker_transport_options = {"data_folder_in": str(queue), "data_folder_out": str(queue)}
+    (tmp_path / "control").mkdir()
+    app.conf.broker_transport_options = {
+        "data_folder_in": str(queue), "data_folder_out": str(queue), "control_folder": str(tmp_path / "control"),
+    }
 
     @app.task(name="serverless.add")
     def add(a: int, b: int) -> int:

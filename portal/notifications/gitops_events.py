@@ -33,11 +33,6 @@ CAUSE_WINDOW = timedelta(days=1)
 HISTORY = timedelta(days=30)
 
 
-def is_bad(sync: str, health: str) -> bool:
-    """An attention state: what, lasting past the grace period, is news."""
-    return sync == "OutOfSync" or health in ATTENTION_HEALTH
-
-
 def is_resolved(sync: str, health: str) -> bool:
     """Back in sync and healthy: the end of an episode."""
     return sync != "OutOfSync" and health == "Healthy"
@@ -162,7 +157,8 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     )
     causes = _causes(app, start, versions)
     cluster = app.cluster.name
-    summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {start:%Y-%m-%d %H:%M} UTC"
+    since = f"{start.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
     commit_url = weblinks.commit_url(app.repo_url, app.synced_revision)
     changes_url = None
@@ -174,7 +170,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
         ("Application", f"{app.namespace}/{app.name}"),
         ("Sync", app.sync_status),
         ("Health", app.health_status),
-        ("Since", f"{start.astimezone(UTC):%Y-%m-%d %H:%M} UTC"),
+        ("Since", since),
     ]
     if services:
         facts.append(("Services", ", ".join(services)))
@@ -227,6 +223,7 @@ def emit_gitops_events(at: datetime | None = None) -> list[Episode]:
     """Open, close and emit gitops episodes from the store as of `at`."""
     at = at or timezone.now()
     cutoff = grace_cutoff(at)
+    # Apps in an attention state now; one in Progressing between two Degraded stays in its episode.
     bad = list(
         GitOpsApp.objects.filter(Q(sync_status="OutOfSync") | Q(health_status__in=ATTENTION_HEALTH))
         .select_related("cluster", "cluster__environment")
@@ -261,10 +258,8 @@ def emit_gitops_events(at: datetime | None = None) -> list[Episode]:
 
     # Close what is over: the app is back in sync and healthy, gone, or in a newer episode.
     still_open = set(current.values())
-    healthy_again = Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True).exclude(
-        key__in=still_open
-    )
-    for episode in healthy_again.select_related("app"):
+    others = Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True).exclude(key__in=still_open)
+    for episode in others.select_related("app"):
         app = episode.app
         if app is None or is_resolved(app.sync_status, app.health_status) or app.id in current:
             Episode.objects.filter(pk=episode.pk, ended_at__isnull=True).update(ended_at=at)

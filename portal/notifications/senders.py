@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TypeVar
 
 from django.db import OperationalError
@@ -134,11 +135,9 @@ def deliver_pending(at: datetime | None = None) -> SendReport:
         )
     )
     for delivery_id in due:
-        if not retry_locked(lambda: claim(delivery_id, at)):  # noqa: B023 - called at once
+        if not retry_locked(partial(claim, delivery_id, at)):
             continue  # another worker has it
-        delivery = retry_locked(
-            lambda: Delivery.objects.select_related("episode", "channel").get(pk=delivery_id)  # noqa: B023
-        )
+        delivery = retry_locked(partial(Delivery.objects.select_related("episode", "channel").get, pk=delivery_id))
         outcome = attempt(delivery, at)
         if outcome == Delivery.Status.SENT:
             report.sent += 1

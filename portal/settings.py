@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "portal.web",
     "portal.api",
     "portal.notifications",
+    "portal.delivery",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,8 @@ PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
+# Where people open the portal: the links in notifications and API items point here.
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 # Self-hosted forges by host: "git.corp.example=gitlab,gitea.corp.example=gitea,ghe.corp.example=github".
 PORTAL_FORGE_HOSTS = dict(
     item.split("=", 1) for item in env_list("PORTAL_FORGE_HOSTS", []) if "=" in item
@@ -181,6 +184,11 @@ CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
     "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
     "send-notifications": {"task": "notifications.send_due", "schedule": 60.0},
+    # Upstream releases change slowly and registries rate-limit: hourly by default.
+    "poll-registries": {
+        "task": "delivery.poll_all_registries",
+        "schedule": float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600")),
+    },
 }
 
 # --- REST framework ---------------------------------------------------------

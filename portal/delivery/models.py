@@ -1,0 +1,116 @@
+"""Releases seen upstream, each service's version policy, and how the last registry poll went."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from portal.catalog.models import Service
+from portal.delivery.versions import ACCEPT_CHOICES, PolicyError, VersionPolicy
+
+
+class ServicePolicy(models.Model):
+    """One service's version policy, as admins edit it; `as_policy()` is what the pure code takes."""
+
+    service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="version_policy")
+    accept = models.CharField(
+        max_length=8,
+        choices=[(c, c) for c in ACCEPT_CHOICES],
+        default="any",
+        help_text="largest jump accepted: any/major, minor, patch",
+    )
+    range = models.CharField(max_length=200, blank=True, help_text='semver range, e.g. ">=1.4 <2" or "^1.2"')
+    allow_tags = models.CharField(max_length=300, blank=True, help_text="regular expression a tag must contain")
+    ignore_prereleases = models.BooleanField(default=True)
+    auto_pr = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='environment -> largest automatic jump: {"dev": "minor", "staging": "patch"}',
+    )
+    reviewers = models.JSONField(default=list, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    put_off = models.JSONField(
+        default=list, blank=True, help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day'
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "service policies"
+
+    def __str__(self) -> str:
+        return f"version policy of {self.service}"
+
+    def as_policy(self) -> VersionPolicy:
+        return VersionPolicy.from_dict(
+            {
+                "accept": self.accept,
+                "range": self.range,
+                "allow_tags": self.allow_tags,
+                "ignore_prereleases": self.ignore_prereleases,
+                "auto_pr": self.auto_pr or {},
+                "reviewers": self.reviewers or [],
+                "labels": self.labels or [],
+                "put_off": self.put_off or [],
+            }
+        )
+
+    def clean(self) -> None:
+        try:
+            self.as_policy()
+        except PolicyError as exc:
+            raise ValidationError(str(exc))
+
+    @classmethod
+    def for_service(cls, service: Service) -> VersionPolicy:
+        """The service's policy, or the default one when none was set."""
+        row = cls.objects.filter(service=service).first()
+        return row.as_policy() if row else VersionPolicy()
+
+
+class ReleaseQuerySet(models.QuerySet["Release"]):
+    def for_service(self, service: Service) -> ReleaseQuerySet:
+        return self.filter(service=service)
+
+    def tags(self) -> list[str]:
+        return list(self.values_list("tag", flat=True))
+
+
+class Release(models.Model):
+    """A version tag seen in a service's registry. Only tags that read as versions are kept."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="releases")
+    tag = models.CharField(max_length=128)
+    version = models.CharField(max_length=128, help_text="the tag without `v` or suffix: 1.5.0-rc.1")
+    prerelease = models.BooleanField(default=False)
+    seen_at = models.DateTimeField(help_text="when the portal first saw the tag")
+    created_at = models.DateTimeField(null=True, blank=True, help_text="the image config's build time, when known")
+    digest = models.CharField(max_length=100, blank=True, help_text="manifest digest when first seen")
+    notes_url = models.URLField(max_length=500, null=True, blank=True)
+
+    objects = ReleaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["service", "-seen_at", "tag"]
+        constraints = [models.UniqueConstraint(fields=["service", "tag"], name="delivery_release_unique_tag")]
+        indexes = [models.Index(fields=["service", "seen_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.service}:{self.tag}"
+
+
+class RegistryPoll(models.Model):
+    """How reading a service's registry last went. A failed poll keeps the releases already seen."""
+
+    service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="registry_poll")
+    last_poll_at = models.DateTimeField(null=True, blank=True)
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    tags_seen = models.PositiveIntegerField(default=0, help_text="tags listed by the last good poll")
+
+    def __str__(self) -> str:
+        return f"registry poll of {self.service}"
+
+    @property
+    def failing(self) -> bool:
+        return bool(self.last_error)

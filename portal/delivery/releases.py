@@ -1,0 +1,83 @@
+"""Reading a service's registry into `Release` rows. Runs in a Celery task, never in a request."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from portal.catalog.models import Service
+from portal.delivery.models import RegistryPoll, Release
+from portal.delivery.registry import RegistryClient, RegistryError
+from portal.delivery.versions import Version, parse_tag
+
+log = logging.getLogger(__name__)
+
+# Build times cost two requests per tag: a first poll of a repository with hundreds of
+# tags reads them only for the newest few, and later polls see only a handful of new tags.
+DETAILS_PER_POLL = 20
+
+
+@dataclass
+class PollReport:
+    service: str
+    ok: bool
+    new_tags: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def poll_service(
+    service: Service,
+    *,
+    now: datetime | None = None,
+    environ: Mapping[str, str] | None = None,
+    details_limit: int = DETAILS_PER_POLL,
+    page_size: int | None = None,
+) -> PollReport:
+    """List the service's tags, store the version tags not seen before, record how it went.
+    A failure keeps every release already stored and only marks the poll as failing."""
+    now = now or timezone.now()
+    status, _ = RegistryPoll.objects.get_or_create(service=service)
+    try:
+        client, repository = RegistryClient.for_image(service.image_repository, environ)
+        tags = client.tags(repository, page_size=page_size)
+    except RegistryError as exc:
+        # RegistryError messages carry no secrets, so they may be logged and shown.
+        log.warning("registry poll of %s failed: %s", service.name, exc)
+        RegistryPoll.objects.filter(pk=status.pk).update(last_poll_at=now, last_error=str(exc), last_error_at=now)
+        return PollReport(service=service.name, ok=False, error=str(exc))
+
+    known = set(Release.objects.for_service(service).tags())
+    new = [v for v in (parse_tag(t) for t in dict.fromkeys(tags) if t not in known) if v is not None]
+    new.sort(key=lambda v: v.key, reverse=True)
+    rows = [_release(service, version, now) for version in new]
+    for row in rows[:details_limit]:
+        _add_details(client, repository, row)
+    with transaction.atomic():
+        # Two workers polling the same service at once store each tag once.
+        Release.objects.bulk_create(rows, ignore_conflicts=True)
+        RegistryPoll.objects.filter(pk=status.pk).update(
+            last_poll_at=now, last_ok_at=now, last_error="", last_error_at=None, tags_seen=len(tags)
+        )
+    return PollReport(service=service.name, ok=True, new_tags=[r.tag for r in rows])
+
+
+def _release(service: Service, version: Version, now: datetime) -> Release:
+    return Release(
+        service=service, tag=version.tag, version=version.text, prerelease=version.is_prerelease, seen_at=now
+    )
+
+
+def _add_details(client: RegistryClient, repository: str, row: Release) -> None:
+    try:
+        details = client.details(repository, row.tag)
+    except RegistryError as exc:
+        # A tag whose manifest cannot be read is still a release; it just has no build time.
+        log.info("no build time for %s:%s: %s", repository, row.tag, exc)
+        return
+    row.created_at = details.created_at
+    row.digest = details.digest

@@ -1,0 +1,365 @@
+"""Image tags read as versions, and the version policy that picks the next one. Pure: no I/O.
+
+Tags follow Renovate's docker conventions (its docs, "Docker versioning"):
+
+- a version is 1 to 6 dot-separated numbers, optionally after `v`: `17`, `1.25`, `v1.4.2`;
+- text after the first hyphen is a *compatibility suffix* (`1.25.3-alpine`), and a tag
+  only moves within its family: the same suffix and the same precision (number of
+  parts), so `1.25.3-alpine` goes to `1.26.0-alpine`, never to `1.26.0` or `1.26`;
+- unlike Renovate's docker scheme, a hyphenated pre-release keyword is read as a
+  pre-release, as semver tags mean it (`1.5.0-rc.1`, `2.0.0-beta`, `1.5.0-rc.1-alpine`);
+  attached keywords work too (`3.13.0rc2`);
+- anything else is not a version and is ignored: `latest`, `main`, `sha-1a2b3c4`, `4f3a2b1`.
+
+The `v` is not part of the family: `v1.4.2` may move to `1.5.0` when a project drops the
+prefix, but when both spellings exist the current one's wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+MAX_PARTS = 6
+LEVELS = ("patch", "minor", "major")  # smallest jump first
+ACCEPT_CHOICES = ("any", "major", "minor", "patch")
+AUTO_PR_CHOICES = ("none", *LEVELS)
+
+_TAG = re.compile(
+    r"^(?P<prefix>[vV])?(?P<release>\d+(?:\.\d+){0,5})(?P<attached>(?:a|b|rc|alpha|beta|dev|pre)\d*)?"
+    r"(?:-(?P<rest>[A-Za-z0-9][A-Za-z0-9._-]*))?$"
+)
+# A pre-release keyword right after the hyphen, then optionally `-suffix`.
+_PRE = re.compile(
+    r"^(?P<pre>(?P<word>alpha|beta|rc|pre|preview|dev|snapshot|a|b)(?:[.]?(?P<num>\d+(?:\.\d+)*))?)(?:-(?P<suffix>.+))?$",
+    re.IGNORECASE,
+)
+_PRE_RANK = {"dev": 0, "snapshot": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "pre": 3, "preview": 3, "rc": 4}
+_ATTACHED = re.compile(r"^(?P<word>[a-z]+)(?P<num>\d*)$")
+
+
+class PolicyError(ValueError):
+    """A version policy that cannot be applied (bad level, range or regex)."""
+
+
+@dataclass(frozen=True)
+class Version:
+    tag: str
+    release: tuple[int, ...]
+    prerelease: str  # "" for a release; "rc.1", "beta", "rc2" as written
+    suffix: str  # compatibility suffix ("alpine", "slim-bookworm"), "" when none
+    prefixed: bool  # written with a leading `v`
+
+    @property
+    def precision(self) -> int:
+        return len(self.release)
+
+    @property
+    def family(self) -> tuple[str, int]:
+        """Tags that may replace each other: same suffix, same precision."""
+        return (self.suffix, self.precision)
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self.prerelease)
+
+    @property
+    def key(self) -> tuple:
+        """Sort key: numbers (zero-padded), then a release after any of its pre-releases."""
+        padded = self.release + (0,) * (MAX_PARTS - len(self.release))
+        return (padded, _pre_key(self.prerelease))
+
+    @property
+    def text(self) -> str:
+        """The version without prefix or suffix: `1.5.0-rc.1` for `v1.5.0-rc.1-alpine`."""
+        numbers = ".".join(map(str, self.release))
+        return f"{numbers}-{self.prerelease}" if self.prerelease else numbers
+
+
+def parse_tag(tag: str) -> Version | None:
+    """The tag as a version, or None when it is not one (`latest`, `main`, `sha-…`)."""
+    match = _TAG.match(tag or "")
+    if match is None:
+        return None
+    release = tuple(int(part) for part in match["release"].split("."))
+    prerelease = match["attached"] or ""
+    suffix = match["rest"] or ""
+    if suffix and not prerelease:
+        pre = _PRE.match(suffix)
+        if pre is not None:
+            prerelease, suffix = pre["pre"], pre["suffix"] or ""
+    return Version(tag=tag, release=release, prerelease=prerelease, suffix=suffix, prefixed=bool(match["prefix"]))
+
+
+def _pre_key(prerelease: str) -> tuple:
+    if not prerelease:
+        return (1,)
+    identifiers: list[tuple] = []
+    for part in re.split(r"[.-]", prerelease.lower()):
+        attached = _ATTACHED.match(part)
+        if part.isdigit():
+            identifiers.append((0, int(part), ""))
+        elif attached is not None and attached["word"] in _PRE_RANK:
+            identifiers.append((1, _PRE_RANK[attached["word"]], ""))
+            if attached["num"]:
+                identifiers.append((0, int(attached["num"]), ""))
+        else:
+            identifiers.append((2, 0, part))
+    return (0, *identifiers)
+
+
+def sort_tags(tags: Iterable[str]) -> list[str]:
+    """Version tags, oldest first; non-version tags are dropped."""
+    parsed = [v for v in (parse_tag(t) for t in tags) if v is not None]
+    return [v.tag for v in sorted(parsed, key=lambda v: (v.key, v.suffix, v.prefixed, v.tag))]
+
+
+def jump(current: str, candidate: str) -> str | None:
+    """How big a move from `current` to `candidate` is: "major", "minor", "patch", or None
+    when either is not a version or they are the same version. A change of pre-release
+    only (`2.0.0-rc.1` -> `2.0.0`) counts as a patch."""
+    a, b = parse_tag(current), parse_tag(candidate)
+    if a is None or b is None or a.key == b.key:
+        return None
+    pad_a, pad_b = a.key[0], b.key[0]
+    if pad_a[0] != pad_b[0]:
+        return "major"
+    if pad_a[1] != pad_b[1]:
+        return "minor"
+    return "patch"
+
+
+# --- semver ranges -------------------------------------------------------------------
+
+_COMPARATOR = re.compile(
+    r"^(?P<op><=|>=|<|>|=|\^|~)?[vV]?(?P<version>(?:\d+|[xX*])(?:\.(?:\d+|[xX*])){0,5})(?:-(?P<pre>[0-9A-Za-z.]+))?$"
+)
+_LOWEST = (0,)  # sorts below every pre-release: "X-0" in node-semver terms
+
+
+def _bound(numbers: list[int]) -> tuple:
+    return tuple(numbers + [0] * (MAX_PARTS - len(numbers)))
+
+
+def _bump(numbers: list[int], index: int) -> list[int]:
+    return numbers[:index] + [numbers[index] + 1]
+
+
+@dataclass(frozen=True)
+class Range:
+    """A node-semver style range: comparators separated by spaces must all hold, `||`
+    separates alternatives. Partial versions mean what they mean in node-semver: `<2` is
+    below 2.0.0 and all its pre-releases, `1.4` / `1.4.x` is `>=1.4.0 <1.5.0-0`,
+    `^1.2.3` is `>=1.2.3 <2.0.0-0`, `~1.2.3` is `>=1.2.3 <1.3.0-0`."""
+
+    text: str
+    alternatives: tuple[tuple[tuple[str, tuple], ...], ...]
+
+    def contains(self, version: Version) -> bool:
+        key = version.key
+        return any(all(_holds(op, key, bound) for op, bound in alt) for alt in self.alternatives)
+
+
+def _holds(op: str, key: tuple, bound: tuple) -> bool:
+    return {">=": key >= bound, ">": key > bound, "<": key < bound, "<=": key <= bound}[op]
+
+
+def parse_range(text: str) -> Range:
+    alternatives = []
+    for alternative in text.split("||"):
+        # `>= 1.4` is allowed: join an operator with the version that follows it. Commas
+        # separate comparators too, as in the Masterminds constraints Flux and argocd-image-updater take.
+        tokens = re.sub(r"(<=|>=|<|>|=|\^|~)\s+", r"\1", alternative.replace(",", " ").strip()).split()
+        if not tokens:
+            raise PolicyError(f"empty alternative in range {text!r}")
+        comparators: list[tuple[str, tuple]] = []
+        for token in tokens:
+            comparators.extend(_comparators(token, text))
+        alternatives.append(tuple(comparators))
+    return Range(text=text, alternatives=tuple(alternatives))
+
+
+def _comparators(token: str, text: str) -> list[tuple[str, tuple]]:
+    match = _COMPARATOR.match(token)
+    if match is None:
+        raise PolicyError(f"{token!r} in range {text!r} is not a comparator like >=1.4, <2, ^1.2 or 1.x")
+    op = match["op"] or "="
+    parts = match["version"].split(".")
+    wild = next((i for i, p in enumerate(parts) if p in "xX*"), len(parts))
+    numbers = [int(p) for p in parts[:wild]]
+    if not numbers:
+        if op in ("=", ">="):  # `*`, `x`: any version
+            return []
+        raise PolicyError(f"{token!r} in range {text!r} compares with a wildcard")
+    full = len(numbers) == len(parts) and len(numbers) >= 3
+    low = (_bound(numbers), _LOWEST)
+    if match["pre"]:
+        if not full:
+            raise PolicyError(f"{token!r} in range {text!r}: a pre-release needs a full version (1.4.0-rc.1)")
+        # A bound on a pre-release is exactly that pre-release.
+        low = (_bound(numbers), _pre_key(match["pre"]))
+        if op in ("=", ">=", "<", ">", "<="):
+            return [(op, low)] if op != "=" else [(">=", low), ("<=", low)]
+    if op == "^":
+        nonzero = next((i for i, n in enumerate(numbers) if n != 0), len(numbers) - 1)
+        return [(">=", low), ("<", (_bound(_bump(numbers, min(nonzero, len(numbers) - 1))), _LOWEST))]
+    if op == "~":
+        index = 1 if len(numbers) >= 2 else 0
+        return [(">=", low), ("<", (_bound(_bump(numbers, index)), _LOWEST))]
+    upper = (_bound(_bump(numbers, len(numbers) - 1)), _LOWEST)
+    exact = (_bound(numbers), (1,))
+    if op == "=":
+        return [(">=", exact), ("<=", exact)] if full else [(">=", low), ("<", upper)]
+    if op == ">=":
+        return [(">=", low)]
+    if op == ">":
+        return [(">", exact)] if full else [(">=", upper)]
+    if op == "<":
+        return [("<", low)]
+    return [("<=", exact)] if full else [("<", upper)]  # "<="
+
+
+# --- the policy ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PutOff:
+    """Skip `version` until `until` (from that day on it counts again). A partial version
+    puts off a whole line: `2` is every 2.x, `1.5` every 1.5.x."""
+
+    version: str
+    until: date
+
+    def covers(self, candidate: Version, today: date) -> bool:
+        if today >= self.until:
+            return False
+        entry = parse_tag(self.version)
+        if entry is None:
+            return candidate.tag == self.version
+        padded = candidate.release + (0,) * max(0, entry.precision - candidate.precision)
+        if padded[: entry.precision] != entry.release:
+            return False
+        return not entry.prerelease or _pre_key(entry.prerelease) == _pre_key(candidate.prerelease)
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """Which newer tags a service accepts, and what the portal does about them.
+
+    accept: the largest jump allowed ("any" = "major": no limit; "minor": stay on the
+    major; "patch": stay on the minor). `range` (node-semver) and `allow_tags` (a regex,
+    searched in the tag as argocd-image-updater's allowTags does) narrow it further.
+    auto_pr: environment name -> the largest jump that gets an automatic pull request
+    ("none" or absent: never)."""
+
+    accept: str = "any"
+    range: str = ""
+    allow_tags: str = ""
+    ignore_prereleases: bool = True
+    auto_pr: Mapping[str, str] = field(default_factory=dict)
+    reviewers: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    put_off: tuple[PutOff, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.accept not in ACCEPT_CHOICES:
+            raise PolicyError(f"accept must be one of {', '.join(ACCEPT_CHOICES)}, not {self.accept!r}")
+        for env, level in self.auto_pr.items():
+            if level not in AUTO_PR_CHOICES:
+                raise PolicyError(f"automatic PR level for {env!r} must be one of {', '.join(AUTO_PR_CHOICES)}")
+        if self.range:
+            parse_range(self.range)
+        if self.allow_tags:
+            try:
+                re.compile(self.allow_tags)
+            except re.error as exc:
+                raise PolicyError(f"allow_tags is not a valid regular expression: {exc}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> VersionPolicy:
+        """From the JSON an admin edits; unknown keys are an error, so typos do not pass silently."""
+        data = dict(data or {})
+        known = {"accept", "range", "allow_tags", "ignore_prereleases", "auto_pr", "reviewers", "labels", "put_off"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PolicyError(f"unknown policy keys: {', '.join(unknown)}")
+        put_off = []
+        for entry in data.get("put_off") or []:
+            try:
+                version, until = (entry["version"], entry["until"]) if isinstance(entry, Mapping) else entry
+                put_off.append(PutOff(str(version), until if isinstance(until, date) else date.fromisoformat(until)))
+            except (KeyError, TypeError, ValueError):
+                raise PolicyError(f"put_off entries are {{'version': ..., 'until': 'YYYY-MM-DD'}}, not {entry!r}")
+        return cls(
+            accept=str(data.get("accept") or "any"),
+            range=str(data.get("range") or ""),
+            allow_tags=str(data.get("allow_tags") or ""),
+            ignore_prereleases=bool(data.get("ignore_prereleases", True)),
+            auto_pr={str(k): str(v) for k, v in (data.get("auto_pr") or {}).items()},
+            reviewers=tuple(str(r) for r in data.get("reviewers") or ()),
+            labels=tuple(str(label) for label in data.get("labels") or ()),
+            put_off=tuple(put_off),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accept": self.accept,
+            "range": self.range,
+            "allow_tags": self.allow_tags,
+            "ignore_prereleases": self.ignore_prereleases,
+            "auto_pr": dict(self.auto_pr),
+            "reviewers": list(self.reviewers),
+            "labels": list(self.labels),
+            "put_off": [{"version": p.version, "until": p.until.isoformat()} for p in self.put_off],
+        }
+
+    def max_jump(self) -> str:
+        return "major" if self.accept == "any" else self.accept
+
+    def auto_pr_allowed(self, environment: str, level: str | None) -> bool:
+        """Does a jump of `level` get an automatic pull request in `environment`?"""
+        allowed = self.auto_pr.get(environment, "none")
+        if level is None or allowed == "none":
+            return False
+        return LEVELS.index(level) <= LEVELS.index(allowed)
+
+
+def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> list[str]:
+    """Every tag newer than `current` that the policy accepts, oldest first."""
+    now = parse_tag(current)
+    if now is None:
+        return []
+    limit = LEVELS.index(policy.max_jump())
+    semver_range = parse_range(policy.range) if policy.range else None
+    allow = re.compile(policy.allow_tags) if policy.allow_tags else None
+    found = []
+    for tag in tags:
+        candidate = parse_tag(tag)
+        if candidate is None or candidate.family != now.family or candidate.key <= now.key:
+            continue
+        if candidate.is_prerelease and policy.ignore_prereleases and candidate.release != now.release:
+            # A pre-release is only taken on the way to the release the service already runs a pre-release of.
+            continue
+        level = jump(current, tag)
+        if level is None or LEVELS.index(level) > limit:
+            continue
+        if semver_range is not None and not semver_range.contains(candidate):
+            continue
+        if allow is not None and allow.search(tag) is None:
+            continue
+        if any(p.covers(candidate, today) for p in policy.put_off):
+            continue
+        found.append(candidate)
+    # Same version spelled twice (`v1.5.0` and `1.5.0`): the current spelling sorts last, so it wins.
+    found.sort(key=lambda v: (v.key, v.prefixed == now.prefixed, v.tag))
+    return [v.tag for v in found]
+
+
+def newest_acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> str | None:
+    """The newest tag the service should move to, or None when nothing newer is acceptable
+    (or `current` is not a version: `latest`, a digest)."""
+    found = acceptable(current, tags, policy, today)
+    return found[-1] if found else None

@@ -141,8 +141,16 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
-# --- Celery -----------------------------------------------------------------
+# --- Cache and Celery -------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# CACHE_URL (a Redis database of its own, e.g. redis://redis:6379/1) shares the cache —
+# API rate limits — between web workers; without it each process keeps its own in memory.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
@@ -184,10 +192,17 @@ CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
     "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
     "send-notifications": {"task": "notifications.send_due", "schedule": 60.0},
+    "track-pull-requests": {"task": "forges.track_pull_requests", "schedule": 1800.0},
     # Upstream releases change slowly and registries rate-limit: hourly by default.
     "poll-registries": {
         "task": "delivery.poll_all_registries",
         "schedule": float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600")),
+    },
+    # Each application's Git pins are read at most every 10 minutes; this only finds the due ones.
+    "read-git-pins": {"task": "delivery.read_due_git_pins", "schedule": 60.0},
+    "open-automatic-prs": {
+        "task": "delivery.open_automatic_prs",
+        "schedule": float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800")),
     },
 }
 

@@ -1,0 +1,162 @@
+"""The demo forge: the read side of `Forge` over a local Git repository.
+
+`make run` has no forge and no token, yet previews should show real diffs. So the
+demo GitOps repository (examples/gitops-repo) is committed into a bare repository
+(var/demo-gitops.git) and read with `git` itself. Every write is refused: demo mode
+never pretends to open a pull request.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from forges.forge import NONE, FileChange, Forge, NotFound, Outcome, PullRequestInfo, TreeEntry, WritesRefused
+from forges.repourls import GITHUB, RepoRef, parse_repo_url
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_SOURCE = ROOT / "examples" / "gitops-repo"
+DEMO_BRANCH = "main"
+REFUSAL = "Demo mode does not write to Git: the portal only shows the preview of this pull request."
+_GIT_TIMEOUT = 30
+
+
+def demo_repo_path() -> Path:
+    from django.conf import settings
+
+    return Path(getattr(settings, "VAR_DIR", ROOT / "var")) / "demo-gitops.git"
+
+
+def build_demo_repo(target: Path | None = None, source: Path = DEMO_SOURCE, branch: str = DEMO_BRANCH) -> Path:
+    """Commit `source` into the bare repository `target` (created when missing); idempotent."""
+    target = Path(target) if target is not None else demo_repo_path()
+    if not (target / "HEAD").exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _git(target.parent, "init", "--quiet", "--bare", f"--initial-branch={branch}", str(target))
+    # The index lives in the bare repository; the files are read from `source` in place.
+    tree_args = ["--git-dir", str(target), "--work-tree", str(source)]
+    _git(source, *tree_args, "add", "--all", ".")
+    has_head = _git_ok(source, *tree_args, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+    if has_head and _git_ok(source, *tree_args, "diff", "--cached", "--quiet", f"refs/heads/{branch}"):
+        return target
+    _git(source, *tree_args, "commit", "--quiet", "--no-verify", "-m", "Demo GitOps repository")
+    return target
+
+
+class DemoForge(Forge):
+    kind = "demo"
+
+    def __init__(self, path: Path, repo: RepoRef) -> None:
+        self.path = Path(path)
+        self.repo = repo
+
+    @classmethod
+    def for_repository(cls, repository: str, path: Path | None = None) -> DemoForge:
+        path = path or demo_repo_path()
+        if not (path / "HEAD").exists():
+            build_demo_repo(path)
+        ref = parse_repo_url(repository) or RepoRef("demo.local", "demo", "gitops", GITHUB, "https://demo.local")
+        return cls(path, ref)
+
+    # --- reading ---------------------------------------------------------------------
+
+    def branch_head(self, branch: str) -> str:
+        _check_name(branch)
+        done = _run(self.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+        if done.returncode != 0:
+            raise NotFound(f"demo repository: no branch {branch}", 404)
+        return done.stdout.decode().strip()
+
+    def tree(self, path: str, branch: str) -> list[TreeEntry]:
+        head = self.branch_head(branch)
+        args = ["ls-tree", "-r", "-l", "-z", head]
+        if path.strip("/"):
+            args += ["--", path.strip("/")]
+        output = _git(self.path, *args)
+        entries = []
+        for record in output.split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, kind, sha, size = meta.decode().split()
+            if kind == "blob":
+                entries.append(TreeEntry(name.decode("utf-8"), sha, mode, int(size) if size.isdigit() else None))
+        return entries
+
+    def read_file(self, path: str, branch: str) -> str:
+        head = self.branch_head(branch)
+        done = _run(self.path, "cat-file", "blob", f"{head}:{path}")
+        if done.returncode != 0:
+            raise NotFound(f"demo repository: no file {path} on {branch}", 404)
+        return done.stdout.decode("utf-8")
+
+    def open_pull_requests(self) -> list[PullRequestInfo]:
+        return []
+
+    def pull_request(self, number: int) -> PullRequestInfo:
+        raise NotFound(f"demo repository: no pull request #{number}", 404)
+
+    def checks(self, pr: PullRequestInfo) -> str:
+        return NONE
+
+    # --- writing: refused ------------------------------------------------------------
+
+    def create_branch(self, branch: str, from_branch: str) -> str:
+        raise WritesRefused(REFUSAL)
+
+    def delete_branch(self, branch: str) -> None:
+        raise WritesRefused(REFUSAL)
+
+    def commit_files(self, branch: str, message: str, changes: list[FileChange]) -> str:
+        raise WritesRefused(REFUSAL)
+
+    def open_pull_request(self, head: str, base: str, title: str, body: str) -> PullRequestInfo:
+        raise WritesRefused(REFUSAL)
+
+    def request_reviewers(self, number: int, reviewers: list[str]) -> Outcome:
+        raise WritesRefused(REFUSAL)
+
+    def add_labels(self, number: int, labels: list[str]) -> Outcome:
+        raise WritesRefused(REFUSAL)
+
+
+def _check_name(branch: str) -> None:
+    # A name starting with "-" would be read by git as an option.
+    if not branch or branch.startswith("-") or any(c in branch for c in " ~^:?*[\\\0"):
+        raise NotFound(f"demo repository: no branch {branch!r}", 404)
+
+
+def _env() -> dict[str, str]:
+    # Fixed identity and no user/system config, so the demo commit is the same everywhere.
+    return {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "GitOps portal demo",
+        "GIT_AUTHOR_EMAIL": "demo@portal.invalid",
+        "GIT_COMMITTER_NAME": "GitOps portal demo",
+        "GIT_COMMITTER_EMAIL": "demo@portal.invalid",
+    }
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *(["--git-dir", str(cwd)] if (cwd / "HEAD").exists() else []), *args],
+        cwd=cwd,
+        capture_output=True,
+        env=_env(),
+        timeout=_GIT_TIMEOUT,
+        check=False,
+    )
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    done = _run(cwd, *args)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def _git_ok(cwd: Path, *args: str) -> bool:
+    return _run(cwd, *args).returncode == 0

@@ -1,0 +1,254 @@
+"""What the three fake forges share: a threaded HTTP server on 127.0.0.1, routing, scripted
+faults (rate limits, 5xx), a request log, and an in-memory Git model with real blob SHAs."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+def git_sha(kind: str, data: bytes) -> str:
+    return hashlib.sha1(f"{kind} {len(data)}\0".encode() + data).hexdigest()
+
+
+def iso(at: datetime | None) -> str | None:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else None
+
+
+@dataclass
+class Commit:
+    sha: str
+    files: dict[str, tuple[str, str]]  # path -> (mode, blob sha)
+    parents: list[str]
+    message: str
+
+
+@dataclass
+class Pull:
+    number: int
+    title: str
+    body: str
+    head: str
+    base: str
+    head_sha: str
+    author: str = "portal-bot"
+    state: str = "open"  # open | closed
+    merged_at: datetime | None = None
+    closed_at: datetime | None = None
+    created_at: datetime = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
+    labels: list[str] = field(default_factory=list)
+    reviewers: list[str] = field(default_factory=list)
+    team_reviewers: list[str] = field(default_factory=list)
+
+
+class GitModel:
+    """Branches, commits and blobs of one repository, plus its pull requests and CI."""
+
+    def __init__(self, owner: str, name: str, files: dict[str, str], branch: str = "main") -> None:
+        self.owner, self.name = owner, name
+        self.blobs: dict[str, bytes] = {}
+        self.commits: dict[str, Commit] = {}
+        self.branches: dict[str, str] = {}
+        self.pulls: list[Pull] = []
+        self.labels: list[dict[str, Any]] = []
+        self.users: dict[str, int] = {"portal-bot": 1}
+        self.teams: set[str] = set()  # team slugs of the owning organisation
+        self.check_runs: dict[str, list[dict[str, Any]]] = {}  # sha -> GitHub check runs
+        self.statuses: dict[str, list[str]] = {}  # sha -> commit status states
+        self.pipelines: dict[str, str] = {}  # sha -> GitLab pipeline status
+        tree = {path: ("100644", self.put_blob(text.encode())) for path, text in files.items()}
+        self.branches[branch] = self.commit(tree, [], "initial")
+
+    def put_blob(self, data: bytes) -> str:
+        sha = git_sha("blob", data)
+        self.blobs[sha] = data
+        return sha
+
+    def commit(self, files: dict[str, tuple[str, str]], parents: list[str], message: str) -> str:
+        payload = json.dumps([sorted(files.items()), parents, message]).encode()
+        sha = git_sha("commit", payload)
+        self.commits[sha] = Commit(sha, dict(files), parents, message)
+        return sha
+
+    def files_at(self, branch: str) -> dict[str, str]:
+        commit = self.commits[self.branches[branch]]
+        return {path: self.blobs[sha].decode() for path, (_mode, sha) in commit.files.items()}
+
+    def commits_between(self, base: str, head: str) -> list[Commit]:
+        """Commits on `head` that are not on `base` (first-parent walk is enough here)."""
+        stop = self.branches[base]
+        sha, found = self.branches[head], []
+        while sha and sha != stop:
+            commit = self.commits[sha]
+            found.append(commit)
+            sha = commit.parents[0] if commit.parents else ""
+        return found
+
+    def add_pull(self, title: str, head: str, base: str = "main", **extra: Any) -> Pull:
+        head_sha = self.branches.get(head, self.branches[base])
+        pull = Pull(len(self.pulls) + 1, title, extra.pop("body", ""), head, base, head_sha, **extra)
+        self.pulls.append(pull)
+        return pull
+
+    def pull(self, number: int) -> Pull | None:
+        return next((p for p in self.pulls if p.number == number), None)
+
+    def open_pulls(self) -> list[Pull]:
+        return [p for p in self.pulls if p.state == "open"]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Fault:
+    """Answer the next `times` requests that match with this status, headers and body."""
+
+    method: str
+    path: str  # regex searched in the path
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    times: int = 1
+
+
+Route = tuple[str, re.Pattern[str], Callable[..., Response]]
+
+
+class FakeServer(abc.ABC):
+    """A threaded HTTP server; subclasses add routes and the forge's error shapes."""
+
+    prefix = ""
+
+    def __init__(self, model: GitModel, token: str) -> None:
+        self.model = model
+        self.token = token
+        self.faults: list[Fault] = []
+        self.log: list[tuple[str, str, int]] = []  # method, path, status answered
+        self.lock = threading.Lock()
+        self.routes: list[Route] = []
+        self.per_page = 2  # small pages so every list crosses a page boundary
+        self.setup_routes()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+                request = Request(
+                    self.command, parts.path, query, {k.lower(): v for k, v in self.headers.items()}, body
+                )
+                response = server.dispatch(request)
+                payload = b"" if response.body is None else json.dumps(response.body).encode()
+                self.send_response(response.status)
+                for key, value in response.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def api(self) -> str:
+        return self.url + self.prefix
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join()
+
+    def route(self, method: str, pattern: str, handler: Callable[..., Response]) -> None:
+        self.routes.append((method, re.compile("^" + self.prefix + pattern + "$"), handler))
+
+    @abc.abstractmethod
+    def setup_routes(self) -> None:
+        """Register the forge's endpoints with `route`."""
+
+    @abc.abstractmethod
+    def authorised(self, request: Request) -> bool:
+        """Whether the request carries the token the way this forge expects it."""
+
+    def error(self, status: int, message: str) -> Response:
+        return Response(status, {"message": message})
+
+    def dispatch(self, request: Request) -> Response:
+        with self.lock:
+            response = self._dispatch(request)
+            self.log.append((request.method, request.path, response.status))
+            return response
+
+    def _dispatch(self, request: Request) -> Response:
+        for fault in self.faults:
+            if fault.times > 0 and fault.method == request.method and re.search(fault.path, request.path):
+                fault.times -= 1
+                return Response(fault.status, fault.body, dict(fault.headers))
+        if not self.authorised(request):
+            return self.error(401, "Bad credentials")
+        for method, pattern, handler in self.routes:
+            match = pattern.match(request.path)
+            if match and method == request.method:
+                args = {k: unquote(v) for k, v in match.groupdict().items()}
+                return handler(request, **args)
+        return self.error(404, "Not Found")
+
+    def page(self, request: Request, items: list[Any], page_param: str = "page", size_param: str = "per_page"):
+        size = int(request.query.get(size_param) or self.per_page)
+        size = min(size, self.per_page)
+        number = int(request.query.get(page_param) or 1)
+        chunk = items[(number - 1) * size : number * size]
+        last = max(1, -(-len(items) // size))
+        headers = {"X-Total-Pages": str(last), "X-Total-Count": str(len(items)), "X-Total": str(len(items))}
+        if number < last:
+            query = {**request.query, page_param: str(number + 1), size_param: str(size)}
+            link = self.url + request.path + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+            headers["Link"] = f'<{link}>; rel="next"'
+        return chunk, headers
+
+    def requests_matching(self, method: str, pattern: str) -> list[tuple[str, str, int]]:
+        return [entry for entry in self.log if entry[0] == method and re.search(pattern, entry[1])]

@@ -1,0 +1,103 @@
+"""Host -> forge and token from the environment; the retry policy's arithmetic; error bodies."""
+
+from __future__ import annotations
+
+import pytest
+
+from forges.forge import FAIL, NONE, PASS, RUNNING, NotConfigured, RateLimited, RetryPolicy, error_message, fold_checks
+from forges.gitea import GiteaForge
+from forges.github import GitHubForge
+from forges.gitlab import GitLabForge
+from forges.registry import forge_for, host_kinds
+
+SECRET = "tok-registry-0a1b2c3d"
+ENV = {
+    "PORTAL_GITOPS_GITHUB_API": "https://ghe.corp.example/api/v3",
+    "PORTAL_GITOPS_TOKEN": SECRET,
+    "PORTAL_GITLAB_URL": "https://gitlab.corp.example",
+    "PORTAL_GITOPS_GITLAB_TOKEN": SECRET,
+    "PORTAL_GITEA_URL": "https://example.com/gitea",
+    "PORTAL_GITOPS_GITEA_TOKEN": SECRET,
+}
+
+
+@pytest.mark.parametrize(
+    ("url", "cls", "path"),
+    [
+        ("git@ghe.corp.example:acme/gitops.git", GitHubForge, "acme/gitops"),
+        ("https://gitlab.corp.example/platform/deploy/gitops.git", GitLabForge, "platform/deploy/gitops"),
+        ("ssh://git@gitlab.corp.example:2222/platform/gitops.git", GitLabForge, "platform/gitops"),
+        ("https://example.com/gitea/acme/gitops.git", GiteaForge, "acme/gitops"),
+    ],
+)
+def test_each_repository_goes_to_the_forge_of_its_host(url: str, cls: type, path: str) -> None:
+    forge = forge_for(url, ENV, demo=False)
+
+    assert isinstance(forge, cls) and forge.repo.path == path
+
+
+def test_api_bases_name_their_web_hosts() -> None:
+    assert host_kinds({})["github.com"] == "github"
+    assert host_kinds({})["gitlab.com"] == "gitlab"
+    assert host_kinds({"PORTAL_GITOPS_GITHUB_API": "https://api.acme.ghe.com"})["acme.ghe.com"] == "github"
+    assert host_kinds(ENV) == {
+        "ghe.corp.example": "github",
+        "gitlab.corp.example": "gitlab",
+        "https://example.com/gitea": "gitea",
+    }
+
+
+def test_a_missing_token_or_forge_is_named_without_any_secret() -> None:
+    with pytest.raises(NotConfigured, match="PORTAL_GITOPS_TOKEN is not set"):
+        forge_for("https://github.com/acme/gitops", {}, demo=False)
+    with pytest.raises(NotConfigured, match="no forge is configured for github.com"):
+        forge_for("https://github.com/acme/gitops", ENV, demo=False)
+    with pytest.raises(NotConfigured) as raised:
+        forge_for(f"https://x-access-token:{SECRET}@bitbucket.org/acme/gitops.git", ENV, demo=False)
+    assert SECRET not in str(raised.value)
+    with pytest.raises(NotConfigured) as raised:
+        forge_for(f"https://x-access-token:{SECRET}@unknown.example/acme/gitops.git", ENV, demo=False)
+    assert SECRET not in str(raised.value)
+
+
+def policy(**kwargs: object) -> RetryPolicy:
+    return RetryPolicy(clock=lambda: 1000.0, sleeper=lambda s: None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_policy_waits() -> None:
+    p = policy(max_attempts=3, max_wait=120)
+    primary = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1060"}
+    assert p.wait_before_retry("GET", 403, primary, {"message": "API rate limit exceeded"}, 1) == 61
+    assert p.wait_before_retry("POST", 429, {"Retry-After": "12"}, b"", 1) == 12
+    assert p.wait_before_retry("POST", 403, {}, {"message": "You have exceeded a secondary rate limit"}, 1) == 60
+    assert p.wait_before_retry("GET", 429, {}, b"", 2) == 2  # no hint: exponential backoff
+    assert p.wait_before_retry("GET", 403, {}, {"message": "Resource not accessible by integration"}, 1) is None
+    assert p.wait_before_retry("GET", 502, {}, b"", 2) == 2
+    assert p.wait_before_retry("GET", 502, {}, b"", 3) is None  # the bound
+    assert p.wait_before_retry("POST", 502, {}, b"", 1) is None  # a write may have happened
+    assert p.wait_before_retry("GET", 404, {}, b"", 1) is None
+    with pytest.raises(RateLimited):
+        p.wait_before_retry("GET", 429, {"Retry-After": "121"}, b"", 1)
+    with pytest.raises(RateLimited):
+        p.wait_before_retry("GET", 429, {"Retry-After": "1"}, b"", 3)
+
+
+def test_checks_fold_to_the_worst() -> None:
+    assert fold_checks([]) == NONE
+    assert fold_checks([PASS, PASS]) == PASS
+    assert fold_checks([PASS, RUNNING]) == RUNNING
+    assert fold_checks([RUNNING, FAIL, PASS]) == FAIL
+
+
+def test_error_bodies_of_every_shape() -> None:
+    assert (
+        error_message({"message": "Validation Failed", "errors": [{"message": "A pull request already exists"}]})
+        == "Validation Failed: A pull request already exists"
+    )
+    assert (
+        error_message(b'{"message": ["Another open merge request already exists: !12"]}')
+        == "Another open merge request already exists: !12"
+    )
+    assert error_message({"message": {"source_branch": ["is invalid"]}}) == "source_branch: is invalid"
+    assert error_message({"error": "insufficient_scope"}) == "insufficient_scope"
+    assert error_message(b"<html>502</html>") == "<html>502</html>"

@@ -16,8 +16,8 @@ from rest_framework import serializers
 
 from forges.models import PullRequest
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload
-from portal.api.commitlinks import commit_url
 from portal.api.filters import SORT_CHOICES
+from portal.web.links import app_commit_url
 
 SYNC_STATUSES = ["Synced", "OutOfSync", "Unknown"]
 HEALTH_STATUSES = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]
@@ -168,8 +168,7 @@ class AppSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_commit_url(self, app: GitOpsApp) -> str | None:
-        source_ref = (app.sources[0].get("ref", "") if app.sources and isinstance(app.sources[0], dict) else "") or ""
-        return commit_url(app.tool, app.repo_url, app.synced_revision, app.chart, source_ref)
+        return app_commit_url(app)
 
     def get_needs_attention(self, app: GitOpsApp) -> bool:
         return app.needs_attention(self._now())

@@ -160,10 +160,10 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     since = f"{start.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
     summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
-    commit_url = weblinks.commit_url(app.repo_url, app.synced_revision)
+    commit_url = weblinks.app_commit_url(app)
     changes_url = None
     if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
-        changes_url = weblinks.compare_url(app.repo_url, app.previous_synced_revision, app.synced_revision)
+        changes_url = weblinks.app_compare_url(app)
     facts = [
         ("Environment", app.cluster.environment.name),
         ("Cluster", cluster),

@@ -11,8 +11,10 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
-from portal.accounts.roles import Role, requires_role
+from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
+from portal.delivery.pins import pin_summary, pinned_versions
+from portal.delivery.upgrades import Behind, behind
 from portal.web import links
 from portal.web.badges import Badge, badges_for
 
@@ -26,6 +28,8 @@ class Panel:
     compare_url: str | None
     argocd_url: str | None
     workloads: list[Workload] = field(default_factory=list)
+    pin_note: str = ""  # "Git pins 1.7.0, runs 1.6.0" when Git and the cluster disagree
+    upgrade: Behind | None = None  # the newest acceptable release, when it runs older
 
 
 def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[RunningVersion]]:
@@ -36,6 +40,9 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
         .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
         .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
     )
+    apps = list(apps)
+    pinned = pinned_versions([app.pk for app in apps], service)
+    upgrades = {b.app.pk: b for b in behind(service=service, today=now.date())}
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -46,12 +53,12 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
                 app=app,
                 badges=badges_for(app, app.cluster, now),
                 attention=app.needs_attention(now),
-                commit_url=links.commit_url(app.repo_url, app.synced_revision),
-                compare_url=links.compare_url(app.repo_url, app.previous_synced_revision, app.synced_revision)
-                if app.previous_synced_revision
-                else None,
+                commit_url=links.app_commit_url(app),
+                compare_url=links.app_compare_url(app),
                 argocd_url=links.argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None,
                 workloads=list(app.workloads.all()),
+                pin_note=pin_summary(pinned.get((app.pk, service.name), []), (app.running or {}).get(service.name, [])),
+                upgrade=upgrades.get(app.pk),
             )
         )
     unmanaged = list(
@@ -67,7 +74,12 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
 def service_page(request: HttpRequest, name: str) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     environments, unmanaged = _panels(service)
-    context = {"service": service, "environments": environments, "unmanaged": unmanaged}
+    context = {
+        "service": service,
+        "environments": environments,
+        "unmanaged": unmanaged,
+        "can_act": has_role(request.user, Role.MEMBER),
+    }
     return render(request, "web/service.html", context)
 
 
@@ -75,6 +87,10 @@ def service_page(request: HttpRequest, name: str) -> HttpResponse:
 def service_panels(request: HttpRequest, name: str) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     environments, unmanaged = _panels(service)
-    return render(
-        request, "web/_service_panels.html", {"service": service, "environments": environments, "unmanaged": unmanaged}
-    )
+    context = {
+        "service": service,
+        "environments": environments,
+        "unmanaged": unmanaged,
+        "can_act": has_role(request.user, Role.MEMBER),
+    }
+    return render(request, "web/_service_panels.html", context)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gitops.health import (
     CURRENT,
@@ -26,22 +24,7 @@ from gitops.health import (
     kstatus,
     workload_health_to_argo,
 )
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def real_objects_dir() -> Path:
-    local = REPO / "tests" / "data" / "real-objects"
-    return local if local.is_dir() else REPO.parent / "shared" / "testdata" / "real-objects"
-
-
-def load_real(rel: str) -> list[dict[str, Any]]:
-    path = real_objects_dir() / rel
-    text = path.read_text()
-    if path.suffix == ".json":
-        data = json.loads(text)
-        return data if isinstance(data, list) else [data]
-    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+from tests.fixtures.real_objects import load_real
 
 
 def k(api: str, kind: str, *, spec: dict | None = None, status: Any = "absent", **meta: Any) -> dict:

@@ -1,0 +1,49 @@
+"""Management commands people run: poll now, load the demo, the demo admin."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from gitops.models import GitOpsApp
+from portal.catalog.models import Cluster
+
+pytestmark = pytest.mark.django_db
+
+
+def test_load_demo_then_poll_prints_a_summary_per_cluster():
+    out = StringIO()
+    call_command("load_demo", "--no-collect", stdout=out)
+    assert "3 environments, 5 clusters, 12 services" in out.getvalue()
+    assert not GitOpsApp.objects.exists()
+    out = StringIO()
+    call_command("poll", "prod-eu-1", stdout=out)
+    line = out.getvalue().splitlines()[0]
+    assert line.startswith("prod-eu-1: 12 apps (+12 ~0 -0)") and " workloads," in line
+    assert GitOpsApp.objects.filter(cluster__name="prod-eu-1").count() == 12
+
+
+def test_poll_reports_a_failed_cluster_and_exits_non_zero():
+    call_command("load_demo", "--no-collect", stdout=StringIO())
+    Cluster.objects.filter(name="prod-eu-1").update(manifests_path="/nonexistent/folder")
+    out = StringIO()
+    with pytest.raises(CommandError, match="1 of 1 cluster polls failed"):
+        call_command("poll", "prod-eu-1", stdout=out)
+    assert "FAILED not_found" in out.getvalue() and "last good data kept" in out.getvalue()
+
+
+def test_unknown_cluster_is_an_error():
+    with pytest.raises(CommandError, match="no such cluster: nope"):
+        call_command("poll", "nope")
+
+
+def test_demo_admin_only_in_demo_mode(settings):
+    settings.DEMO_MODE = False
+    with pytest.raises(CommandError, match="only created when PORTAL_DEMO=1"):
+        call_command("ensure_demo_admin")
+    settings.DEMO_MODE = True
+    out = StringIO()
+    call_command("ensure_demo_admin", stdout=out)
+    assert "log in at http://127.0.0.1:8000/accounts/login/ as admin" in out.getvalue()

@@ -204,7 +204,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "delivery.open_automatic_prs",
         "schedule": float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800")),
     },
+    # Merged PRs -> running in production (running_at), "merged, not deployed", rollback offers.
+    "track-deployments": {
+        "task": "delivery.track_deployments",
+        "schedule": float(os.environ.get("PORTAL_DELIVERY_TRACK_INTERVAL", "300")),
+    },
 }
+# Task modules autodiscovery does not find (it imports only each app's `tasks`).
+CELERY_IMPORTS = ["portal.delivery.tracking_tasks"]
 
 # --- REST framework ---------------------------------------------------------
 REST_FRAMEWORK = {

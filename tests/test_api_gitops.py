@@ -419,3 +419,21 @@ def test_query_count_does_not_grow_with_the_page(api, catalog, params):
     assert small == large, f"{small} queries for 10 items, {large} for 100"
     response = api(LIST, {**params, "page_size": "100"})
     assert len(response.json()["results"]) == 100
+
+
+def test_git_pins_are_null_until_read_then_list_what_git_pins(api, catalog):
+    from portal.delivery.models import GitPin
+
+    read = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments)
+    GitPin.objects.create(app=read, service=catalog.checkout, version="1.7.0",
+                          path="apps/checkout/overlays/prod/kustomization.yaml", line=8, read_at=timezone.now())
+    found = by_name(items(api))
+    assert found["checkout-prod"]["git_pins"] == [
+        {"service": "checkout", "version": "1.7.0", "path": "apps/checkout/overlays/prod/kustomization.yaml",
+         "line": 8}
+    ]
+    assert found["checkout-prod"]["running_versions"] == {"checkout": ["1.6.0"]}
+    assert found["payments-prod"]["git_pins"] is None
+    detail = api("/api/v1/gitops/prod-eu-1/argocd/checkout-prod").json()
+    assert detail["git_pins"][0]["version"] == "1.7.0"

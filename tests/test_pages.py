@@ -143,3 +143,15 @@ def test_query_count_does_not_grow_with_the_fleet(viewer_client, catalog, page):
     seed_fleet([catalog.staging_cluster, catalog.dev_cluster], services, apps_per_cluster=500)
     large = _queries(viewer_client, url)
     assert small == large, f"{page}: {small} queries with 10 apps, {large} with 1,010"
+
+
+def test_matrix_says_when_git_pins_another_version_than_runs(viewer_client, catalog):
+    from portal.delivery.models import GitPin
+
+    app = seed_app(catalog.prod_eu, "search-prod", service=catalog.checkout, version="1.6.0")
+    seed_app(catalog.prod_us, "search-us", service=catalog.checkout, version="1.6.0")
+    GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="k.yaml", line=3,
+                          read_at=timezone.now())
+    html = viewer_client.get(reverse("matrix")).content.decode()
+    assert "Git pins 1.7.0, runs 1.6.0" in html  # the tooltip of prod-eu-1's line
+    assert html.count(">Git pins 1.7.0<") == 1  # prod-us-1 has no pin read: no claim made

@@ -100,6 +100,13 @@ class AfterChangeSerializer(serializers.Serializer):
         }
 
 
+class GitPinSerializer(serializers.Serializer):
+    service = serializers.CharField()
+    version = serializers.CharField()
+    path = serializers.CharField(help_text="file in the repository")
+    line = serializers.IntegerField()
+
+
 class AppSerializer(serializers.Serializer):
     """One GitOps application (Argo CD Application, Flux Kustomization or HelmRelease)."""
 
@@ -138,7 +145,10 @@ class AppSerializer(serializers.Serializer):
         source="running", child=serializers.ListField(child=serializers.CharField()),
         help_text="service name -> versions running under this application",
     )
-    git_pins = serializers.SerializerMethodField(help_text="versions pinned in Git; not read yet, always null")
+    git_pins = serializers.SerializerMethodField(
+        help_text="the image versions Git pins under the app's path at the branch it follows "
+        "({service, version, path, line}); null until the portal has read them"
+    )
     after_change = serializers.SerializerMethodField(
         help_text="for a degraded or missing app: the newest version change on its cluster in the day before it "
         "turned so (its health_since); null otherwise"
@@ -198,9 +208,9 @@ class AppSerializer(serializers.Serializer):
     def get_services(self, app: GitOpsApp) -> list[str]:
         return sorted(service.name for service in app.services.all())
 
-    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
-    def get_git_pins(self, app: GitOpsApp) -> None:
-        return None
+    @extend_schema_field(GitPinSerializer(many=True, allow_null=True))
+    def get_git_pins(self, app: GitOpsApp) -> list[dict[str, Any]] | None:
+        return (self.context.get("git_pins") or {}).get(app.id)
 
     @extend_schema_field(AfterChangeSerializer(allow_null=True))
     def get_after_change(self, app: GitOpsApp) -> dict[str, Any] | None:

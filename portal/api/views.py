@@ -32,6 +32,7 @@ from portal.api.serializers import (
     PullRequestSerializer,
 )
 from portal.api.throttles import TokenRateThrottle
+from portal.delivery.pins import git_pins_by_app
 
 RECENT_STATE_CHANGES = 50
 
@@ -111,7 +112,8 @@ class GitOpsListView(PortalAPIView):
         now = timezone.now()
         apps = filters.filter_apps(filters.with_after_change(filters.base_queryset()), self.params, now)
         page = self.paginate_queryset(apps)
-        context = {**self.get_serializer_context(), "now": now}
+        pins = git_pins_by_app([app.id for app in page])
+        context = {**self.get_serializer_context(), "now": now, "git_pins": pins}
         return self.get_paginated_response(AppSerializer(page, many=True, context=context).data)
 
 
@@ -151,7 +153,10 @@ class GitOpsDetailView(PortalAPIView):
             )
         app = found[0]
         changes = StateChange.objects.filter(app=app).order_by("-at", "-id")[:RECENT_STATE_CHANGES]
-        context = {**self.get_serializer_context(), "now": timezone.now(), "state_changes": list(changes)}
+        context = {
+            **self.get_serializer_context(), "now": timezone.now(), "state_changes": list(changes),
+            "git_pins": git_pins_by_app([app.id]),
+        }
         return Response(AppDetailSerializer(app, context=context).data)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -114,3 +117,95 @@ class RegistryPoll(models.Model):
     @property
     def failing(self) -> bool:
         return bool(self.last_error)
+
+
+class GitPin(models.Model):
+    """Which version Git pins for a service under one application's path, at the followed branch."""
+
+    app = models.ForeignKey("gitops.GitOpsApp", on_delete=models.CASCADE, related_name="git_pins")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="git_pins")
+    version = models.CharField(max_length=200, help_text="the tag, or the digest when pinned by digest only")
+    path = models.CharField(max_length=500)
+    line = models.PositiveIntegerField()
+    read_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["app", "service", "path", "line"]
+        indexes = [models.Index(fields=["service", "app"])]
+
+    def __str__(self) -> str:
+        return f"{self.service_id} pinned at {self.version} in {self.path}:{self.line}"
+
+
+class GitPinRead(models.Model):
+    """How reading one application's files last went. A failed read keeps the pins already stored."""
+
+    app = models.OneToOneField("gitops.GitOpsApp", on_delete=models.CASCADE, related_name="git_pin_read")
+    branch = models.CharField(max_length=253, blank=True)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"git pins of {self.app_id}"
+
+
+class ChangeFreezeQuerySet(models.QuerySet["ChangeFreeze"]):
+    def in_effect(self, at: datetime, environment: str | None = None) -> ChangeFreezeQuerySet:
+        """Freezes active at `at`; for `environment`, those naming it or naming no environment."""
+        active = self.filter(starts_at__lte=at, ends_at__gt=at)
+        if environment is None:
+            return active
+        return active.filter(
+            models.Q(environments__name=environment) | models.Q(environments__isnull=True)
+        ).distinct()
+
+
+class ChangeFreeze(models.Model):
+    """A period in which no upgrade or promotion should go out (rollbacks are never held)."""
+
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    environments = models.ManyToManyField(
+        "catalog.Environment", blank=True, related_name="+", help_text="none selected: every environment"
+    )
+    reason = models.CharField(max_length=300)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ChangeFreezeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-starts_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"freeze {self.starts_at:%Y-%m-%d %H:%M}–{self.ends_at:%Y-%m-%d %H:%M}: {self.reason}"
+
+    def clean(self) -> None:
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValidationError("A freeze must end after it starts.")
+
+
+class AutoPRAttempt(models.Model):
+    """An automatic pull request tried for one service, application and version, and how it went."""
+
+    class Outcome(models.TextChoices):
+        OPENED = "opened"
+        FAILED = "failed"
+
+    app = models.ForeignKey("gitops.GitOpsApp", on_delete=models.CASCADE, related_name="+")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    to_version = models.CharField(max_length=200)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    message = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=1)
+    attempted_at = models.DateTimeField()
+    retry_after = models.DateTimeField(null=True, blank=True, help_text="a failed attempt is tried again from then")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app", "service", "to_version"], name="delivery_autopr_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"automatic PR {self.service_id} → {self.to_version} on {self.app_id}: {self.outcome}"

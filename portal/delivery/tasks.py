@@ -24,3 +24,34 @@ def poll_all_registries() -> int:
     for service_id in ids:
         poll_registry.delay(service_id)
     return len(ids)
+
+
+@shared_task(name="delivery.read_git_pins")
+def read_git_pins(app_id: int) -> dict:
+    from gitops.models import GitOpsApp
+    from portal.delivery.pins import read_app_pins
+
+    app = GitOpsApp.objects.select_related("cluster").filter(pk=app_id).first()
+    if app is None:
+        return {"skipped": "no such application"}
+    report = read_app_pins(app)
+    return {"app": report.app, "ok": report.ok, "pins": len(report.pins), "error": report.error}
+
+
+@shared_task(name="delivery.read_due_git_pins")
+def read_due_git_pins() -> int:
+    """One task per application not read in the last 10 minutes: a slow repository delays nobody else."""
+    from portal.delivery.pins import due_app_ids
+
+    ids = due_app_ids()
+    for app_id in ids:
+        read_git_pins.delay(app_id)
+    return len(ids)
+
+
+@shared_task(name="delivery.open_automatic_prs")
+def open_automatic_prs() -> dict:
+    from portal.delivery.automatic import run
+
+    report = run()
+    return {"opened": len(report.opened), "held": len(report.held), "failed": len(report.failed)}

@@ -21,8 +21,9 @@ def cell_html(cell: Cell) -> SafeString:
             where = f' <span class="muted">{escape(label)}</span>'
         badges = "".join(f' <span class="badge {escape(f.severity)}">{escape(f.label)}</span>' for f in line.flags)
         versions = escape(", ".join(line.versions)) if line.versions else "—"
+        pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if line.pins else ""
         parts.append(
             f'<span class="cell-line" title="{escape(line.title)}"><span class="mono">{versions}</span>'
-            f"{where}{badges}</span>"
+            f"{where}{badges}{pins}</span>"
         )
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped

@@ -14,6 +14,8 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, grace_cutoff
 from portal.catalog.models import Cluster, Environment, Service
+from portal.delivery.models import GitPin
+from portal.delivery.pins import pin_summary
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 
@@ -34,6 +36,7 @@ class CellLine:
     cluster: Cluster
     versions: list[str] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
+    pinned: list[str] = field(default_factory=list)  # what Git pins for it there, when read
 
 
 @dataclass
@@ -43,10 +46,18 @@ class ShownLine:
     versions: list[str]
     clusters: list[str]
     flags: list[Flag]
+    pinned: list[str] = field(default_factory=list)
+
+    @property
+    def pins(self) -> str:
+        """"Git pins 1.7.0, runs 1.6.0": why a change in Git has not gone out."""
+        return pin_summary(self.pinned, self.versions)
 
     @property
     def title(self) -> str:
         parts = [", ".join(self.clusters)]
+        if self.pins:
+            parts.append(self.pins)
         for flag in self.flags:
             if flag.since:
                 parts.append(f"{flag.label} since {timezone.localtime(flag.since):%a %Y-%m-%d %H:%M %Z} ({flag.app})")
@@ -64,14 +75,14 @@ class Cell:
         environment of ten healthy clusters is one line, not ten; a cluster with a
         problem always gets its own line saying where and since when."""
         shown: list[ShownLine] = []
-        quiet: dict[tuple[str, ...], ShownLine] = {}
+        quiet: dict[tuple[tuple[str, ...], tuple[str, ...]], ShownLine] = {}
         for line in self.lines:
             if line.flags:
-                shown.append(ShownLine(line.versions, [line.cluster.name], line.flags))
+                shown.append(ShownLine(line.versions, [line.cluster.name], line.flags, line.pinned))
                 continue
-            key = tuple(line.versions)
+            key = (tuple(line.versions), tuple(line.pinned))
             if key not in quiet:
-                quiet[key] = ShownLine(line.versions, [], [])
+                quiet[key] = ShownLine(line.versions, [], [], line.pinned)
                 shown.append(quiet[key])
             quiet[key].clusters.append(line.cluster.name)
         return shown
@@ -159,6 +170,14 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
         .order_by("service_id", "cluster_id", "version")
     ):
         versions[(service_id, cluster_id)].append(version)
+    pinned: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for service_id, cluster_id, version in (
+        GitPin.objects.filter(service__in=services)
+        .values_list("service_id", "app__cluster_id", "version")
+        .distinct()
+        .order_by("service_id", "app__cluster_id", "version")
+    ):
+        pinned[(service_id, cluster_id)].append(version)
     flags = attention_flags(at)
     clusters_by_env: dict[int, list[Cluster]] = defaultdict(list)
     for cluster in clusters:
@@ -171,7 +190,7 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
             for cluster in clusters_by_env.get(env.id, []):
                 key = (service.id, cluster.id)
                 if key in versions or key in flags:
-                    cell.lines.append(CellLine(cluster, versions.get(key, []), flags.get(key, [])))
+                    cell.lines.append(CellLine(cluster, versions.get(key, []), flags.get(key, []), pinned.get(key, [])))
             cells.append(cell)
         rows.append(ServiceRow(service, cells))
     return environments, rows

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from portal.web.views import clusters, delivery, gitops_list, matrix, overview, service, updates
+from portal.delivery import views_delivery
+from portal.web.views import clusters, gitops_list, matrix, overview, service, updates
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -12,5 +13,5 @@ urlpatterns = [
     path("clusters/<slug:name>/poll", clusters.poll_now, name="cluster-poll"),
     path("clusters/<slug:name>/enabled", clusters.set_enabled, name="cluster-enabled"),
     path("updates", updates.updates, name="updates"),
-    path("delivery", delivery.delivery, name="delivery"),
+    path("delivery", views_delivery.delivery, name="delivery"),
 ]

@@ -1,0 +1,128 @@
+"""Automatic pull requests, as each service's version policy asks (every 30 minutes).
+
+`auto_pr: {"dev": "minor", "staging": "patch"}` means: for an application in dev whose
+newest acceptable release is at most a minor jump away, open the upgrade PR without a
+person (signed as automatic in the description; the audit log's actor is "system").
+Production stays a decision unless a policy names it.
+
+Held, and tried again at the next run: a change freeze covering the environment, and a
+sync window that blocks the application (merging could not deploy it anyway). Not
+opened: an open PR already proposes the version, or Git already pins it. A PR that
+cannot be opened (no file pins the running tag, the forge refused) is recorded in
+`AutoPRAttempt` and tried again the next day, not every 30 minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import F
+from django.utils import timezone
+
+from forges.forge import Forge
+from gitops.models import GitOpsApp
+from portal.delivery.changes import ChangeError, change_for_upgrade, open_change
+from portal.delivery.freezes import freezes_in_effect
+from portal.delivery.models import AutoPRAttempt, ServicePolicy
+from portal.delivery.upgrades import Behind, behind
+from portal.delivery.versions import PolicyError
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER = timedelta(days=1)
+
+
+@dataclass
+class AutoReport:
+    opened: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # "checkout 1.7.0 in checkout-dev: change freeze ..."
+    failed: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # failed before; retried after `retry_after`
+    beyond_policy: list[str] = field(default_factory=list)
+
+
+def window_blocks(app: GitOpsApp, at: datetime) -> bool:
+    """A sync window blocks the application now (until a known time, or with no end in sight)."""
+    return bool(app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > at))
+
+
+def run(
+    *,
+    now: Callable[[], datetime] = timezone.now,
+    forge_factory: Callable[[str], Forge] | None = None,
+) -> AutoReport:
+    """Open every automatic pull request the policies ask for now. Never raises for one failure."""
+    at = now()
+    report = AutoReport()
+    for row in ServicePolicy.objects.exclude(auto_pr={}).select_related("service").order_by("service__name"):
+        try:
+            policy = row.as_policy()
+        except PolicyError as error:
+            log.warning("automatic PRs of %s skipped: %s", row.service.name, error)
+            continue
+        for environment, level in sorted(policy.auto_pr.items()):
+            if level == "none":
+                continue
+            for line in behind(service=row.service, environment=environment, today=at.date()):
+                label = f"{line.service.name} {line.target} in {line.app.name} ({line.app.cluster.name})"
+                if not policy.auto_pr_allowed(environment, line.jump):
+                    report.beyond_policy.append(f"{label}: a {line.jump} jump, the policy allows {level}")
+                    continue
+                _consider(line, label, at, now, forge_factory, report)
+    return report
+
+
+def _consider(
+    line: Behind,
+    label: str,
+    at: datetime,
+    now: Callable[[], datetime],
+    forge_factory: Callable[[str], Forge] | None,
+    report: AutoReport,
+) -> None:
+    if line.open_pr is not None or line.pinned_at_target:
+        return
+    freezes = freezes_in_effect(line.environment, at)
+    if freezes:
+        report.held.append(f"{label}: change freeze until {freezes[0].ends_at:%Y-%m-%d %H:%M} UTC")
+        return
+    if window_blocks(line.app, at):
+        report.held.append(f"{label}: a sync window blocks {line.app.name}")
+        return
+    attempt = AutoPRAttempt.objects.filter(app=line.app, service=line.service, to_version=line.target).first()
+    if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
+        return  # opened before and since closed or merged: not reopened automatically
+    if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
+        report.waiting.append(f"{label}: retried after {attempt.retry_after:%Y-%m-%d %H:%M} UTC")
+        return
+    try:
+        change = change_for_upgrade(line.app, line.service, line.target)
+        forge = forge_factory(change.repository) if forge_factory else None
+        result = open_change(change, None, automatic=True, forge=forge, now=now)
+        ok, message = result.ok, result.message
+    except ChangeError as error:
+        ok, message = False, str(error)
+    outcome = AutoPRAttempt.Outcome.OPENED if ok else AutoPRAttempt.Outcome.FAILED
+    retry_after = None if ok else at + RETRY_AFTER
+    if attempt is None:
+        AutoPRAttempt.objects.create(
+            app=line.app,
+            service=line.service,
+            to_version=line.target,
+            outcome=outcome,
+            message=message[:2000],
+            attempted_at=at,
+            retry_after=retry_after,
+        )
+    else:
+        AutoPRAttempt.objects.filter(pk=attempt.pk).update(
+            outcome=outcome,
+            message=message[:2000],
+            attempted_at=at,
+            retry_after=retry_after,
+            attempts=F("attempts") + 1,
+        )
+    (report.opened if ok else report.failed).append(f"{label}: {message}")

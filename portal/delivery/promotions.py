@@ -1,0 +1,197 @@
+"""Versions that run in staging and wait for production, and since when.
+
+For each production environment, "staging" is the environment just before it (the
+highest `order` below it that is not itself production). A service's newest version
+running on a staging cluster waits for a production cluster when that cluster runs the
+service at an older version (versions compared as `portal.delivery.versions` reads tags;
+a tag that is not a version is never promoted). One offer per production cluster; when
+several services of one production application wait together, they also make one
+"Promote <app> → prod" group. Since when: the earliest recorded change to that version on
+a staging cluster (VersionChange.at); when none was recorded (the version ran there from
+the first poll), the application's first sight, marked as "at least".
+
+`waiting` is pure; `load` reads the store in a fixed number of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from gitops.models import RunningVersion, VersionChange
+from portal.catalog.models import Environment
+from portal.delivery.versions import parse_tag
+
+
+@dataclass(frozen=True)
+class Running:
+    """One service running one version under one application on one cluster."""
+
+    service: str
+    version: str
+    cluster: str
+    environment: str
+    app_id: int | None
+    app: str
+    first_seen: datetime | None = None  # the app's first sight: "at least since" when no change is recorded
+
+
+@dataclass(frozen=True)
+class Target:
+    """A production cluster where the service runs an older version."""
+
+    cluster: str
+    app_id: int | None
+    app: str
+    current: str
+
+
+@dataclass
+class Promotion:
+    service: str
+    version: str
+    staging: str
+    staging_clusters: list[str]
+    production: str
+    since: datetime | None
+    since_exact: bool  # False: "at least since" (no recorded change)
+    targets: list[Target] = field(default_factory=list)
+
+
+@dataclass
+class AppPromotion:
+    """Several services of one production application waiting together: one PR for all."""
+
+    app_id: int
+    app: str
+    cluster: str
+    production: str
+    moves: list[tuple[str, str, str]]  # (service, from, to)
+
+
+def staging_for(environments: Sequence[Environment]) -> dict[str, str]:
+    """production environment name -> the environment before it."""
+    ordered = sorted(environments, key=lambda e: (e.order, e.name))
+    pairs = {}
+    for index, env in enumerate(ordered):
+        if not env.production:
+            continue
+        before = [e for e in ordered[:index] if not e.production and e.order < env.order]
+        if before:
+            pairs[env.name] = before[-1].name
+    return pairs
+
+
+def _newer(candidate: str, than: str) -> bool:
+    a, b = parse_tag(candidate), parse_tag(than)
+    return a is not None and b is not None and a.family == b.family and a.key > b.key
+
+
+def waiting(
+    pairs: dict[str, str], rows: Iterable[Running], arrivals: dict[tuple[str, str, str], datetime]
+) -> list[Promotion]:
+    """Promotions waiting, newest wait last. `arrivals`: (service, cluster, version) -> when it began to run. Pure."""
+    by_env: dict[str, list[Running]] = defaultdict(list)
+    for row in rows:
+        by_env[row.environment].append(row)
+    found: list[Promotion] = []
+    for production, staging in sorted(pairs.items()):
+        staged: dict[str, list[Running]] = defaultdict(list)
+        for row in by_env.get(staging, []):
+            if parse_tag(row.version) is not None:
+                staged[row.service].append(row)
+        prod_rows: dict[str, list[Running]] = defaultdict(list)
+        for row in by_env.get(production, []):
+            prod_rows[row.service].append(row)
+        for service in sorted(staged):
+            newest = max(staged[service], key=lambda r: parse_tag(r.version).key).version  # type: ignore[union-attr]
+            on = [r for r in staged[service] if r.version == newest]
+            targets: dict[tuple[str, int | None], Target] = {}
+            for row in prod_rows.get(service, []):
+                if _newer(newest, row.version):
+                    key = (row.cluster, row.app_id)
+                    # A cluster running two versions of the service: promote from the older one.
+                    if key not in targets or _newer(targets[key].current, row.version):
+                        targets[key] = Target(row.cluster, row.app_id, row.app, row.version)
+            if not targets:
+                continue
+            times = [arrivals[(service, r.cluster, newest)] for r in on if (service, r.cluster, newest) in arrivals]
+            fallback = [r.first_seen for r in on if r.first_seen is not None]
+            since = min(times) if times else (min(fallback) if fallback else None)
+            found.append(
+                Promotion(
+                    service=service,
+                    version=newest,
+                    staging=staging,
+                    staging_clusters=sorted({r.cluster for r in on}),
+                    production=production,
+                    since=since,
+                    since_exact=bool(times),
+                    targets=sorted(targets.values(), key=lambda t: (t.cluster, t.app)),
+                )
+            )
+    found.sort(key=lambda p: (p.since is None, p.since.timestamp() if p.since else 0.0, p.service))
+    return found
+
+
+def groups(promotions: Iterable[Promotion]) -> list[AppPromotion]:
+    """Production applications where two or more services wait together."""
+    by_app: dict[tuple[int, str, str, str], list[tuple[str, str, str]]] = defaultdict(list)
+    for promotion in promotions:
+        for target in promotion.targets:
+            if target.app_id is not None:
+                key = (target.app_id, target.app, target.cluster, promotion.production)
+                by_app[key].append((promotion.service, target.current, promotion.version))
+    return [
+        AppPromotion(app_id, app, cluster, production, sorted(moves))
+        for (app_id, app, cluster, production), moves in sorted(by_app.items(), key=lambda kv: (kv[0][2], kv[0][1]))
+        if len(moves) > 1
+    ]
+
+
+def load() -> tuple[list[Promotion], list[AppPromotion]]:
+    """Read the store (four queries) and decide."""
+    pairs = staging_for(list(Environment.objects.all()))
+    if not pairs:
+        return [], []
+    names = set(pairs) | set(pairs.values())
+    rows = [
+        Running(service, version, cluster, environment, app_id, app or "", first_seen)
+        for service, version, cluster, environment, app_id, app, first_seen in RunningVersion.objects.filter(
+            cluster__environment__name__in=names, cluster__enabled=True
+        )
+        .values_list(
+            "service__name", "version", "cluster__name", "cluster__environment__name", "app_id", "app__name",
+            "app__first_seen",
+        )
+        .distinct()
+    ]
+    staged = {(r.service, r.cluster, r.version) for r in rows if r.environment in pairs.values()}
+    arrivals: dict[tuple[str, str, str], datetime] = {}
+    if staged:
+        changes = VersionChange.objects.filter(
+            environment__name__in=set(pairs.values()), service__name__in={s for s, _, _ in staged}
+        ).values_list("service__name", "cluster__name", "to_version", "at")
+        for service, cluster, to_versions, at in changes:
+            for version in (v.strip() for v in to_versions.split(",")):
+                key = (service, cluster, version)
+                if key in staged:
+                    # The latest arrival counts: a version that left and came back runs since it came back.
+                    arrivals[key] = max(arrivals.get(key, at), at)
+    found = waiting(pairs, rows, arrivals)
+    return found, groups(found)
+
+
+def preview_url(app_id: int, moves: Sequence[tuple[str, str, str]], back: str = "") -> str:
+    """The preview page of a promotion PR into production application `app_id`, one item per
+    (service, from, to); several items make one pull request. A GET: following it writes nothing."""
+    params: list[tuple[str, str]] = [("kind", "promotion"), ("mode", "grouped")]
+    params += [("item", f"{app_id}:{service}:{to}:{current}") for service, current, to in moves]
+    if back:
+        params.append(("next", back))
+    return f"{reverse('pr-preview')}?{urlencode(params)}"

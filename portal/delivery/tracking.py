@@ -1,0 +1,348 @@
+"""From a merged pull request to "running in production": running_at, "not deployed" and why.
+
+A merged PR is *running* when its version runs (a RunningVersion row with `to_version`)
+for each of its services in **every** cluster it targets: the clusters the PR names, or,
+when it names none, every cluster of its environment where an application deploys one of
+its services. Every cluster, not the first one, because "in production" means that the
+people the change was for have it; a PR that reached one of two prod clusters shows as
+"not deployed" with the other cluster and why. `running_at` is when the last of those
+clusters began to run it: the poll that recorded the version change there
+(VersionChange.at, never before the merge), or the tracking run that first saw it when
+no change was recorded (the cluster was first polled with the version already running).
+
+While it is not running, the reason is read from the store, per cluster that does not
+run it yet: a sync window holds it, Flux has it suspended, Argo CD syncs it by hand, the
+tool has not synced a commit since the merge, or it is rolling out / failing to become
+ready. There is no stored "not deployed" flag: the page and the task both derive it from
+the same rows with `progress`, so they never disagree. One hour after the merge a PR
+still not running raises one "merged, not deployed" event (key per PR).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from forges.models import PullRequest
+from forges.revisions import short_revision
+from gitops.models import GitOpsApp, RunningVersion, VersionChange
+from portal.delivery import rollbacks
+from portal.notifications.events import Event, EventKind, emit, links, portal_url
+
+log = logging.getLogger(__name__)
+
+NOT_DEPLOYED_AFTER = timedelta(hours=1)  # when "merged, not deployed" is worth a notification
+TRACK_FOR = timedelta(days=30)  # merged PRs older than this are no longer followed (nor shown)
+TOOL_NAMES = {"argo": "Argo CD", "flux": "Flux"}
+
+
+@dataclass(frozen=True)
+class AppFacts:
+    """What the store says about one application, as far as deploying a merge goes."""
+
+    name: str
+    cluster: str
+    environment: str
+    tool: str
+    services: tuple[str, ...]
+    sync_blocked: bool = False
+    sync_blocked_until: datetime | None = None
+    window: str = ""
+    suspended: bool = False
+    manual_sync: bool = False
+    synced_revision: str = ""
+    revision_changed_at: datetime | None = None
+    health_status: str = "Unknown"
+    health_message: str = ""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    cluster: str
+    reason: str
+
+
+@dataclass
+class Progress:
+    targets: list[str]
+    running: list[str] = field(default_factory=list)  # target clusters that run the version
+    waiting: list[Waiting] = field(default_factory=list)
+
+    @property
+    def deployed(self) -> bool:
+        return bool(self.targets) and not self.waiting
+
+    @property
+    def why(self) -> str:
+        """One line for the page and the notification."""
+        if not self.targets:
+            return "no cluster of its environment deploys this service"
+        parts = [f"{w.cluster}: {w.reason}" for w in self.waiting]
+        if self.running:
+            parts.append(f"already running on {', '.join(self.running)}")
+        return "; ".join(parts)
+
+
+def app_facts(app: GitOpsApp, services: Sequence[str]) -> AppFacts:
+    window = app.sync_window or {}
+    return AppFacts(
+        name=app.name,
+        cluster=app.cluster.name,
+        environment=app.cluster.environment.name,
+        tool=app.tool,
+        services=tuple(services),
+        sync_blocked=app.sync_blocked,
+        sync_blocked_until=app.sync_blocked_until,
+        window=str(window.get("description") or window.get("schedule") or ""),
+        suspended=app.suspended,
+        manual_sync=app.manual_sync,
+        synced_revision=app.synced_revision,
+        revision_changed_at=app.revision_changed_at,
+        health_status=app.health_status,
+        health_message=app.health_message or "",
+    )
+
+
+def why_not(app: AppFacts, merged_at: datetime, now: datetime) -> str:
+    """Why `app` does not run a version merged at `merged_at` (the likeliest reason). Pure."""
+    tool = TOOL_NAMES.get(app.tool, app.tool)
+    if app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > now):
+        name = f" '{app.window}'" if app.window else ""
+        until = f" until {app.sync_blocked_until.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if app.sync_blocked_until else ""
+        return f"a sync window{name} holds {app.name}{until}"
+    if app.suspended:
+        return f"Flux has {app.name} suspended"
+    if app.manual_sync:
+        return f"Argo CD syncs {app.name} by hand: merging does not deploy it"
+    if app.revision_changed_at is None or app.revision_changed_at < merged_at:
+        last = f" (still at {short_revision(app.synced_revision)})" if app.synced_revision else ""
+        return f"{tool} has not synced {app.name} since the merge{last}"
+    if app.health_status == "Progressing":
+        return f"{app.name} is rolling out"
+    message = f": {app.health_message[:200]}" if app.health_message and app.health_status != "Healthy" else ""
+    return f"{tool} synced {app.name} after the merge; the version does not run yet ({app.health_status}{message})"
+
+
+def progress(
+    services: Sequence[str],
+    environment: str,
+    clusters: Sequence[str],
+    version: str,
+    merged_at: datetime,
+    apps: Iterable[AppFacts],
+    running: set[tuple[str, str, str]],
+    now: datetime,
+) -> Progress:
+    """Where a merged change runs, and why not elsewhere. `running`: {(service, cluster, version)}. Pure."""
+    wanted = set(services)
+    deploying = [a for a in apps if wanted & set(a.services)]
+    if clusters:
+        targets = list(dict.fromkeys(clusters))
+    else:
+        targets = sorted({a.cluster for a in deploying if a.environment == environment})
+    result = Progress(targets=targets)
+    for cluster in targets:
+        here = [a for a in deploying if a.cluster == cluster]
+        present = {s for s in wanted if any(s in a.services for a in here)} or wanted
+        if all((service, cluster, version) in running for service in present):
+            result.running.append(cluster)
+            continue
+        if not here:
+            result.waiting.append(Waiting(cluster, "no application on this cluster deploys it"))
+            continue
+        result.waiting.append(Waiting(cluster, "; ".join(dict.fromkeys(why_not(a, merged_at, now) for a in here))))
+    return result
+
+
+def running_since(first_seen: dict[str, datetime | None], merged_at: datetime, now: datetime) -> datetime:
+    """When the last target cluster began to run the version: cluster -> VersionChange.at (None: not recorded)."""
+    times = [at if at is not None else now for at in first_seen.values()] or [now]
+    return max(max(times), merged_at)
+
+
+# --- reading the store ----------------------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    """The rows `progress` needs for a set of pull requests, read in a fixed number of queries."""
+
+    apps: list[AppFacts]
+    running: set[tuple[str, str, str]]
+
+    @classmethod
+    def for_pull_requests(cls, prs: Sequence[PullRequest]) -> Fleet:
+        services = sorted({s for pr in prs for s in pr.services or []})
+        environments = {pr.environment for pr in prs if pr.environment}
+        clusters = {c for pr in prs for c in pr.clusters or []}
+        if not services:
+            return cls([], set())
+        where = Q(cluster__environment__name__in=environments) | Q(cluster__name__in=clusters)
+        rows = list(
+            GitOpsApp.objects.filter(where, services__name__in=services)
+            .select_related("cluster", "cluster__environment")
+            .distinct()
+        )
+        links = GitOpsApp.services.through.objects.filter(gitopsapp_id__in=[a.id for a in rows]).values_list(
+            "gitopsapp_id", "service__name"
+        )
+        names: dict[int, list[str]] = defaultdict(list)
+        for app_id, name in links:
+            names[app_id].append(name)
+        apps = [app_facts(app, sorted(names[app.id])) for app in rows]
+        versions = {pr.to_version for pr in prs if pr.to_version}
+        running = set(
+            RunningVersion.objects.filter(service__name__in=services, version__in=versions).values_list(
+                "service__name", "cluster__name", "version"
+            )
+        )
+        return cls(apps, running)
+
+    def progress(self, pr: PullRequest, now: datetime) -> Progress:
+        return progress(
+            pr.services or [], pr.environment, pr.clusters or [], pr.to_version, pr.merged_at or now, self.apps,
+            self.running, now,
+        )
+
+
+def awaiting(now: datetime) -> list[PullRequest]:
+    """Merged PRs of the tracking period whose version is not known to run yet."""
+    return list(
+        PullRequest.objects.filter(
+            state=PullRequest.State.MERGED, running_at__isnull=True, merged_at__gte=now - TRACK_FOR
+        )
+        .exclude(to_version="")
+        .order_by("merged_at", "id")
+    )
+
+
+@dataclass
+class TrackReport:
+    checked: int = 0
+    running: int = 0
+    not_deployed: int = 0
+    announced: int = 0  # "merged, not deployed" events emitted by this run (first time or again)
+    rollbacks_offered: int = 0
+
+
+def track(now: datetime | None = None) -> TrackReport:
+    """Set running_at where the version now runs everywhere; announce what waits past an hour."""
+    now = now or timezone.now()
+    report = TrackReport()
+    prs = awaiting(now)
+    fleet = Fleet.for_pull_requests(prs)
+    first_seen = _first_seen(prs)
+    for pr in prs:
+        report.checked += 1
+        state = fleet.progress(pr, now)
+        merged_at = pr.merged_at or now
+        if state.deployed:
+            seen = {c: first_seen.get((pr.id, c)) for c in state.targets}
+            pr.running_at = running_since(seen, merged_at, now)
+            PullRequest.objects.filter(pk=pr.pk, running_at__isnull=True).update(running_at=pr.running_at)
+            report.running += 1
+            continue
+        report.not_deployed += 1
+        if now - merged_at >= NOT_DEPLOYED_AFTER:
+            emit(not_deployed_event(pr, state, now), at=now)
+            report.announced += 1
+    report.rollbacks_offered = announce_rollbacks(now)
+    return report
+
+
+def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
+    """(PR id, cluster) -> the first recorded change to the PR's version there after its merge."""
+    if not prs:
+        return {}
+    since = min(pr.merged_at for pr in prs if pr.merged_at) if any(pr.merged_at for pr in prs) else None
+    services = {s for pr in prs for s in pr.services or []}
+    rows = VersionChange.objects.filter(service__name__in=services)
+    if since is not None:
+        rows = rows.filter(at__gte=since)
+    changes = list(rows.values_list("service__name", "cluster__name", "to_version", "at").order_by("at"))
+    seen: dict[tuple[int, str], datetime] = {}
+    for pr in prs:
+        merged_at = pr.merged_at
+        wanted = set(pr.services or [])
+        for service, cluster, to_versions, at in changes:
+            if service not in wanted or (merged_at and at < merged_at):
+                continue
+            if pr.to_version in [v.strip() for v in to_versions.split(",")]:
+                key = (pr.id, cluster)
+                # The last service of the PR to get there decides the cluster's time.
+                seen[key] = max(seen.get(key, at), at)
+    return seen
+
+
+def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event:
+    subject = ", ".join(pr.services or []) or pr.image
+    merged_at = pr.merged_at or now
+    since = f"{merged_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    where = f"#{pr.number}" if pr.number else pr.branch
+    facts = [("Pull request", f"{where}: {pr.title}"), ("Merged", since), ("Version", pr.to_version)]
+    if pr.environment:
+        facts.append(("Environment", pr.environment))
+    facts += [(w.cluster, w.reason) for w in state.waiting]
+    return Event(
+        kind=EventKind.MERGED_NOT_DEPLOYED,
+        key=f"delivery:merged-not-deployed:{pr.pk}",
+        title=f"{subject} {pr.to_version} merged but not deployed{f' in {pr.environment}' if pr.environment else ''}",
+        summary=f"Merged {since}, not running yet: {state.why}",
+        started_at=merged_at,
+        environment=pr.environment,
+        cluster=state.waiting[0].cluster if len(state.waiting) == 1 else "",
+        services=tuple(pr.services or []),
+        facts=tuple(facts),
+        causes=tuple(w.reason for w in state.waiting),
+        links=links(("Delivery", portal_url(reverse("delivery"))), ("Pull request", pr.url or None)),
+        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "to_version": pr.to_version},
+                 "waiting": [{"cluster": w.cluster, "reason": w.reason} for w in state.waiting]},
+    )
+
+
+def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
+    since = f"{offer.failing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return Event(
+        kind=EventKind.ROLLBACK_OFFERED,
+        key=offer.event_key,
+        title=f"Rollback offered: {offer.service} {offer.current} → {offer.previous} on {offer.cluster}",
+        summary=f"{offer.app} is {offer.failure} since {since}, after {offer.current} replaced {offer.previous}.",
+        started_at=offer.failing_since,
+        environment=offer.environment,
+        cluster=offer.cluster,
+        services=(offer.service,),
+        facts=(
+            ("Application", offer.app),
+            ("Running", offer.current),
+            ("Roll back to", offer.previous),
+            ("Replaced at", f"{offer.replaced_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"),
+            ("Failing since", since),
+        ),
+        causes=(f"{offer.current} replaced {offer.previous}",),
+        links=links(
+            ("Preview rollback PR", portal_url(rollbacks.preview_url(offer))),
+            ("Service", portal_url(reverse("service", args=[offer.service]))),
+        ),
+        details={"rollback": {"service": offer.service, "cluster": offer.cluster, "from": offer.current,
+                              "to": offer.previous, "app": offer.app}},
+    )
+
+
+def announce_rollbacks(now: datetime) -> int:
+    """Emit "rollback offered" once per offer (the key names the offer and its episode)."""
+    apps = GitOpsApp.objects.filter(
+        health_status__in=("Degraded", "Missing"), health_since__lte=now - rollbacks.grace()
+    ).select_related("cluster", "cluster__environment")
+    count = 0
+    for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
+        for offer in offers:
+            emit(rollback_event(offer), at=now, app_id=app_id)
+            count += 1
+    return count

@@ -1,0 +1,161 @@
+"""/delivery: pull requests of the last 30 days, how long each took to run in production,
+the medians over them all, what is merged but not deployed (and why), and the versions
+that run in staging and wait for production.
+
+Reads the store only, in a fixed number of queries whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+
+from forges.models import PullRequest
+from portal.accounts.roles import Role, has_role, requires_role
+from portal.delivery import leadtimes, promotions
+from portal.delivery.tracking import TRACK_FOR, Fleet, Progress
+from portal.web.links import safe_http_url
+
+PERIOD = timedelta(days=30)
+MAX_ROWS = 500  # a page, not an export: the API lists them all
+
+
+@dataclass
+class Row:
+    pr: PullRequest
+    lead: leadtimes.LeadTime
+    progress: Progress | None  # merged and not running yet
+
+    @property
+    def who(self) -> str:
+        if self.pr.automatic:
+            return "automatic"
+        if self.pr.opened_outside:
+            return "outside the portal"
+        return self.pr.opened_by.get_username() if self.pr.opened_by else "—"
+
+    @property
+    def link(self) -> str | None:
+        return safe_http_url(self.pr.url)
+
+    @property
+    def status(self) -> str:
+        """running | not deployed | merged | open | opening | closed"""
+        if self.pr.running_at:
+            return "running"
+        if self.progress is not None:
+            return "not deployed"
+        return self.pr.state
+
+    @property
+    def after_opening(self) -> str:
+        return leadtimes.humanize(self.lead.from_proposal)
+
+    @property
+    def after_merge(self) -> str:
+        return leadtimes.humanize(self.lead.from_merge)
+
+
+@dataclass
+class Offer:
+    """One "Open PR → prod" button (or the PR already open for it)."""
+
+    label: str
+    cluster: str
+    current: str
+    url: str | None  # None: no GitOps application to change there
+    open_pr: PullRequest | None
+
+    @property
+    def open_pr_link(self) -> str | None:
+        return safe_http_url(self.open_pr.url) if self.open_pr else None
+
+
+def pull_requests(now: datetime) -> list[PullRequest]:
+    since = now - PERIOD
+    recent = Q(opened_at__gte=since) | Q(merged_at__gte=since) | Q(closed_at__gte=since) | Q(running_at__gte=since)
+    return list(PullRequest.objects.filter(recent).select_related("opened_by").order_by("-opened_at", "-id")[:MAX_ROWS])
+
+
+def rows_for(prs: list[PullRequest], now: datetime) -> list[Row]:
+    waiting = [
+        pr for pr in prs
+        if pr.state == PullRequest.State.MERGED and pr.running_at is None and pr.to_version
+        and pr.merged_at and pr.merged_at >= now - TRACK_FOR
+    ]
+    fleet = Fleet.for_pull_requests(waiting)
+    ids = {pr.pk for pr in waiting}
+    return [
+        Row(pr, leadtimes.lead_time(pr.opened_at, pr.merged_at, pr.running_at),
+            fleet.progress(pr, now) if pr.pk in ids else None)
+        for pr in prs
+    ]
+
+
+def _open_promotions() -> dict[tuple[str, str, str], PullRequest]:
+    """(service, cluster, version) -> a promotion PR open for it."""
+    found: dict[tuple[str, str, str], PullRequest] = {}
+    for pr in PullRequest.objects.filter(
+        kind=PullRequest.Kind.PROMOTION, state__in=[PullRequest.State.OPENING, PullRequest.State.OPEN]
+    ):
+        versions = [v.strip() for v in pr.to_version.split(",")]
+        for index, service in enumerate(pr.services or []):
+            version = versions[index] if index < len(versions) else versions[0]
+            for cluster in pr.clusters or []:
+                found.setdefault((service, cluster, version), pr)
+    return found
+
+
+def promotion_offers(
+    back: str,
+) -> tuple[list[tuple[promotions.Promotion, list[Offer]]], list[tuple[promotions.AppPromotion, str]]]:
+    found, groups = promotions.load()
+    pending = _open_promotions()
+    waiting = []
+    for promotion in found:
+        offers = [
+            Offer(
+                label=f"Open PR → {promotion.production}",
+                cluster=target.cluster,
+                current=target.current,
+                url=promotions.preview_url(target.app_id, [(promotion.service, target.current, promotion.version)],
+                                           back)
+                if target.app_id is not None else None,
+                open_pr=pending.get((promotion.service, target.cluster, promotion.version)),
+            )
+            for target in promotion.targets
+        ]
+        waiting.append((promotion, offers))
+    grouped = [(group, promotions.preview_url(group.app_id, group.moves, back)) for group in groups]
+    return waiting, grouped
+
+
+def context_for(request: HttpRequest, now: datetime) -> dict:
+    rows = rows_for(pull_requests(now), now)
+    medians = leadtimes.medians(row.lead for row in rows)
+    back = reverse("delivery")
+    waiting, grouped = promotion_offers(back)
+    return {
+        "rows": rows,
+        "medians": medians,
+        "median_proposal": leadtimes.humanize(medians.from_proposal),
+        "median_merge": leadtimes.humanize(medians.from_merge),
+        "not_deployed": [row for row in rows if row.progress is not None],
+        "promotions": waiting,
+        "groups": grouped,
+        "can_act": has_role(request.user, Role.MEMBER),
+        "period_days": PERIOD.days,
+    }
+
+
+@requires_role(Role.VIEWER)
+def delivery(request: HttpRequest) -> HttpResponse:
+    context = context_for(request, timezone.now())
+    template = "delivery/_delivery_body.html" if getattr(request, "htmx", False) else "delivery/delivery.html"
+    return render(request, template, context)

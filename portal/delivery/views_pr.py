@@ -1,0 +1,200 @@
+"""The pull request preview (GET, anyone who may read) and opening it (POST, members and admins).
+
+The change travels in the URL, so any page can link to its preview:
+    /pr/preview?kind=upgrade&service=checkout&app=12&to=1.7.0
+    /pr/preview?kind=upgrade&item=12:checkout:1.7.0&item=14:cart:2.1.0&mode=grouped
+(`mode=grouped`: one pull request per repository, branch and environment; `each`: one per line).
+The preview is the one page that reads a forge while a person waits: it reads the files of
+the change's repository to show the exact diff. Opening previews again, then writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET
+
+from forges.models import PullRequest
+from forges.opening import DEMO_REFUSAL
+from forges.planning import KINDS, PROMOTION, ROLLBACK, UPGRADE, Change
+from gitops.models import GitOpsApp
+from portal.accounts.roles import Role, has_role, requires_role
+from portal.catalog.models import Service
+from portal.delivery.changes import (
+    MAX_CHANGES_PER_PR,
+    ChangeError,
+    change_for_promotion,
+    change_for_rollback,
+    change_for_upgrade,
+    group_changes,
+    open_change,
+    preview_change,
+)
+from portal.web.links import safe_http_url
+
+GROUPED = "grouped"
+EACH = "each"
+
+
+class RequestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Item:
+    app_id: int
+    service: str
+    to_version: str
+    from_version: str = ""
+
+
+def parse_items(params: QueryDict) -> tuple[str, list[Item], str]:
+    """(kind, items, mode) from the query string or form; RequestError when it does not read."""
+    kind = params.get("kind") or UPGRADE
+    if kind not in KINDS:
+        raise RequestError(f"unknown kind {kind!r}")
+    mode = params.get("mode") or GROUPED
+    if mode not in (GROUPED, EACH):
+        raise RequestError(f"unknown mode {mode!r}")
+    items: list[Item] = []
+    if params.get("service") or params.get("app"):
+        items.append(_item(params.get("app", ""), params.get("service", ""), params.get("to", ""), params.get("from")))
+    for raw in params.getlist("item"):
+        parts = raw.split(":")
+        if len(parts) not in (3, 4):
+            raise RequestError(f"an item is app:service:version, not {raw!r}")
+        items.append(_item(*parts))
+    if not items:
+        raise RequestError("Choose at least one service to change.")
+    if len(items) > MAX_CHANGES_PER_PR:
+        raise RequestError(f"At most {MAX_CHANGES_PER_PR} changes at once.")
+    return kind, list(dict.fromkeys(items)), mode
+
+
+def _item(app: str, service: str, to: str, from_version: str | None = None) -> Item:
+    if not app.isdigit() or not service or not to:
+        raise RequestError("A change names an application (id), a service and a target version.")
+    return Item(int(app), service, to, from_version or "")
+
+
+def build_changes(kind: str, items: list[Item]) -> list[Change]:
+    apps = {
+        a.pk: a
+        for a in GitOpsApp.objects.filter(pk__in=[i.app_id for i in items]).select_related("cluster__environment")
+    }
+    services = {s.name: s for s in Service.objects.filter(name__in=[i.service for i in items])}
+    changes = []
+    for item in items:
+        app, service = apps.get(item.app_id), services.get(item.service)
+        if app is None or service is None:
+            raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
+        start = item.from_version or None
+        if kind == ROLLBACK:
+            failing = app.health_status in ("Degraded", "Missing")
+            failure = f"{app.name} on {app.cluster.name} is {app.health_status}" if failing else ""
+            if failing and app.health_message:
+                failure += f" ({app.health_message[:300]})"
+            change = change_for_rollback(
+                app,
+                service,
+                item.to_version,
+                from_version=start,
+                failure=failure,
+                failing_since=app.health_since if failing else None,
+            )
+        elif kind == PROMOTION:
+            change = change_for_promotion(app, service, item.to_version, from_version=start)
+        else:
+            change = change_for_upgrade(app, service, item.to_version, from_version=start)
+        changes.append(change)
+    return changes
+
+
+def pull_requests_for(changes: list[Change], mode: str) -> list[tuple[Change, ...]]:
+    if mode == EACH:
+        return [(change,) for change in changes]
+    return group_changes(changes)
+
+
+def _spec(kind: str, items: list[Item], mode: str) -> str:
+    pairs: list[tuple[str, str]] = [("kind", kind), ("mode", mode)]
+    pairs += [
+        ("item", ":".join([str(i.app_id), i.service, i.to_version] + ([i.from_version] if i.from_version else [])))
+        for i in items
+    ]
+    return urlencode(pairs)
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_preview(request: HttpRequest) -> HttpResponse:
+    if not any(key in request.GET for key in ("item", "service", "app")):
+        messages.info(request, "Choose what to change on Updates, a service page or Delivery first.")
+        return redirect("updates")
+    try:
+        kind, items, mode = parse_items(request.GET)
+        changes = build_changes(kind, items)
+    except (RequestError, ChangeError) as error:
+        return render(request, "delivery/preview.html", {"error": str(error)}, status=400)
+    previews = [preview_change(group) for group in pull_requests_for(changes, mode)]
+    can_act = has_role(request.user, Role.MEMBER)
+    context = {
+        "kind": kind,
+        "mode": mode,
+        "previews": previews,
+        "spec": _spec(kind, items, mode),
+        "items": items,
+        "can_act": can_act,
+        "demo": settings.DEMO_MODE,
+        "demo_refusal": DEMO_REFUSAL,
+        "openable": sum(1 for p in previews if p.can_open),
+        "next": _safe_next(request, request.GET.get("next")),
+    }
+    return render(request, "delivery/preview.html", context)
+
+
+@requires_role(Role.MEMBER)
+def pr_open(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        # Opening is a POST; a GET (a bookmarked or pasted link) shows the preview instead.
+        query = request.GET.urlencode()
+        return redirect(reverse("pr-preview") + (f"?{query}" if query else ""))
+    try:
+        kind, items, mode = parse_items(request.POST)
+        changes = build_changes(kind, items)
+    except (RequestError, ChangeError) as error:
+        messages.error(request, str(error))
+        return redirect("updates")
+    opened: list[int] = []
+    for group in pull_requests_for(changes, mode):
+        result = open_change(group, request.user)
+        if result.pull_request is not None and result.ok:
+            opened.append(result.pull_request.pk)
+        (messages.success if result.ok else messages.error)(request, result.message)
+    url = reverse("pr-opened")
+    if opened:
+        url += "?" + urlencode([("id", pk) for pk in opened])
+    return redirect(url)
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_opened(request: HttpRequest) -> HttpResponse:
+    ids = [int(i) for i in request.GET.getlist("id") if i.isdigit()][:MAX_CHANGES_PER_PR]
+    rows = list(PullRequest.objects.filter(pk__in=ids).select_related("opened_by").order_by("id"))
+    for row in rows:
+        row.safe_url = safe_http_url(row.url)
+    return render(request, "delivery/opened.html", {"pull_requests": rows})
+
+
+def _safe_next(request: HttpRequest, target: str | None) -> str:
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+        return target
+    return reverse("updates")

@@ -1,0 +1,157 @@
+"""Git pins: read from the repository over real HTTP (GitHub fake) or the demo Git repository,
+stored per application, shown as "Git pins X, runs Y", and kept when a read fails."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from forges.demo import DemoForge, build_demo_repo
+from portal.catalog.models import Service
+from portal.delivery.models import GitPin, GitPinRead
+from portal.delivery.pins import due_app_ids, git_pins, pin_summary, read_app_pins
+from portal.delivery.tasks import read_due_git_pins
+from tests.fixtures.seed import seed_app
+from tests.forge_fakes.harness import running
+
+pytestmark = pytest.mark.django_db
+
+PROD = "apps/checkout/overlays/prod"
+
+
+@pytest.fixture
+def github(monkeypatch):
+    with running("github") as harness:
+        for name, value in harness.environ.items():
+            monkeypatch.setenv(name, value)
+        yield harness
+
+
+def test_pins_are_read_from_the_followed_branch_and_stored(catalog, github):
+    app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.5.0",
+                   repo_url=github.repository, path=PROD, target_revision="HEAD")
+    other = Service.objects.create(name="unrelated", image_repository="ghcr.io/acme/unrelated")
+
+    report = read_app_pins(app)
+
+    assert report.ok, report.error
+    assert git_pins(app) == [
+        {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/kustomization.yaml", "line": 7},
+        {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/migrations.yaml", "line": 8},
+        {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/values.yaml", "line": 4},
+    ]
+    assert not GitPin.objects.filter(service=other).exists()
+    status = GitPinRead.objects.get(app=app)
+    assert status.branch == "main" and status.last_error == "" and status.last_ok_at is not None
+    # Only reads: the portal never writes to read pins.
+    assert {method for method, _path, _status in github.server.log} == {"GET"}
+
+
+def test_a_failed_read_is_recorded_and_keeps_the_pins_already_stored(catalog, github, monkeypatch):
+    app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.5.0",
+                   repo_url=github.repository, path=PROD)
+    assert read_app_pins(app).ok
+    monkeypatch.delenv("PORTAL_GITOPS_TOKEN")
+
+    report = read_app_pins(app)
+
+    assert not report.ok and "PORTAL_GITOPS_TOKEN is not set" in report.error
+    assert GitPinRead.objects.get(app=app).last_error == report.error
+    assert GitPin.objects.filter(app=app).count() == 3
+
+
+def test_a_missing_branch_is_an_error_on_that_app_only(catalog, github):
+    broken = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, repo_url=github.repository,
+                      path=PROD, target_revision="release-9")
+    fine = seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, repo_url=github.repository, path=PROD)
+
+    assert not read_app_pins(broken).ok
+    assert read_app_pins(fine).ok
+    assert GitPinRead.objects.get(app=broken).last_error
+    assert len(git_pins(fine)) == 3 and git_pins(broken) == []
+
+
+def test_each_app_is_read_at_most_every_ten_minutes(catalog, github, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    now = timezone.now()
+    read = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, repo_url=github.repository, path=PROD)
+    seed_app(catalog.dev_cluster, "no-path", service=catalog.checkout, path="")
+    GitPinRead.objects.create(app=read, last_read_at=now - timedelta(minutes=4))
+    assert due_app_ids(now) == []
+    GitPinRead.objects.filter(app=read).update(last_read_at=now - timedelta(minutes=11))
+    assert due_app_ids(now) == [read.pk]
+
+    assert read_due_git_pins() == 1
+    assert GitPin.objects.filter(app=read).count() == 3
+    assert due_app_ids() == []
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
+def test_demo_mode_reads_the_demo_repository(catalog, settings, tmp_path: Path):
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    shop = Service.objects.create(name="shop-checkout", image_repository="ghcr.io/acme-shop/checkout")
+    app = seed_app(catalog.dev_cluster, "checkout-dev", service=shop, version="3.3.0",
+                   repo_url="https://github.com/acme-shop/gitops.git", path="apps/checkout/overlays/dev")
+
+    assert read_app_pins(app).ok
+    assert git_pins(app) == [{"service": "shop-checkout", "version": "3.4.0",
+                              "path": "apps/checkout/overlays/dev/kustomization.yaml", "line": 11}]
+    assert (tmp_path / "demo-gitops.git" / "HEAD").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
+def test_a_demo_forge_can_be_handed_in(catalog, tmp_path: Path):
+    forge = DemoForge.for_repository("https://github.com/acme-shop/gitops", build_demo_repo(tmp_path / "r.git"))
+    shop = Service.objects.create(name="shop-cart", image_repository="ghcr.io/acme-shop/cart")
+    app = seed_app(catalog.prod_eu, "cart-prod", service=shop, repo_url="https://github.com/acme-shop/gitops.git",
+                   path="apps/cart/overlays/prod")
+    assert read_app_pins(app, forge=forge).ok
+    assert {p["service"] for p in git_pins(app)} == {"shop-cart"}
+
+
+def test_pin_summary_says_only_what_differs():
+    assert pin_summary(["1.7.0"], ["1.6.0"]) == "Git pins 1.7.0, runs 1.6.0"
+    assert pin_summary(["1.7.0"], ["1.7.0"]) == ""
+    assert pin_summary([], ["1.6.0"]) == ""
+    assert pin_summary(["1.7.0"], []) == "Git pins 1.7.0"
+
+
+def test_the_service_panel_says_git_pins_and_runs(client, users, catalog):
+    now = timezone.now()
+    differs = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    agrees = seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, version="1.7.0")
+    for app in (differs, agrees):
+        GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="a/k.yaml", line=3, read_at=now)
+    client.force_login(users["viewer"])
+
+    html = client.get(reverse("service", args=["checkout"])).content.decode()
+
+    assert html.count("Git pins 1.7.0, runs 1.6.0") == 1
+    section = html[html.index('data-app="checkout-prod"'):html.index('data-app="checkout-us"')]
+    assert "Git pins 1.7.0, runs 1.6.0" in section
+
+
+def test_the_service_panel_query_count_does_not_grow_with_apps(client, users, catalog):
+    client.force_login(users["viewer"])
+    now = timezone.now()
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("service-panels", args=["checkout"])).status_code == 200
+        return len(queries)
+
+    app = seed_app(catalog.prod_eu, "checkout-0", service=catalog.checkout, version="1.6.0")
+    GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="k.yaml", line=1, read_at=now)
+    few = count()
+    for i in range(1, 6):
+        app = seed_app(catalog.prod_us, f"checkout-{i}", service=catalog.checkout, version="1.6.0")
+        GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="k.yaml", line=1, read_at=now)
+    assert count() == few

@@ -1,0 +1,140 @@
+"""Promotions waiting: a version running in staging that production runs an older version of,
+since when, one "Open PR → prod" per production cluster, and "Promote <app> → prod" when
+several services of one application wait together."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from forges.models import PullRequest
+from gitops.models import RunningVersion, VersionChange
+from portal.catalog.models import Environment
+from portal.delivery.promotions import Running, groups, load, staging_for, waiting
+from tests.fixtures.seed import seed_app
+
+T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+PAIRS = {"prod": "staging"}
+
+
+def run(service, version, cluster, environment, app_id=None, app="", first_seen=None) -> Running:
+    return Running(service, version, cluster, environment, app_id, app, first_seen)
+
+
+def test_staging_is_the_environment_just_before_production():
+    envs = [Environment(name="dev", order=1), Environment(name="staging", order=2),
+            Environment(name="prod", order=3, production=True), Environment(name="prod-cn", order=4, production=True)]
+    assert staging_for(envs) == {"prod": "staging", "prod-cn": "staging"}
+    assert staging_for([Environment(name="prod", order=1, production=True)]) == {}
+
+
+def test_a_newer_staging_version_waits_for_each_older_prod_cluster_since_it_arrived():
+    rows = [
+        run("checkout", "1.7.0", "staging-eu-1", "staging"),
+        run("checkout", "1.6.0", "prod-eu-1", "prod", 11, "checkout-eu"),
+        run("checkout", "1.7.0", "prod-us-1", "prod", 12, "checkout-us"),  # already there
+        run("checkout", "1.5.0", "prod-ap-1", "prod", 13, "checkout-ap"),
+    ]
+    arrived = {("checkout", "staging-eu-1", "1.7.0"): T0}
+    [promotion] = waiting(PAIRS, rows, arrived)
+    assert (promotion.service, promotion.version, promotion.since, promotion.since_exact) == (
+        "checkout", "1.7.0", T0, True)
+    assert [(t.cluster, t.current) for t in promotion.targets] == [("prod-ap-1", "1.5.0"), ("prod-eu-1", "1.6.0")]
+
+
+def test_nothing_waits_when_prod_is_newer_or_a_tag_is_not_a_version():
+    assert waiting(PAIRS, [run("checkout", "1.7.0", "s", "staging"), run("checkout", "1.8.0", "p", "prod")], {}) == []
+    assert waiting(PAIRS, [run("checkout", "latest", "s", "staging"), run("checkout", "1.8.0", "p", "prod")], {}) == []
+    assert waiting(PAIRS, [run("checkout", "1.9.0-alpine", "s", "staging"), run("checkout", "1.8.0", "p", "prod")],
+                   {}) == []  # another tag family
+
+
+def test_without_a_recorded_change_since_is_the_first_sight_and_marked_at_least():
+    rows = [run("checkout", "1.7.0", "staging-eu-1", "staging", first_seen=T0),
+            run("checkout", "1.6.0", "prod-eu-1", "prod", 11, "checkout-eu")]
+    [promotion] = waiting(PAIRS, rows, {})
+    assert promotion.since == T0 and not promotion.since_exact
+
+
+def test_services_of_one_prod_application_waiting_together_make_one_group():
+    rows = [
+        run("checkout", "1.7.0", "staging-eu-1", "staging"),
+        run("cart", "2.1.0", "staging-eu-1", "staging"),
+        run("checkout", "1.6.0", "prod-eu-1", "prod", 11, "shop"),
+        run("cart", "2.0.0", "prod-eu-1", "prod", 11, "shop"),
+        run("checkout", "1.6.0", "prod-us-1", "prod", 12, "checkout-us"),
+    ]
+    [group] = groups(waiting(PAIRS, rows, {}))
+    assert (group.app, group.cluster, group.production) == ("shop", "prod-eu-1", "prod")
+    assert group.moves == [("cart", "2.0.0", "2.1.0"), ("checkout", "1.6.0", "1.7.0")]
+
+
+@pytest.mark.django_db
+def test_load_reads_since_from_the_version_change_in_staging(catalog):
+    now = timezone.now()
+    staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    arrived = now - timedelta(hours=26)
+    VersionChange.objects.create(service=catalog.checkout, environment=catalog.staging,
+                                 cluster=catalog.staging_cluster, app=staging, from_version="1.6.0",
+                                 to_version="1.7.0", at=arrived)
+    [promotion], grouped = load()
+    assert promotion.since == arrived and promotion.since_exact
+    assert promotion.staging_clusters == ["staging-eu-1"] and grouped == []
+
+
+@pytest.mark.django_db
+def test_delivery_page_offers_one_button_per_prod_cluster_to_members(client, users, catalog):
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    eu = seed_app(catalog.prod_eu, "checkout-eu", service=catalog.checkout, version="1.6.0")
+    us = seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, version="1.6.1")
+    client.force_login(users["member"])
+    response = client.get(reverse("delivery"))
+    html = response.content.decode()
+    assert html.count("Open PR → prod") == 2
+    [(promotion, offers)] = response.context["promotions"]
+    assert [o.cluster for o in offers] == ["prod-eu-1", "prod-us-1"]
+    query = parse_qs(urlsplit(offers[0].url).query)
+    assert urlsplit(offers[0].url).path == reverse("pr-preview")
+    assert query["kind"] == ["promotion"] and query["item"] == [f"{eu.pk}:checkout:1.7.0:1.6.0"]
+    assert parse_qs(urlsplit(offers[1].url).query)["item"] == [f"{us.pk}:checkout:1.7.0:1.6.1"]
+
+    client.force_login(users["viewer"])
+    viewer_html = client.get(reverse("delivery")).content.decode()
+    assert "Open PR → prod" not in viewer_html and "a member can open the promotion" in viewer_html
+
+
+@pytest.mark.django_db
+def test_several_services_of_one_app_get_promote_app(client, users, catalog):
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    seed_app(catalog.staging_cluster, "payments-staging", service=catalog.payments, version="2.6.0")
+    shop = seed_app(catalog.prod_eu, "shop-prod", service=catalog.checkout, version="1.6.0")
+    shop.services.add(catalog.payments)
+    workload = shop.workloads.get()
+    RunningVersion.objects.create(cluster=catalog.prod_eu, workload=workload, app=shop, service=catalog.payments,
+                                  container="payments", image="ghcr.io/acme/payments:2.5.0", version="2.5.0")
+    client.force_login(users["member"])
+    response = client.get(reverse("delivery"))
+    assert "Promote shop-prod → prod" in response.content.decode()
+    [(group, url)] = response.context["groups"]
+    assert parse_qs(urlsplit(url).query)["item"] == [f"{shop.pk}:checkout:1.7.0:1.6.0",
+                                                     f"{shop.pk}:payments:2.6.0:2.5.0"]
+
+
+@pytest.mark.django_db
+def test_an_open_promotion_pr_replaces_the_button(client, users, catalog):
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    seed_app(catalog.prod_eu, "checkout-eu", service=catalog.checkout, version="1.6.0")
+    PullRequest.objects.create(
+        kind="promotion", services=["checkout"], environment="prod", clusters=["prod-eu-1"],
+        repository="https://github.com/acme/gitops", forge_kind="github", number=9,
+        url="https://github.com/acme/gitops/pull/9", title="Promote checkout 1.7.0 to prod", branch="p",
+        base_branch="main", state="open", from_version="1.6.0", to_version="1.7.0", opened_at=timezone.now(),
+    )
+    client.force_login(users["member"])
+    html = client.get(reverse("delivery")).content.decode()
+    assert "PR #9 open" in html and "Open PR → prod" not in html

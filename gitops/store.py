@@ -161,6 +161,8 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
         seen: set[str] = set()
         to_create: list[GitOpsApp] = []
         to_update: list[GitOpsApp] = []
+        kept: list[GitOpsApp] = []  # existing apps seen again, changed or not
+        services_changed: set[str] = set()
         changes: list[StateChange] = []
         app_services: dict[str, dict[str, list[str]]] = {}
         for row in snapshot.apps:
@@ -185,6 +187,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
                 app.health_since = _health_since(row, at)
                 app.revision_changed_at = at if row.synced_revision else None
                 to_create.append(app)
+                services_changed.add(key)
                 changes.append(
                     StateChange(cluster=cluster, object_key=key, field="presence", old="", new="present", at=at)
                 )
@@ -205,6 +208,12 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             if row.synced_revision and app.synced_revision != row.synced_revision:
                 values["previous_synced_revision"] = app.synced_revision
                 values["revision_changed_at"] = at
+            kept.append(app)
+            if set(app.running) != set(running):
+                services_changed.add(key)
+            # Most apps are as they were: writing them again is most of a poll's database time.
+            if not any(getattr(app, name) != value for name, value in values.items() if name != "updated_at"):
+                continue
             for name, value in values.items():
                 setattr(app, name, value)
             to_update.append(app)
@@ -220,7 +229,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             bulk_update_rows(GitOpsApp, to_update, APP_FIELDS)
         result.created, result.updated, result.removed = len(to_create), len(to_update), len(gone)
 
-        apps_now = {app_key(a.tool, a.kind, a.namespace, a.name): a for a in to_create + to_update}
+        apps_now = {app_key(a.tool, a.kind, a.namespace, a.name): a for a in to_create + kept}
         # Rows created in bulk have ids on PostgreSQL and SQLite ≥ 3.35; fetch them when not.
         if any(a.id is None for a in to_create):
             apps_now = {
@@ -232,14 +241,14 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
         StateChange.objects.bulk_create(changes, batch_size=500)
         result.state_changes = len(changes)
 
-        # Which services each app deploys (M2M), rewritten for the apps this poll saw.
+        # Which services each app deploys (M2M), rewritten for new apps and those whose set changed.
         through = GitOpsApp.services.through
-        through.objects.filter(gitopsapp_id__in=[a.id for a in apps_now.values()]).delete()
+        through.objects.filter(gitopsapp_id__in=[apps_now[key].id for key in services_changed]).delete()
         through.objects.bulk_create(
             [
                 through(gitopsapp_id=apps_now[key].id, service_id=service_ids[service])
-                for key, running in app_services.items()
-                for service in running
+                for key in services_changed
+                for service in app_services[key]
                 if service in service_ids
             ],
             batch_size=1000,
@@ -270,13 +279,18 @@ def _store_workloads(
         (w.kind, w.namespace, w.name): w
         for w in Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds)
     }
+    # What runs now, as stored: compared below, so that only differences are written.
+    stored_running = list(
+        RunningVersion.objects.filter(cluster=cluster, workload__kind__in=listed_workload_kinds).values_list(
+            "id", "service_id", "workload_id", "container", "version", "app_id", "image",
+            "workload__kind", "workload__namespace", "workload__name",
+        )
+    )
     before: dict[tuple, set[str]] = defaultdict(set)  # (service id, workload key) -> versions
-    for service_id, kind, namespace, name, version in RunningVersion.objects.filter(
-        cluster=cluster, workload__kind__in=listed_workload_kinds
-    ).values_list("service_id", "workload__kind", "workload__namespace", "workload__name", "version"):
+    for _, service_id, _, _, version, _, _, kind, namespace, name in stored_running:
         before[(service_id, (kind, namespace, name))].add(version)
 
-    to_create, to_update, seen = [], [], set()
+    to_create, to_update, kept, seen = [], [], [], set()
     for row in snapshot.workloads:
         if row.kind not in listed_workload_kinds:
             continue
@@ -300,35 +314,48 @@ def _store_workloads(
         workload = existing.get(key)
         if workload is None:
             to_create.append(Workload(cluster=cluster, kind=row.kind, namespace=row.namespace, name=row.name, **values))
-        else:
-            for name, value in values.items():
-                setattr(workload, name, value)
-            to_update.append(workload)
+            continue
+        kept.append(workload)
+        unchanged = workload.app_id == (app.id if app else None) and not any(
+            getattr(workload, name) != value for name, value in values.items() if name not in ("app", "updated_at")
+        )
+        if unchanged:
+            continue
+        for name, value in values.items():
+            setattr(workload, name, value)
+        to_update.append(workload)
     gone = [w.id for k, w in existing.items() if k not in seen]
     if gone:
         Workload.objects.filter(id__in=gone).delete()
     Workload.objects.bulk_create(to_create, batch_size=500)
     if to_update:
         bulk_update_rows(Workload, to_update, WORKLOAD_FIELDS)
-    saved = to_create + to_update
+    saved = to_create + kept
     if any(w.id is None for w in to_create):
-        saved = list(Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds).select_related("app"))
+        saved = list(Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds))
 
-    RunningVersion.objects.filter(cluster=cluster, workload__kind__in=listed_workload_kinds).delete()
-    running, after = [], defaultdict(set)
+    wanted: dict[tuple, RunningVersion] = {}
+    after: dict[tuple, set[str]] = defaultdict(set)
     for workload in saved:
         for container in workload.containers:
             service = index.get(f"{container['registry']}/{container['repository']}")
-            version = container["tag"] or container["digest"]
+            version = (container["tag"] or container["digest"])[:200]
             if not service or not version:
                 continue
-            running.append(RunningVersion(cluster=cluster, workload=workload, app=workload.app,
-                                          service_id=service_ids[service], container=container["container"],
-                                          image=container["image"][:500], version=version[:200]))
-            after[(service_ids[service], (workload.kind, workload.namespace, workload.name))].add(version)
-    RunningVersion.objects.bulk_create(running, batch_size=1000)
+            service_id = service_ids[service]
+            image = container["image"][:500]
+            wanted[(service_id, workload.id, container["container"], version, workload.app_id, image)] = (
+                RunningVersion(cluster=cluster, workload=workload, app_id=workload.app_id, service_id=service_id,
+                               container=container["container"], image=image, version=version)
+            )
+            after[(service_id, (workload.kind, workload.namespace, workload.name))].add(version)
+    have = {(sid, wid, c, v, aid, img): rid for rid, sid, wid, c, v, aid, img, *_ in stored_running}
+    stale = [rid for key, rid in have.items() if key not in wanted]
+    if stale:
+        RunningVersion.objects.filter(id__in=stale).delete()
+    RunningVersion.objects.bulk_create([rv for key, rv in wanted.items() if key not in have], batch_size=1000)
 
-    apps_by_workload = {(w.kind, w.namespace, w.name): w.app for w in saved}
+    apps_by_workload = {(w.kind, w.namespace, w.name): w.app_id for w in saved}
     version_changes = []
     for (service_id, workload_key), new_versions in after.items():
         old_versions = before.get((service_id, workload_key))
@@ -336,7 +363,7 @@ def _store_workloads(
             continue  # first sight is not a change
         version_changes.append(
             VersionChange(service_id=service_id, environment_id=cluster.environment_id, cluster=cluster,
-                          app=apps_by_workload.get(workload_key), from_version=", ".join(sorted(old_versions)),
+                          app_id=apps_by_workload.get(workload_key), from_version=", ".join(sorted(old_versions)),
                           to_version=", ".join(sorted(new_versions)), at=at)
         )
     VersionChange.objects.bulk_create(version_changes)

@@ -4,8 +4,8 @@ server with a token and checks every response against the schema. Also the docs 
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from datetime import timedelta

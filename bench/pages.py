@@ -71,7 +71,7 @@ def main() -> None:
         client = Client()
         client.force_login(user)
 
-        seed(100, 4, 10)
+        seed(100, 4, 300)  # the same 300 services: what grows is the number of applications
         small = measure(client, args.repeat)
         seed(10_000, 40, 300)
         large = measure(client, args.repeat)

@@ -120,6 +120,12 @@ class ServiceRow:
     def flags(self) -> list[Flag]:
         return [flag for cell in self.cells for line in cell.lines for flag in line.flags]
 
+    @property
+    def tile(self) -> str:
+        from portal.web.cells import tile_html
+
+        return tile_html(self)
+
 
 def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Flag]]:
     """(service id, cluster id) -> flags of the apps deploying it that need attention."""

@@ -4,10 +4,9 @@ value is escaped."""
 
 from __future__ import annotations
 
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-
-from django.urls import reverse
 
 from portal.web.fleet import Cell, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp

@@ -44,7 +44,9 @@ def tile_html(row: ServiceRow) -> SafeString:
     ]
     for cell in row.cells:
         versions = cell.versions
-        shown = f'<span class="mono">{escape(", ".join(versions))}</span>' if versions else '<span class="muted">—</span>'
+        shown = '<span class="muted">—</span>'
+        if versions:
+            shown = f'<span class="mono">{escape(", ".join(versions))}</span>'
         parts.append(f"<dt>{escape(cell.environment.name)}</dt><dd>{shown}</dd>")
     parts.append("</dl>")
     flags = row.flags

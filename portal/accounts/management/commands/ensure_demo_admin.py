@@ -26,6 +26,5 @@ class Command(BaseCommand):
         user.is_superuser = True
         user.save()
         grant(user, Role.ADMIN)
-        self.stdout.write(
-            f"Demo admin ready: log in at http://127.0.0.1:8000/accounts/login/ as {username} / {password}"
-        )
+        address = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
+        self.stdout.write(f"Demo admin ready: log in at http://{address}/accounts/login/ as {username} / {password}")

@@ -155,3 +155,15 @@ def test_an_active_freeze_shows_on_the_updates_page_and_can_be_ended(client, use
     freeze.refresh_from_db()
     assert freeze.ends_at <= timezone.now()
     assert "Change freeze until" not in client.get(reverse("updates")).content.decode()
+
+
+def test_no_release_read_is_not_reported_as_up_to_date(client, users, catalog):
+    from portal.delivery.models import RegistryPoll
+
+    RegistryPoll.objects.create(service=catalog.checkout, last_error="ghcr.io unreachable: connection refused",
+                                last_error_at=timezone.now())
+    client.force_login(users["viewer"])
+    html = client.get("/updates").content.decode()
+    assert "No release has been read from a container registry yet" in html
+    assert "Every application runs the newest release" not in html
+    assert "ghcr.io unreachable: connection refused" in html

@@ -17,7 +17,7 @@ from portal.audit.models import record
 from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.freezes import current_and_coming
-from portal.delivery.models import ChangeFreeze
+from portal.delivery.models import ChangeFreeze, RegistryPoll, Release
 from portal.delivery.upgrades import behind, put_off
 
 DEFAULT_PUT_OFF_DAYS = 14
@@ -52,6 +52,11 @@ def updates(request: HttpRequest) -> HttpResponse:
         "put_off_default": (now.date() + timedelta(days=DEFAULT_PUT_OFF_DAYS)).isoformat(),
         "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
         "max_ticks": MAX_CHANGES_PER_PR,
+        # "Nothing is behind" is only true of services whose releases were read: say which were not.
+        "services_with_releases": Release.objects.values("service").distinct().count(),
+        "registry_errors": list(
+            RegistryPoll.objects.exclude(last_error="").select_related("service").order_by("service__name")[:20]
+        ),
     }
     return render(request, "delivery/updates.html", context)
 

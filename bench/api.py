@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/api.py [--apps 10000] [--clusters 10] [--rounds 20]
 
-Seeds a temporary SQLite database (or the one DATABASE_URL names: use a throwaway one,
-tables are created and filled) with tests.fixtures.seed.seed_fleet plus version changes,
+Seeds a throw-away test database (SQLite, or a new database on the server DATABASE_URL
+names, dropped afterwards) with tests.fixtures.seed.seed_fleet plus version changes,
 then times authenticated requests through Django's full stack (token auth, throttle,
 serializer, JSON) and prints p50/p95 per kind of page. Target: p95 under 200 ms.
 """
@@ -13,28 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import bench_database, percentile
 
-
-def setup_django() -> None:
-    sys.path.insert(0, str(ROOT))
-    workdir = tempfile.mkdtemp(prefix="portal-bench-")
-    os.environ.setdefault("PORTAL_VAR_DIR", workdir)
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{workdir}/bench.sqlite3")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    os.environ.setdefault("PORTAL_API_RATE", "1000000/minute")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+os.environ.setdefault("PORTAL_API_RATE", "1000000/minute")
 
 
 def seed(apps: int, clusters: int) -> str:
@@ -66,19 +50,17 @@ def seed(apps: int, clusters: int) -> str:
     return tokens.issue(user, "bench")[1]
 
 
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", type=int, default=10_000)
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    setup_django()
+    with bench_database():
+        run(args)
 
+
+def run(args: argparse.Namespace) -> None:
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext

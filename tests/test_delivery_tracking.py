@@ -240,3 +240,18 @@ def test_delivery_page_query_count_is_constant(client, users, catalog):
         response = client.get(reverse("delivery"))
     assert len(response.context["rows"]) == 29
     assert len(many.captured_queries) == len(few.captured_queries)
+
+
+@pytest.mark.django_db
+def test_failing_checks_on_a_portal_pr_are_announced_once_per_failure(catalog):
+    now = timezone.now()
+    failed_at = now - timedelta(minutes=5)
+    pr = merged_pr(catalog, now, state="open", merged_at=None, checks="fail", checks_failed_notified_at=failed_at)
+    merged_pr(catalog, now, number=42, branch="portal/other", checks="pass")  # passing: nothing to say
+
+    assert track(now).checks_failed == 1
+    track(now + timedelta(minutes=5))  # the next run: still one episode
+    episode = Episode.objects.get(kind=EventKind.PR_CHECKS_FAILED)
+    assert episode.key == f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}"
+    assert episode.event.title == "Checks failing on #41: Update checkout to 1.7.0 in prod"
+    assert episode.event.links[0].url == "https://github.com/acme/gitops/pull/41"

@@ -230,6 +230,7 @@ class TrackReport:
     not_deployed: int = 0
     announced: int = 0  # "merged, not deployed" events emitted by this run (first time or again)
     rollbacks_offered: int = 0
+    checks_failed: int = 0
 
 
 def track(now: datetime | None = None) -> TrackReport:
@@ -254,7 +255,41 @@ def track(now: datetime | None = None) -> TrackReport:
             emit(not_deployed_event(pr, state, now), at=now)
             report.announced += 1
     report.rollbacks_offered = announce_rollbacks(now)
+    report.checks_failed = announce_failing_checks(now)
     return report
+
+
+def checks_failed_event(pr: PullRequest) -> Event:
+    """Forge tracking marks a portal PR's failing checks once (checks_failed_notified_at);
+    that mark names the episode, so a PR whose checks fail again later is a new one."""
+    failed_at = pr.checks_failed_notified_at or timezone.now()
+    subject = ", ".join(pr.services or []) or pr.image
+    where = f"#{pr.number}" if pr.number else pr.branch
+    return Event(
+        kind=EventKind.PR_CHECKS_FAILED,
+        key=f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}",
+        title=f"Checks failing on {where}: {pr.title}",
+        summary=f"The checks of the pull request moving {subject} to {pr.to_version} fail.",
+        started_at=failed_at,
+        environment=pr.environment,
+        services=tuple(pr.services or []),
+        facts=(("Pull request", f"{where}: {pr.title}"), ("Repository", pr.repository)),
+        links=links(("Pull request", pr.url or None), ("Delivery", portal_url(reverse("delivery")))),
+        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "checks": pr.checks}},
+    )
+
+
+def announce_failing_checks(now: datetime) -> int:
+    """Emit "checks failing" for open portal PRs that forge tracking marked failing (once each)."""
+    prs = PullRequest.objects.filter(
+        state=PullRequest.State.OPEN, checks=PullRequest.Checks.FAIL, checks_failed_notified_at__isnull=False,
+        checks_failed_notified_at__gte=now - timedelta(days=1),
+    )
+    count = 0
+    for pr in prs:
+        emit(checks_failed_event(pr), at=now)
+        count += 1
+    return count
 
 
 def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:

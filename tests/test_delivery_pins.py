@@ -3,7 +3,6 @@ stored per application, shown as "Git pins X, runs Y", and kept when a read fail
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -93,7 +92,6 @@ def test_each_app_is_read_at_most_every_ten_minutes(catalog, github, settings):
     assert due_app_ids() == []
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 def test_demo_mode_reads_the_demo_repository(catalog, settings, tmp_path: Path):
     settings.DEMO_MODE = True
     settings.VAR_DIR = tmp_path
@@ -107,7 +105,6 @@ def test_demo_mode_reads_the_demo_repository(catalog, settings, tmp_path: Path):
     assert (tmp_path / "demo-gitops.git" / "HEAD").exists()
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 def test_a_demo_forge_can_be_handed_in(catalog, tmp_path: Path):
     forge = DemoForge.for_repository("https://github.com/acme-shop/gitops", build_demo_repo(tmp_path / "r.git"))
     shop = Service.objects.create(name="shop-cart", image_repository="ghcr.io/acme-shop/cart")

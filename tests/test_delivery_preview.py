@@ -3,7 +3,6 @@ branch, title, description and warnings; viewers see no button and get 403; memb
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlencode
@@ -214,7 +213,6 @@ def test_opening_as_system_signs_nobody(app, catalog, github):
     assert "**Automatic**" in github.model.pulls[0].body
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 def test_demo_mode_disables_the_button_with_a_message(client, users, catalog, settings, tmp_path: Path):
     settings.DEMO_MODE = True
     settings.VAR_DIR = tmp_path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,8 +14,6 @@ from forges.opening import DEMO_REFUSAL, REFUSED, open_pull_request
 from forges.planning import Change, preview
 from forges.registry import forge_for
 from portal.audit.models import AuditLog
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 
 CATALOG_PROD = "apps/catalog/overlays/prod/kustomization.yaml"
 

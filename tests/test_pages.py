@@ -155,3 +155,13 @@ def test_matrix_says_when_git_pins_another_version_than_runs(viewer_client, cata
     html = viewer_client.get(reverse("matrix")).content.decode()
     assert "Git pins 1.7.0, runs 1.6.0" in html  # the tooltip of prod-eu-1's line
     assert html.count(">Git pins 1.7.0<") == 1  # prod-us-1 has no pin read: no claim made
+
+
+def test_an_empty_portal_explains_what_will_appear_and_how_to_connect(client, users):
+    client.force_login(users["viewer"])
+    assert "No cluster is connected yet" in client.get(reverse("overview")).content.decode()
+    assert "No application has been collected yet" in client.get(reverse("gitops")).content.decode()
+    assert "No service is registered yet" in client.get(reverse("matrix")).content.decode()
+    assert "No service is registered yet" in client.get(reverse("updates")).content.decode()
+    assert client.get(reverse("delivery")).status_code == 200
+    assert "No cluster is connected yet" in client.get(reverse("clusters")).content.decode()

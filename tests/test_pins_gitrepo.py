@@ -1,15 +1,12 @@
 """forges.pins over a real git repository laid out like a GitOps repo."""
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from forges.pins import find, images_in, retag_with_reason, scan, unified_diff
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 
 LAYOUT = {
     "apps/checkout/base/kustomization.yaml": "resources:\n- deployment.yaml\n",

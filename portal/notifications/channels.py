@@ -8,6 +8,7 @@ cannot leak through a library's debug log, and our error messages never contain 
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import hmac
 import http.client
@@ -38,13 +39,14 @@ class TransportError(Exception):
         self.permanent = permanent
 
 
-class Transport:
+class Transport(abc.ABC):
     def __init__(self, channel: Channel, clock: Callable[[], datetime] = timezone.now) -> None:
         self.channel = channel
         self.clock = clock
 
+    @abc.abstractmethod
     def notify(self, event: Event) -> None:
-        raise NotImplementedError
+        """Deliver one event; raise TransportError (permanent or not) when it cannot be."""
 
     def redact(self, text: str) -> str:
         for secret in sorted(self.channel.secrets(), key=len, reverse=True):

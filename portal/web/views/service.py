@@ -70,8 +70,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
     return [(env, by_env[env.id]) for env in ordered], unmanaged
 
 
-@requires_role(Role.VIEWER)
-def service_page(request: HttpRequest, name: str) -> HttpResponse:
+def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     environments, unmanaged = _panels(service)
     context = {
@@ -80,17 +79,15 @@ def service_page(request: HttpRequest, name: str) -> HttpResponse:
         "unmanaged": unmanaged,
         "can_act": has_role(request.user, Role.MEMBER),
     }
-    return render(request, "web/service.html", context)
+    return render(request, template, context)
+
+
+@requires_role(Role.VIEWER)
+def service_page(request: HttpRequest, name: str) -> HttpResponse:
+    return _render(request, name, "web/service.html")
 
 
 @requires_role(Role.VIEWER)
 def service_panels(request: HttpRequest, name: str) -> HttpResponse:
-    service = get_object_or_404(Service, name=name)
-    environments, unmanaged = _panels(service)
-    context = {
-        "service": service,
-        "environments": environments,
-        "unmanaged": unmanaged,
-        "can_act": has_role(request.user, Role.MEMBER),
-    }
-    return render(request, "web/_service_panels.html", context)
+    """The panels alone, for the page's 30-second htmx refresh."""
+    return _render(request, name, "web/_service_panels.html")

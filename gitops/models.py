@@ -26,7 +26,7 @@ ATTENTION_HEALTH = ("Degraded", "Missing")
 
 
 class RawJSONField(models.JSONField):
-    """A JSONField for whole Kubernetes objects.
+    """A JSONField for what clusters send (whole objects, their history and conditions).
 
     Having get_placeholder keeps Django 5.2's PostgreSQL bulk insert off its UNNEST
     path, which escapes every large JSON document through array literals (seconds per
@@ -101,9 +101,9 @@ class GitOpsApp(models.Model):
     operation_started_at = models.DateTimeField(null=True, blank=True)
     operation_finished_at = models.DateTimeField(null=True, blank=True)
     reconciled_at = models.DateTimeField(null=True, blank=True)
-    history = models.JSONField(default=list, blank=True)
+    history = RawJSONField(default=list, blank=True)
     images = models.JSONField(default=list, blank=True)
-    conditions = models.JSONField(default=list, blank=True)
+    conditions = RawJSONField(default=list, blank=True)
     interval = models.CharField(max_length=32, blank=True)
     warnings = models.JSONField(default=list, blank=True)
 
@@ -119,6 +119,8 @@ class GitOpsApp(models.Model):
     services = models.ManyToManyField(Service, blank=True, related_name="apps")
     running = models.JSONField(default=dict, blank=True)
     raw = RawJSONField(default=dict, blank=True)
+    # Digest of what the last poll wrote: lets a poll skip an unchanged app without reading raw back.
+    fingerprint = models.CharField(max_length=32, blank=True)
     first_seen = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -10,15 +10,18 @@ another on a workload writes a VersionChange.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
-from gitops.bulkwrite import bulk_update_rows
+from gitops.bulkwrite import bulk_insert_rows, bulk_update_rows
 from gitops.models import (
     AppProject,
     GitOpsApp,
@@ -39,8 +42,11 @@ APP_FIELDS = [
     "health_since", "health_message", "ready_reason", "suspended", "automated", "manual_sync", "operation_phase",
     "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
     "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
-    "problem_rank", "running", "raw", "updated_at",
+    "problem_rank", "running", "raw", "fingerprint", "updated_at",
 ]
+# Large JSON columns, always rewritten from the poll's values when a row changes: an
+# unchanged app is recognised by its fingerprint, so they are never read back.
+_APP_DEFERRED = ["raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings"]
 WORKLOAD_FIELDS = [
     "app", "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
     "health_status", "health_message", "updated_at",
@@ -79,6 +85,29 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
     return value
+
+
+def fingerprint(values: dict[str, Any]) -> str:
+    """A digest of everything a poll writes for an app, to tell an unchanged app cheaply.
+
+    The raw object stands in by its resourceVersion, which the API server changes on
+    every write to it (what informers compare too); only an object without one (a
+    manifest file) is digested whole. Everything derived from it is digested as well,
+    so a portal upgrade that reads objects differently rewrites the rows once. Keys are
+    not sorted: the server writes fields in the same order every time, and a digest that
+    differs by order alone costs one needless write, nothing more.
+    """
+    raw = values.get("raw") or {}
+    version = (raw.get("metadata") or {}).get("resourceVersion") if isinstance(raw, dict) else None
+    digested = {k: v for k, v in values.items() if k != "updated_at" and (k != "raw" or not version)}
+    digested["resourceVersion"] = version or ""
+    text = json.dumps(digested, cls=DjangoJSONEncoder, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A flat dataclass as a dict; dataclasses.asdict deep-copies, which a poll pays per row."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 def app_key(tool: str, kind: str, namespace: str, name: str) -> str:
@@ -156,7 +185,8 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
 
         # -- Apps -------------------------------------------------------------------
         existing = {
-            app_key(a.tool, a.kind, a.namespace, a.name): a for a in GitOpsApp.objects.filter(cluster=cluster)
+            app_key(a.tool, a.kind, a.namespace, a.name): a
+            for a in GitOpsApp.objects.filter(cluster=cluster).defer(*_APP_DEFERRED)
         }
         seen: set[str] = set()
         to_create: list[GitOpsApp] = []
@@ -179,6 +209,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             window = window_state(row, projects_by_name, at)
             if window is not None:
                 values.update(window)
+            values["fingerprint"] = fingerprint(values)
             app = existing.get(key)
             if app is None:
                 app = GitOpsApp(cluster=cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
@@ -212,7 +243,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             if set(app.running) != set(running):
                 services_changed.add(key)
             # Most apps are as they were: writing them again is most of a poll's database time.
-            if not any(getattr(app, name) != value for name, value in values.items() if name != "updated_at"):
+            if app.fingerprint == values["fingerprint"]:
                 continue
             for name, value in values.items():
                 setattr(app, name, value)
@@ -224,7 +255,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
                                        field="presence", old="present", new="gone", at=at))
         if gone:
             GitOpsApp.objects.filter(id__in=[a.id for a in gone]).delete()
-        GitOpsApp.objects.bulk_create(to_create, batch_size=500)
+        bulk_insert_rows(GitOpsApp, to_create)
         if to_update:
             bulk_update_rows(GitOpsApp, to_update, APP_FIELDS)
         result.created, result.updated, result.removed = len(to_create), len(to_update), len(gone)
@@ -238,20 +269,20 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
         for change in changes:
             if change.app_id is None and change.field == "presence" and change.new == "present":
                 change.app = apps_now.get(change.object_key)
-        StateChange.objects.bulk_create(changes, batch_size=500)
+        bulk_insert_rows(StateChange, changes)
         result.state_changes = len(changes)
 
         # Which services each app deploys (M2M), rewritten for new apps and those whose set changed.
         through = GitOpsApp.services.through
         through.objects.filter(gitopsapp_id__in=[apps_now[key].id for key in services_changed]).delete()
-        through.objects.bulk_create(
+        bulk_insert_rows(
+            through,
             [
                 through(gitopsapp_id=apps_now[key].id, service_id=service_ids[service])
                 for key in services_changed
                 for service in app_services[key]
                 if service in service_ids
             ],
-            batch_size=1000,
         )
 
         # -- Workloads and running versions ---------------------------------------------
@@ -302,7 +333,7 @@ def _store_workloads(
         values = {
             "app": app,
             "uid": row.uid,
-            "containers": [asdict(c) for c in row.containers],
+            "containers": [_plain(c) for c in row.containers],
             "replicas_desired": row.replicas_desired,
             "replicas_ready": row.replicas_ready,
             "replicas_updated": row.replicas_updated,
@@ -327,7 +358,7 @@ def _store_workloads(
     gone = [w.id for k, w in existing.items() if k not in seen]
     if gone:
         Workload.objects.filter(id__in=gone).delete()
-    Workload.objects.bulk_create(to_create, batch_size=500)
+    bulk_insert_rows(Workload, to_create)
     if to_update:
         bulk_update_rows(Workload, to_update, WORKLOAD_FIELDS)
     saved = to_create + kept
@@ -353,7 +384,7 @@ def _store_workloads(
     stale = [rid for key, rid in have.items() if key not in wanted]
     if stale:
         RunningVersion.objects.filter(id__in=stale).delete()
-    RunningVersion.objects.bulk_create([rv for key, rv in wanted.items() if key not in have], batch_size=1000)
+    bulk_insert_rows(RunningVersion, [rv for key, rv in wanted.items() if key not in have])
 
     apps_by_workload = {(w.kind, w.namespace, w.name): w.app_id for w in saved}
     version_changes = []
@@ -379,7 +410,7 @@ def _app_values(row: AppRow, running: dict[str, list[str]]) -> dict[str, Any]:
         "path": (primary.path if primary else "")[:500],
         "chart": (primary.chart if primary else "")[:253],
         "target_revision": (primary.target_revision if primary else "")[:253],
-        "sources": [asdict(s) for s in row.sources],
+        "sources": [_plain(s) for s in row.sources],
         "destination_server": row.destination_server[:500],
         "destination_name": row.destination_name[:253],
         "destination_namespace": row.destination_namespace[:253],
@@ -398,9 +429,9 @@ def _app_values(row: AppRow, running: dict[str, list[str]]) -> dict[str, Any]:
         "operation_started_at": row.operation_started_at,
         "operation_finished_at": row.operation_finished_at,
         "reconciled_at": row.reconciled_at,
-        "history": jsonable(row.history[-10:]),
+        "history": row.history[-10:],
         "images": row.images,
-        "conditions": jsonable(row.conditions),
+        "conditions": row.conditions,
         "interval": row.interval[:32],
         "warnings": row.warnings,
         "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),

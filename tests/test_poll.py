@@ -182,6 +182,28 @@ def test_changes_removals_and_version_changes_are_recorded(api_cluster, kube_emu
     assert (version.from_version, version.to_version) == ("3.3.1", "3.4.0")
 
 
+def test_a_poll_that_finds_nothing_new_rewrites_no_app(api_cluster, kube_emulator):
+    start = timezone.now()
+    first = poll(api_cluster, at=start)
+    assert first.ok and first.stored.created > 0
+    before = dict(GitOpsApp.objects.filter(cluster=api_cluster).values_list("name", "updated_at"))
+
+    again = poll(api_cluster, at=start + timedelta(minutes=1))
+    assert again.ok and again.stored.updated == 0 and again.stored.created == 0
+    assert dict(GitOpsApp.objects.filter(cluster=api_cluster).values_list("name", "updated_at")) == before
+
+    # Any write to the object (a new resourceVersion) with a new state is picked up.
+    app = next(o for o in demo_objects("prod-eu-1")
+               if o["kind"] == "Application" and o["metadata"]["name"] == "checkout-prod")
+    app["status"]["sync"]["status"] = "OutOfSync"
+    kube_emulator.add(app)
+    third = poll(api_cluster, at=start + timedelta(minutes=2))
+    assert third.ok and third.stored.updated == 1
+    checkout = GitOpsApp.objects.get(cluster=api_cluster, name="checkout-prod")
+    assert checkout.sync_status == "OutOfSync" and checkout.raw["status"]["sync"]["status"] == "OutOfSync"
+    assert checkout.updated_at == start + timedelta(minutes=2)
+
+
 def test_a_second_poll_of_the_same_cluster_waits_its_turn(api_cluster):
     Cluster.objects.filter(pk=api_cluster.pk).update(
         poll_lock_until=timezone.now() + timedelta(minutes=1), poll_lock_token="someone-else"

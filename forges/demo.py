@@ -12,7 +12,18 @@ import os
 import subprocess
 from pathlib import Path
 
-from forges.forge import NONE, FileChange, Forge, NotFound, Outcome, PullRequestInfo, TreeEntry, WritesRefused
+from forges.forge import (
+    MAX_RELEASES,
+    NONE,
+    FileChange,
+    Forge,
+    NotFound,
+    Outcome,
+    PullRequestInfo,
+    ReleaseInfo,
+    TreeEntry,
+    WritesRefused,
+)
 from forges.repourls import GITHUB, RepoRef, parse_repo_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +110,11 @@ class DemoForge(Forge):
 
     def checks(self, pr: PullRequestInfo) -> str:
         return NONE
+
+    def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
+        # The demo has one local repository, the GitOps one; no service's code lives there,
+        # so there are no release notes to show (never invented ones).
+        return []
 
     # --- writing: refused ------------------------------------------------------------
 

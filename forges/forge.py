@@ -1,7 +1,7 @@
 """One interface for every Git host, and the HTTP manners all of them share.
 
 A `Forge` is bound to one repository. It reads (tree, files, branch heads, pull
-requests, checks) and writes only what a pull request needs (a branch, one commit on
+requests, checks, published releases) and writes only what a pull request needs (a branch, one commit on
 it, the pull request, its reviewers and labels, and removing the branch again when an
 open fails half way). It has no merge and no way to push to an existing branch other
 than the one it created: the portal proposes, people merge.
@@ -24,11 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
 from forges.pins import pin_format
-from forges.repourls import RepoRef
+from forges.repourls import RepoRef, release_url
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ FAIL = "fail"
 NONE = "none"
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+# Release notes matter for the versions a service may move to, which are recent: the
+# newest hundred releases are plenty, and one or two pages on every forge.
+MAX_RELEASES = 100
 
 
 class ForgeError(Exception):
@@ -110,6 +115,38 @@ class PullRequestInfo:
     merged_at: datetime | None = None
     closed_at: datetime | None = None
     created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """One published release of a repository (drafts are never listed)."""
+
+    tag: str
+    title: str
+    url: str  # the release's web page: http(s), given by the forge or built from the repository's
+    body: str  # the notes as the forge holds them (Markdown, unrendered)
+    published_at: datetime | None = None
+    prerelease: bool = False
+
+
+def newest_first(releases: Iterable[ReleaseInfo]) -> list[ReleaseInfo]:
+    """Newest publication first; releases without a date keep their order, after the dated ones."""
+    return sorted(
+        releases,
+        key=lambda r: (r.published_at is not None, r.published_at.timestamp() if r.published_at else 0.0),
+        reverse=True,  # Python's sort stays stable in reverse: equal keys keep the forge's order
+    )
+
+
+def release_page(given: str | None, repo: RepoRef, tag: str) -> str:
+    """The web page a forge gave for a release when it is http(s); else the one built from its parts."""
+    try:
+        parts = urlsplit(given or "")
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return given or ""
+    return release_url(repo, tag) or ""
 
 
 @dataclass(frozen=True)
@@ -315,6 +352,10 @@ class Forge(abc.ABC):
     @abc.abstractmethod
     def checks(self, pr: PullRequestInfo) -> str:
         """PASS, RUNNING, FAIL or NONE for the pull request's head commit."""
+
+    @abc.abstractmethod
+    def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
+        """The repository's published releases, newest first, at most `limit`; drafts left out."""
 
     # --- writing (only what one pull request needs) ----------------------------------
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from forges.forge import (
     CLOSED,
     FAIL,
+    MAX_RELEASES,
     MERGED,
     NONE,
     OPEN,
@@ -29,12 +30,15 @@ from forges.forge import (
     Outcome,
     PullRequestExists,
     PullRequestInfo,
+    ReleaseInfo,
     RetryingSession,
     RetryPolicy,
     TreeEntry,
     error_message,
     fold_checks,
+    newest_first,
     redact,
+    release_page,
 )
 from forges.repourls import GITEA, RepoRef
 
@@ -124,6 +128,21 @@ class GiteaForge(Forge):
         for status in statuses:
             latest.setdefault(status.get("context", ""), status.get("status") or status.get("state") or "")
         return fold_checks(_STATUS.get(state, NONE) for state in latest.values())
+
+    def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
+        found: list[ReleaseInfo] = []
+        for page in range(1, _MAX_PAGES + 1):
+            if len(found) >= limit:
+                break
+            # `draft=false` asks the server to leave drafts out; versions that ignore it list
+            # them to writers, so they are skipped here as well.
+            chunk = self._request(
+                "GET", "/releases", "releases", params={"draft": "false", "page": page, "limit": _PAGE}
+            )
+            found += [_release(item, self.repo) for item in chunk or [] if not item.get("draft")]
+            if not chunk or len(chunk) < _PAGE:
+                break
+        return newest_first(found[: max(limit, 0)])
 
     # --- writing -------------------------------------------------------------------------
 
@@ -252,6 +271,18 @@ def _pr(data: dict[str, Any]) -> PullRequestInfo:
         merged_at=_time(data.get("merged_at")),
         closed_at=_time(data.get("closed_at")),
         created_at=_time(data.get("created_at")),
+    )
+
+
+def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
+    tag = data.get("tag_name") or ""
+    return ReleaseInfo(
+        tag=tag,
+        title=data.get("name") or tag,
+        url=release_page(data.get("html_url"), repo, tag),
+        body=data.get("body") or "",
+        published_at=_time(data.get("published_at") or data.get("created_at")),
+        prerelease=bool(data.get("prerelease")),
     )
 
 

@@ -14,11 +14,13 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+import requests
 from github import Auth, Github, GithubException, InputGitTreeElement
 
 from forges.forge import (
     CLOSED,
     FAIL,
+    MAX_RELEASES,
     MERGED,
     NONE,
     OPEN,
@@ -32,11 +34,14 @@ from forges.forge import (
     Outcome,
     PullRequestExists,
     PullRequestInfo,
+    ReleaseInfo,
     RetryPolicy,
     TreeEntry,
     error_message,
     fold_checks,
+    newest_first,
     redact,
+    release_page,
 )
 from forges.repourls import GITHUB, RepoRef
 
@@ -70,6 +75,10 @@ class GitHubForge(Forge):
             return self.policy.call(method, fn, _describe)
         except GithubException as error:
             raise self._translate(error, what) from None
+        except requests.RequestException as error:
+            # PyGithub lets the transport's errors through; only their kind is told (a URL may
+            # name more than a host).
+            raise ForgeError(f"GitHub: {what}: cannot reach the forge: {type(error).__name__}") from None
 
     def _translate(self, error: GithubException, what: str) -> ForgeError:
         message = redact(f"GitHub: {what}: {error.status} {error_message(error.data)}".strip(), [self._token])
@@ -141,6 +150,29 @@ class GitHubForge(Forge):
             return fold_checks(results)
 
         return self._call("GET", f"checks of #{pr.number}", read)
+
+    def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
+        def read() -> list[ReleaseInfo]:
+            found: list[ReleaseInfo] = []
+            # The list is paged lazily, newest first: no page is read once there are enough.
+            for release in self._repo.get_releases() if limit > 0 else ():
+                if release.draft:  # listed only to those who may push, and not published
+                    continue
+                found.append(
+                    ReleaseInfo(
+                        tag=release.tag_name,
+                        title=release.name or release.tag_name,
+                        url=release_page(release.html_url, self.repo, release.tag_name),
+                        body=release.body or "",
+                        published_at=release.published_at,
+                        prerelease=bool(release.prerelease),
+                    )
+                )
+                if len(found) >= limit:
+                    break
+            return newest_first(found)
+
+        return self._call("GET", "releases", read)
 
     # --- writing -------------------------------------------------------------------------
 

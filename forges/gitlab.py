@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from datetime import datetime
+from itertools import islice
 from typing import Any, TypeVar
 
 import gitlab
@@ -19,6 +20,7 @@ from gitlab.exceptions import GitlabError
 from forges.forge import (
     CLOSED,
     FAIL,
+    MAX_RELEASES,
     MERGED,
     NONE,
     OPEN,
@@ -32,11 +34,14 @@ from forges.forge import (
     Outcome,
     PullRequestExists,
     PullRequestInfo,
+    ReleaseInfo,
     RetryingSession,
     RetryPolicy,
     TreeEntry,
     error_message,
+    newest_first,
     redact,
+    release_page,
 )
 from forges.repourls import GITLAB, RepoRef
 
@@ -108,6 +113,15 @@ class GitLabForge(Forge):
         mr = self._call(f"merge request !{pr.number}", lambda: self._project.mergerequests.get(pr.number).attributes)
         pipeline = mr.get("head_pipeline") or {}
         return _PIPELINE.get(pipeline.get("status", ""), NONE)
+
+    def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
+        def read() -> list[dict[str, Any]]:
+            # An iterator reads page after page only as far as it is walked. GitLab has no
+            # drafts; a release dated in the future ("upcoming") is listed like the others.
+            rows = self._project.releases.list(iterator=True, order_by="released_at", sort="desc")
+            return [row.attributes for row in islice(rows, max(limit, 0))]
+
+        return newest_first(_release(data, self.repo) for data in self._call("releases", read))
 
     # --- writing -------------------------------------------------------------------------
 
@@ -203,6 +217,19 @@ def _mr(data: dict[str, Any]) -> PullRequestInfo:
         merged_at=_time(data.get("merged_at")),
         closed_at=_time(data.get("closed_at")),
         created_at=_time(data.get("created_at")),
+    )
+
+
+def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
+    tag = data.get("tag_name") or ""
+    # `_links.self` is the release's web page; older GitLab versions leave it out.
+    links = data.get("_links") or {}
+    return ReleaseInfo(
+        tag=tag,
+        title=data.get("name") or tag,
+        url=release_page(links.get("self"), repo, tag),
+        body=data.get("description") or "",
+        published_at=_time(data.get("released_at") or data.get("created_at")),
     )
 
 

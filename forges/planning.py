@@ -133,10 +133,14 @@ def describe(change: Change, edits: Sequence[FileEdit], digest_pinned: Sequence[
         lines += ["", "Not changed:"]
         lines += [f"- {problem}" for problem in problems]
     if change.release_notes.strip():
-        notes = "\n".join(f"> {line}" if line else ">" for line in change.release_notes.strip().splitlines())
-        lines += ["", f"Release notes for {change.to_version}:", "", notes]
+        lines += ["", f"Release notes for {change.to_version}:", "", quoted(change.release_notes)]
     lines += ["", "Opened by the GitOps portal, which never merges: review, then merge when ready."]
     return "\n".join(lines) + "\n"
+
+
+def quoted(text: str) -> str:
+    """`text` as a Markdown block quote, so text written elsewhere reads as a quotation."""
+    return "\n".join(f"> {line}" if line else ">" for line in text.strip().splitlines())
 
 
 def plan(change: Change, entries: Sequence[TreeEntry], files: Mapping[str, str], prefix: str | None = None) -> Preview:

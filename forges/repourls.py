@@ -142,6 +142,15 @@ def file_url(ref: RepoRef, revision: str, path: str) -> str:
     return f"{_base(ref)}/blob/{_ref(revision)}/{file_path}"
 
 
+def release_url(ref: RepoRef, tag: str) -> str | None:
+    """The page of the release made from `tag`; None on Bitbucket, which has no releases."""
+    if ref.kind == GITLAB:
+        return f"{_base(ref)}/-/releases/{_ref(tag)}"
+    if ref.kind in (GITHUB, GITEA, FORGEJO):
+        return f"{_base(ref)}/releases/tag/{_ref(tag)}"
+    return None
+
+
 def pull_request_url(ref: RepoRef, number: int) -> str:
     if ref.kind == GITLAB:
         return f"{_base(ref)}/-/merge_requests/{int(number)}"

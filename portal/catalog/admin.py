@@ -18,5 +18,5 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(Service)
 class ServiceAdmin(admin.ModelAdmin):
-    list_display = ("name", "image_repository", "team")
-    search_fields = ("name", "image_repository", "team")
+    list_display = ("name", "image_repository", "team", "source_repository")
+    search_fields = ("name", "image_repository", "team", "source_repository")

@@ -64,7 +64,16 @@ def load_fleet(path: Path) -> LoadedFleet:
             Service.objects.update_or_create(
                 name=item["name"],
                 defaults={"image_repository": item["image"], "image_aliases": list(item.get("aliases") or []),
-                          "team": item.get("team", ""), "description": item.get("description", "")},
+                          "team": item.get("team", ""), "description": item.get("description", ""),
+                          "source_repository": _source(item)},
             )
             services += 1
     return LoadedFleet(len(envs), clusters, services)
+
+
+def _source(item: dict) -> str:
+    """The service's code repository (`source:`), where its release notes are read; may be absent."""
+    source = item.get("source") or ""
+    if not isinstance(source, str):
+        raise FleetFileError(f"service {item.get('name')!r}: source must be a repository URL, not {source!r}")
+    return source.strip()

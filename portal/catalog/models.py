@@ -75,6 +75,12 @@ class Service(models.Model):
     image_aliases = models.JSONField(default=list, blank=True, help_text="other names of the same image (mirrors)")
     team = models.CharField(max_length=100, blank=True)
     description = models.TextField(blank=True)
+    source_repository = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="the service's code repository, e.g. https://github.com/acme/checkout: its GitHub, "
+        "GitLab or Gitea releases give the release notes; empty: no release notes",
+    )
 
     class Meta:
         ordering = ["name"]

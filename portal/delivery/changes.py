@@ -36,11 +36,13 @@ from forges.planning import (
     Preview,
     branch_prefix,
     plan,
+    quoted,
 )
 from forges.registry import forge_for
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
+from portal.delivery.notes_excerpt import notes_for
 
 log = logging.getLogger(__name__)
 
@@ -101,19 +103,33 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
 
 
 def change_for_upgrade(
-    app: GitOpsApp, service: Service, to_version: str, *, from_version: str | None = None, release_notes: str = ""
+    app: GitOpsApp,
+    service: Service,
+    to_version: str,
+    *,
+    from_version: str | None = None,
+    release_notes: str | None = None,
 ) -> Change:
-    """Move `service` to `to_version` in `app`'s repository, from what Git pins (else runs)."""
+    """Move `service` to `to_version` in `app`'s repository, from what Git pins (else runs).
+    `release_notes` None: the stored notes of `to_version`, when known."""
     start = from_version or current_version(app, service, _pinned(app, service))
-    return _base(UPGRADE, app, service, to_version, start, release_notes=release_notes)
+    notes = notes_for(service, to_version) if release_notes is None else release_notes
+    return _base(UPGRADE, app, service, to_version, start, release_notes=notes)
 
 
 def change_for_promotion(
-    app: GitOpsApp, service: Service, to_version: str, *, from_version: str | None = None, release_notes: str = ""
+    app: GitOpsApp,
+    service: Service,
+    to_version: str,
+    *,
+    from_version: str | None = None,
+    release_notes: str | None = None,
 ) -> Change:
-    """Pin `to_version` (running in the environment before) in `app`, the next environment's application."""
+    """Pin `to_version` (running in the environment before) in `app`, the next environment's application.
+    `release_notes` None: the stored notes of `to_version`, when known."""
     start = from_version or current_version(app, service, _pinned(app, service))
-    return _base(PROMOTION, app, service, to_version, start, release_notes=release_notes)
+    notes = notes_for(service, to_version) if release_notes is None else release_notes
+    return _base(PROMOTION, app, service, to_version, start, release_notes=notes)
 
 
 def change_for_rollback(
@@ -296,6 +312,10 @@ def _plan_all(changes: tuple[Change, ...], entries, files) -> Preview:
         lines += [f"- `{p.path}` line {p.line}" for p in digest_pinned]
     if problems:
         lines += ["", "Not changed:"] + [f"- {p}" for p in problems]
+    for change in changes:
+        if change.release_notes.strip():
+            heading = f"Release notes for {', '.join(change.services)} {change.to_version}:"
+            lines += ["", heading, "", quoted(change.release_notes)]
     lines += ["", "Opened by the GitOps portal, which never merges: review, then merge when ready."]
     summary = "; ".join(f"{', '.join(c.services)} {c.from_version} -> {c.to_version}" for c in changes)
     return Preview(

@@ -88,7 +88,10 @@ class Release(models.Model):
     seen_at = models.DateTimeField(help_text="when the portal first saw the tag")
     created_at = models.DateTimeField(null=True, blank=True, help_text="the image config's build time, when known")
     digest = models.CharField(max_length=100, blank=True, help_text="manifest digest when first seen")
+    # Filled from the forge release of the same version (see portal.delivery.release_notes):
+    # notes_url None means "not known yet"; a known release may have empty notes.
     notes_url = models.URLField(max_length=500, null=True, blank=True)
+    notes = models.TextField(blank=True, default="", help_text="the forge release's notes (Markdown), shortened")
 
     objects = ReleaseQuerySet.as_manager()
 
@@ -110,6 +113,10 @@ class RegistryPoll(models.Model):
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
     tags_seen = models.PositiveIntegerField(default=0, help_text="tags listed by the last good poll")
+    # Release notes come from the service's source repository in the same task, after the tags.
+    notes_read_at = models.DateTimeField(null=True, blank=True, help_text="last good read of the forge's releases")
+    notes_error = models.TextField(blank=True)
+    notes_error_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"registry poll of {self.service}"

@@ -1,4 +1,6 @@
-"""Reading a service's registry into `Release` rows. Runs in a Celery task, never in a request."""
+"""Reading a service's registry into `Release` rows, then their release notes from the
+service's source repository (portal.delivery.release_notes). Runs in a Celery task, never
+in a request."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.utils import timezone
 from portal.catalog.models import Service
 from portal.delivery.models import RegistryPoll, Release
 from portal.delivery.registry import RegistryClient, RegistryError
+from portal.delivery.release_notes import ForgeFactory, read_release_notes
 from portal.delivery.versions import Version, parse_tag
 
 log = logging.getLogger(__name__)
@@ -28,6 +31,7 @@ class PollReport:
     ok: bool
     new_tags: list[str] = field(default_factory=list)
     error: str = ""
+    notes_error: str = ""  # the release notes could not be read (the tags are not affected)
 
 
 def poll_service(
@@ -37,10 +41,22 @@ def poll_service(
     environ: Mapping[str, str] | None = None,
     details_limit: int = DETAILS_PER_POLL,
     page_size: int | None = None,
+    forge_factory: ForgeFactory | None = None,
 ) -> PollReport:
-    """List the service's tags, store the version tags not seen before, record how it went.
-    A failure keeps every release already stored and only marks the poll as failing."""
+    """List the service's tags, store the version tags not seen before, record how it went;
+    then read the release notes that are due. A failure keeps every release already stored
+    and only marks the poll as failing. Notes are read after a failed registry poll too: the
+    tags stored before still want them, and a forge failure never touches the tags."""
     now = now or timezone.now()
+    report = _poll_tags(service, now=now, environ=environ, details_limit=details_limit, page_size=page_size)
+    notes = read_release_notes(service, now=now, environ=environ, forge_factory=forge_factory)
+    report.notes_error = notes.error
+    return report
+
+
+def _poll_tags(
+    service: Service, *, now: datetime, environ: Mapping[str, str] | None, details_limit: int, page_size: int | None
+) -> PollReport:
     status, _ = RegistryPoll.objects.get_or_create(service=service)
     try:
         client, repository = RegistryClient.for_image(service.image_repository, environ)

@@ -19,6 +19,7 @@ from portal.catalog.models import Service
 from portal.delivery.models import Release, ServicePolicy
 from portal.delivery.pins import pinned_versions
 from portal.delivery.versions import PolicyError, VersionPolicy, jump, newest_acceptable, parse_tag, sort_tags
+from portal.web.links import safe_http_url
 
 MAX_PUT_OFF_DAYS = 366
 
@@ -34,6 +35,7 @@ class Behind:
     jump: str  # "major", "minor" or "patch"
     pinned: list[str] = field(default_factory=list)  # what Git pins, when read
     open_pr: PullRequest | None = None  # an open pull request already proposing the target
+    notes_url: str | None = None  # the target's release notes on the forge, when known
 
     @property
     def environment(self) -> str:
@@ -61,11 +63,18 @@ def _policies(services: list[Service]) -> dict[int, VersionPolicy]:
     return found
 
 
-def _tags(services: list[Service]) -> dict[int, list[str]]:
+def _tags(services: list[Service]) -> tuple[dict[int, list[str]], dict[tuple[int, str], str]]:
+    """Each service's tags, and the release notes page of those whose notes are known."""
     found: dict[int, list[str]] = defaultdict(list)
-    for service_id, tag in Release.objects.filter(service__in=services).values_list("service_id", "tag"):
+    notes: dict[tuple[int, str], str] = {}
+    rows = Release.objects.filter(service__in=services).values_list("service_id", "tag", "notes_url")
+    for service_id, tag, notes_url in rows:
         found[service_id].append(tag)
-    return found
+        # Stored only when http(s); checked again because a page turns it into a link.
+        link = safe_http_url(notes_url)
+        if link:
+            notes[(service_id, tag)] = link
+    return found, notes
 
 
 def _open_prs() -> list[PullRequest]:
@@ -106,7 +115,7 @@ def behind(
     if not services:
         return []
     policies = _policies(services)
-    tags = _tags(services)
+    tags, notes = _tags(services)
     pins = pinned_versions([a.pk for a in apps])
     prs = _open_prs()
     found: list[Behind] = []
@@ -132,6 +141,7 @@ def behind(
                     jump=jump(current, target) or "patch",
                     pinned=pins.get((app.pk, svc.name), []),
                     open_pr=_matching_pr(prs, svc.name, app.cluster.environment.name, target),
+                    notes_url=notes.get((svc.pk, target)),
                 )
             )
     found.sort(key=lambda b: (b.service.name, b.app.cluster.environment.order, b.app.cluster.name, b.app.name))

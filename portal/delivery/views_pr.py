@@ -37,6 +37,7 @@ from portal.delivery.changes import (
     open_change,
     preview_change,
 )
+from portal.delivery.notes_excerpt import notes_for, share
 from portal.web.links import safe_http_url
 
 GROUPED = "grouped"
@@ -109,10 +110,11 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
                 failure=failure,
                 failing_since=app.health_since if failing else None,
             )
-        elif kind == PROMOTION:
-            change = change_for_promotion(app, service, item.to_version, from_version=start)
         else:
-            change = change_for_upgrade(app, service, item.to_version, from_version=start)
+            # Ticked together, the services may share one pull request: so they share its room.
+            notes = notes_for(service, item.to_version, max_chars=share(len(items)))
+            build = change_for_promotion if kind == PROMOTION else change_for_upgrade
+            change = build(app, service, item.to_version, from_version=start, release_notes=notes)
         changes.append(change)
     return changes
 

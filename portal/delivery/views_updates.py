@@ -57,6 +57,9 @@ def updates(request: HttpRequest) -> HttpResponse:
         "registry_errors": list(
             RegistryPoll.objects.exclude(last_error="").select_related("service").order_by("service__name")[:20]
         ),
+        "notes_errors": list(
+            RegistryPoll.objects.exclude(notes_error="").select_related("service").order_by("service__name")[:20]
+        ),
     }
     return render(request, "delivery/updates.html", context)
 

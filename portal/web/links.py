@@ -69,6 +69,24 @@ def compare_url(repo_url: str, old: str, new: str, tool: str = "flux", chart: st
     return safe_http_url(repourls.compare_url(repo, base, head))
 
 
+def repository_url(url: str) -> str | None:
+    """A repository's web page from the URL an admin wrote (web or clone form); None unless http(s).
+
+    A repository on a known forge links to its page as `forges.repourls` builds it; any other
+    http(s) URL links as written, less credentials, query and fragment."""
+    repo = _repo(url)
+    if repo is not None:
+        return safe_http_url(repourls.repo_url(repo))
+    safe = safe_http_url((url or "").strip())
+    if safe is None:
+        return None
+    parts = urlsplit(safe)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc = f"{netloc}:{parts.port}"
+    return f"{parts.scheme}://{netloc}{quote(parts.path, safe='/%~')}"
+
+
 def app_commit_url(app) -> str | None:  # a stored GitOpsApp
     return commit_url(app.repo_url, app.synced_revision, app.tool, app.chart, _source_ref(app))
 

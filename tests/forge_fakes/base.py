@@ -50,8 +50,21 @@ class Pull:
     team_reviewers: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ReleaseEntry:
+    """A release as a test sets it up; each forge's fake answers it in its own shape."""
+
+    tag: str
+    title: str = ""
+    body: str = ""
+    published_at: datetime | None = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
+    draft: bool = False
+    prerelease: bool = False
+    web_url: str | None = ""  # "": the forge's usual page; None: the forge names none (old GitLab)
+
+
 class GitModel:
-    """Branches, commits and blobs of one repository, plus its pull requests and CI."""
+    """Branches, commits and blobs of one repository, plus its pull requests, CI and releases."""
 
     def __init__(self, owner: str, name: str, files: dict[str, str], branch: str = "main") -> None:
         self.owner, self.name = owner, name
@@ -65,6 +78,7 @@ class GitModel:
         self.check_runs: dict[str, list[dict[str, Any]]] = {}  # sha -> GitHub check runs
         self.statuses: dict[str, list[str]] = {}  # sha -> commit status states
         self.pipelines: dict[str, str] = {}  # sha -> GitLab pipeline status
+        self.releases: list[ReleaseEntry] = []  # oldest first, as they were made
         tree = {path: ("100644", self.put_blob(text.encode())) for path, text in files.items()}
         self.branches[branch] = self.commit(tree, [], "initial")
 
@@ -98,6 +112,15 @@ class GitModel:
         pull = Pull(len(self.pulls) + 1, title, extra.pop("body", ""), head, base, head_sha, **extra)
         self.pulls.append(pull)
         return pull
+
+    def add_release(self, tag: str, **extra: Any) -> ReleaseEntry:
+        release = ReleaseEntry(tag, **extra)
+        self.releases.append(release)
+        return release
+
+    def releases_newest_first(self) -> list[ReleaseEntry]:
+        """The order every forge lists releases in: the most recently made first."""
+        return list(reversed(self.releases))
 
     def pull(self, number: int) -> Pull | None:
         return next((p for p in self.pulls if p.number == number), None)

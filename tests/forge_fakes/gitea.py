@@ -6,7 +6,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.forge_fakes.base import FakeServer, GitModel, Pull, Request, Response, iso
+from tests.forge_fakes.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
 
 
 class FakeGitea(FakeServer):
@@ -41,6 +41,7 @@ class FakeGitea(FakeServer):
         self.route("GET", r"/orgs/(?P<org>[^/]+)/labels", self.list_org_labels)
         self.route("POST", repo + r"/issues/(?P<number>\d+)/labels", self.add_labels)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/statuses", self.statuses)
+        self.route("GET", repo + r"/releases", self.list_releases)
 
     def names_labels(self) -> bool:
         major, minor = (int(x) for x in self.version.split(".")[:2])
@@ -228,3 +229,33 @@ class FakeGitea(FakeServer):
         rows = [{"id": i, "status": s, "context": f"ci/{i}"} for i, s in enumerate(self.model.statuses.get(sha, []))]
         chunk, headers = self.page(request, rows)
         return Response(200, chunk, headers)
+
+    def release_json(self, number: int, release: ReleaseEntry) -> dict[str, Any]:
+        page = f"https://gitea.example/{self.model.owner}/{self.model.name}/releases/tag/{release.tag}"
+        return {
+            "id": number,
+            "tag_name": release.tag,
+            "target_commitish": "main",
+            "name": release.title,
+            "body": release.body,
+            "url": f"{self.api}/repos/{self.model.owner}/{self.model.name}/releases/{number}",
+            "html_url": page if release.web_url == "" else release.web_url,
+            "tarball_url": f"{page}.tar.gz",
+            "zipball_url": f"{page}.zip",
+            "draft": release.draft,
+            "prerelease": release.prerelease,
+            "created_at": iso(release.published_at),
+            "published_at": iso(release.published_at),
+            "author": {"login": "release-bot"},
+            "assets": [],
+        }
+
+    def list_releases(self, request: Request, owner: str, name: str) -> Response:
+        if (owner, name) != (self.model.owner, self.model.name):
+            return self.error(404, "repository does not exist")
+        listed = [(i + 1, r) for i, r in enumerate(self.model.releases)][::-1]  # newest first
+        # Writers see drafts unless they ask `draft=false`.
+        if request.query.get("draft") == "false":
+            listed = [(number, r) for number, r in listed if not r.draft]
+        chunk, headers = self.page(request, listed)
+        return Response(200, [self.release_json(number, r) for number, r in chunk], headers)

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.forge_fakes.base import FakeServer, GitModel, Pull, Request, Response, git_sha, iso
+from tests.forge_fakes.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, git_sha, iso
 
 
 class FakeGitHub(FakeServer):
@@ -50,6 +50,7 @@ class FakeGitHub(FakeServer):
         self.route("POST", repo + r"/issues/(?P<number>\d+)/labels", self.add_labels)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/check-runs", self.check_runs)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/status", self.combined_status)
+        self.route("GET", repo + r"/releases", self.list_releases)
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -352,3 +353,32 @@ class FakeGitHub(FakeServer):
             state = "success"
         statuses = [{"state": s, "context": f"ci/{i}"} for i, s in enumerate(states)]
         return Response(200, {"state": state, "sha": sha, "total_count": len(states), "statuses": statuses})
+
+    # --- releases --------------------------------------------------------------------
+
+    def release_json(self, number: int, release: ReleaseEntry) -> dict[str, Any]:
+        owner, name = self.model.owner, self.model.name
+        page = f"https://github.example/{owner}/{name}/releases/tag/{release.tag}"
+        return {
+            "url": f"{self.base()}/releases/{number}",
+            "html_url": page if release.web_url == "" else release.web_url,
+            "id": number,
+            "tag_name": release.tag,
+            "target_commitish": "main",
+            "name": release.title or None,
+            "body": release.body or None,
+            "draft": release.draft,
+            "prerelease": release.prerelease,
+            "created_at": iso(release.published_at),
+            "published_at": None if release.draft else iso(release.published_at),
+            "author": {"login": "release-bot"},
+            "assets": [],
+        }
+
+    def list_releases(self, request: Request, owner: str, name: str) -> Response:
+        if (owner, name) != (self.model.owner, self.model.name):
+            return self.error(404, "Not Found")
+        # Drafts are listed to whoever may push; the token here may.
+        numbered = [(i + 1, r) for i, r in enumerate(self.model.releases)][::-1]  # newest first
+        chunk, headers = self.page(request, numbered)
+        return Response(200, [self.release_json(number, r) for number, r in chunk], headers)

@@ -6,7 +6,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.forge_fakes.base import FakeServer, GitModel, Pull, Request, Response, iso
+from tests.forge_fakes.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
 
 
 class FakeGitLab(FakeServer):
@@ -34,6 +34,7 @@ class FakeGitLab(FakeServer):
         self.route("POST", project + r"/merge_requests", self.create_mr)
         self.route("GET", project + r"/merge_requests/(?P<iid>\d+)", self.get_mr)
         self.route("PUT", project + r"/merge_requests/(?P<iid>\d+)", self.update_mr)
+        self.route("GET", project + r"/releases", self.list_releases)
         self.route("GET", r"/users", self.users)
 
     def known(self, project: str) -> bool:
@@ -192,3 +193,29 @@ class FakeGitLab(FakeServer):
         name = request.query.get("username", "")
         found = [{"id": i, "username": n, "state": "active"} for n, i in self.model.users.items() if n == name]
         return Response(200, found)
+
+    def release_json(self, release: ReleaseEntry) -> dict[str, Any]:
+        page = f"https://gitlab.example/{self.model.owner}/{self.model.name}/-/releases/{release.tag}"
+        data: dict[str, Any] = {
+            "tag_name": release.tag,
+            "name": release.title or release.tag,
+            "description": release.body,
+            "created_at": iso(release.published_at),
+            "released_at": iso(release.published_at),
+            "upcoming_release": False,
+            "author": {"username": "release-bot"},
+            "commit_path": f"/{self.model.owner}/{self.model.name}/-/commit/{'0' * 40}",
+            "tag_path": f"/{self.model.owner}/{self.model.name}/-/tags/{release.tag}",
+            "assets": {"count": 0, "sources": [], "links": []},
+        }
+        if release.web_url is not None:
+            data["_links"] = {"self": page if release.web_url == "" else release.web_url}
+        return data
+
+    def list_releases(self, request: Request, project: str) -> Response:
+        if not self.known(project):
+            return self.error(404, "404 Project Not Found")
+        # GitLab has no drafts: every release is listed, by released_at, newest first.
+        listed = [r for r in self.model.releases_newest_first() if not r.draft]
+        chunk, headers = self.page(request, listed)
+        return Response(200, [self.release_json(r) for r in chunk], headers)

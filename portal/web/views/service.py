@@ -78,6 +78,7 @@ def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
         "environments": environments,
         "unmanaged": unmanaged,
         "can_act": has_role(request.user, Role.MEMBER),
+        "source_url": links.repository_url(service.source_repository),
     }
     return render(request, template, context)
 

@@ -167,3 +167,55 @@ def test_no_release_read_is_not_reported_as_up_to_date(client, users, catalog):
     assert "No release has been read from a container registry yet" in html
     assert "Every application runs the newest release" not in html
     assert "ghcr.io unreachable: connection refused" in html
+
+
+def _matrix(client) -> str:
+    return client.get(reverse("matrix")).content.decode()
+
+
+def test_the_matrix_offers_open_pr_in_each_cell_that_runs_behind(client, users, fleet, catalog):
+    from html import unescape
+    from urllib.parse import urlsplit
+
+    from django.http import QueryDict
+
+    from portal.delivery.views_pr import Item, parse_items
+
+    html = _matrix(login(client, users, "member"))
+    assert html.count("Open PR → 1.7.0") == 2  # dev (1.6.0) and prod (1.6.1); payments runs its newest
+    links = [unescape(part.split('"', 1)[0]) for part in html.split('class="open-pr" href="')[1:]]
+    items = {parse_items(QueryDict(urlsplit(link).query))[1][0] for link in links}
+    assert items == {Item(fleet["dev"].pk, "checkout", "1.7.0"), Item(fleet["prod"].pk, "checkout", "1.7.0")}
+    assert all(urlsplit(link).path == reverse("pr-preview") for link in links)
+
+    assert "Open PR" not in _matrix(login(client, users, "viewer"))
+
+
+def test_the_matrix_points_to_an_open_pr_and_offers_nothing_where_git_pins_the_target(client, users, fleet,
+                                                                                        catalog):
+    PullRequest.objects.create(kind="upgrade", services=["checkout"], environment="dev", repository="r",
+                               forge_kind="github", number=12, title="Update checkout to 1.7.0 in dev",
+                               url="https://github.com/acme/gitops/pull/12", branch="portal/checkout-1.7.0-dev",
+                               base_branch="main", state="open", to_version="1.7.0")
+    GitPin.objects.create(app=fleet["prod"], service=catalog.checkout, version="1.7.0", path="k.yaml", line=4,
+                          read_at=timezone.now())
+    html = _matrix(login(client, users, "member"))
+    assert 'href="https://github.com/acme/gitops/pull/12"' in html and "PR #12 → 1.7.0" in html
+    assert "Open PR → 1.7.0" not in html  # prod: merged in Git, waiting to deploy
+    assert "Git pins 1.7.0" in html
+
+
+def test_the_matrix_with_upgrade_offers_keeps_its_query_count(client, users, fleet, catalog):
+    client = login(client, users, "member")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("matrix")).status_code == 200
+        return len(queries)
+
+    few = count()
+    for i in range(6):
+        seed_app(catalog.staging_cluster, f"checkout-s{i}", service=catalog.checkout, version="1.6.0")
+        seed_app(catalog.prod_us, f"payments-{i}", service=catalog.payments, version="3.0.0")
+    assert "Open PR → 3.1.0" in _matrix(client)
+    assert count() == few

@@ -90,6 +90,35 @@ def _matching_pr(prs: list[PullRequest], service: str, environment: str, target:
     return None
 
 
+class UpgradeTargets:
+    """The newest acceptable release of many services at once, for every page that offers
+    "Open PR → X": three queries (policies, tags, open pull requests) whatever the number of
+    applications, and each (service, running version) judged once."""
+
+    def __init__(self, services: list[Service], today: date | None = None) -> None:
+        self.today = today or timezone.now().date()
+        self.policies = _policies(services)
+        self.tags, self.notes = _tags(services)
+        self.prs = _open_prs()
+        self._judged: dict[tuple[int, str], str | None] = {}
+
+    @staticmethod
+    def current(versions: list[str]) -> str | None:
+        """The oldest version that reads as one: the one a pull request moves away from."""
+        readable = [v for v in versions if parse_tag(v) is not None]
+        return sort_tags(readable)[0] if readable else None
+
+    def target(self, service_id: int, current: str) -> str | None:
+        key = (service_id, current)
+        if key not in self._judged:
+            policy = self.policies.get(service_id, VersionPolicy())
+            self._judged[key] = newest_acceptable(current, self.tags.get(service_id, []), policy, self.today)
+        return self._judged[key]
+
+    def open_pr(self, service: str, environment: str, target: str) -> PullRequest | None:
+        return _matching_pr(self.prs, service, environment, target)
+
+
 def behind(
     *,
     service: Service | None = None,
@@ -114,23 +143,17 @@ def behind(
         services = [s for s in services if s.pk == service.pk]
     if not services:
         return []
-    policies = _policies(services)
-    tags, notes = _tags(services)
+    targets = UpgradeTargets(services, today)
     pins = pinned_versions([a.pk for a in apps])
-    prs = _open_prs()
     found: list[Behind] = []
     wanted = {s.pk for s in services}
     for app in apps:
         for svc in app.services.all():
             if svc.pk not in wanted:
                 continue
-            versions = [v for v in (app.running or {}).get(svc.name) or [] if parse_tag(v) is not None]
-            if not versions:
-                continue
-            current = sort_tags(versions)[0]
-            policy = policies.get(svc.pk, VersionPolicy())
-            target = newest_acceptable(current, tags.get(svc.pk, []), policy, today)
-            if target is None:
+            current = targets.current((app.running or {}).get(svc.name) or [])
+            target = targets.target(svc.pk, current) if current else None
+            if current is None or target is None:
                 continue
             found.append(
                 Behind(
@@ -140,8 +163,8 @@ def behind(
                     target=target,
                     jump=jump(current, target) or "patch",
                     pinned=pins.get((app.pk, svc.name), []),
-                    open_pr=_matching_pr(prs, svc.name, app.cluster.environment.name, target),
-                    notes_url=notes.get((svc.pk, target)),
+                    open_pr=targets.open_pr(svc.name, app.cluster.environment.name, target),
+                    notes_url=targets.notes.get((svc.pk, target)),
                 )
             )
     found.sort(key=lambda b: (b.service.name, b.app.cluster.environment.order, b.app.cluster.name, b.app.name))

@@ -1,62 +1,128 @@
 """Matrix cells and overview tiles rendered in Python: a fleet of 300 services has thousands
-of lines, and the template engine's per-node cost made these the slowest pages. Every
-value is escaped."""
+of lines, and the template engine's per-node cost made these the slowest pages.
+
+One `Renderer` per request: it looks up the viewer's timezone and the clock once, not per
+line. Every value from a cluster or the catalog is escaped (`html.escape` with quotes,
+as Django's `escape` does, without its lazy-string wrapper per call).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from html import escape
+from urllib.parse import quote
+
 from django.urls import reverse
-from django.utils.html import escape
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from portal.web.fleet import Cell, ServiceRow
+from portal.web.fleet import Cell, CellLine, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
 
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
 
 
-def cell_html(cell: Cell) -> SafeString:
-    shown = cell.shown
-    if not shown:
-        return mark_safe('<span class="muted">—</span>')  # noqa: S308 - constant
-    parts = []
-    for line in shown:
-        where = ""
-        if len(shown) > 1 or line.flags:
-            label = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
-            where = f' <span class="muted">{escape(label)}</span>'
-        badges = "".join(f' <span class="badge {escape(f.severity)}">{escape(f.label)}</span>' for f in line.flags)
-        versions = escape(", ".join(line.versions)) if line.versions else "—"
-        pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if line.pins else ""
-        parts.append(
-            f'<span class="cell-line" title="{escape(line.title)}"><span class="mono">{versions}</span>'
-            f"{where}{badges}{pins}</span>"
-        )
-    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+@dataclass(frozen=True)
+class Offer:
+    """"Open PR → 1.7.0" for a line that runs older than the newest acceptable release."""
+
+    target: str
+    href: str  # the pull request preview, the Updates page when too many apps, or the open PR
+    title: str
+    label: str = ""  # "Open PR → 1.7.0" unless said otherwise ("PR #12 → 1.7.0")
 
 
-def tile_html(row: ServiceRow) -> SafeString:
-    service = row.service
-    team = f' <span class="muted">· {escape(service.team)}</span>' if service.team else ""
-    url = reverse("service", kwargs={"name": service.name})
-    parts = [
-        f'<article class="tile{" attention" if row.attention else ""}" data-service="{escape(service.name)}">',
-        f'<h3><a href="{escape(url)}">{escape(service.name)}</a>{team}</h3><dl>',
-    ]
-    for cell in row.cells:
-        versions = cell.versions
-        shown = '<span class="muted">—</span>'
-        if versions:
-            shown = f'<span class="mono">{escape(", ".join(versions))}</span>'
-        parts.append(f"<dt>{escape(cell.environment.name)}</dt><dd>{shown}</dd>")
-    parts.append("</dl>")
-    flags = row.flags
-    for flag in flags[:TILE_FLAGS]:
-        title = f"{flag.app} on {flag.cluster} since {localstamp(flag.since)}"
-        parts.append(
-            f'<div><span class="badge {escape(flag.severity)}" title="{escape(title)}">{escape(flag.label)}</span> '
-            f'<span class="muted">{escape(flag.cluster)} · for {escape(duration_since(flag.since))}</span></div>'
-        )
-    if len(flags) > TILE_FLAGS:
-        parts.append(f'<div class="muted">and {len(flags) - TILE_FLAGS} more: see the service page</div>')
-    parts.append("</article>")
-    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+# (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
+Offers = Callable[[ServiceRow, CellLine], Offer | None]
+
+EMPTY = '<span class="muted">—</span>'
+
+
+class Renderer:
+    def __init__(self, offers: Offers | None = None) -> None:
+        self.zone: tzinfo = timezone.get_current_timezone()
+        self.offers = offers
+
+    def stamp(self, value: datetime) -> str:
+        return value.astimezone(self.zone).strftime("%a %Y-%m-%d %H:%M %Z")
+
+    def title(self, line: CellLine) -> str:
+        parts = [", ".join(line.clusters)]
+        if line.pins:
+            parts.append(line.pins)
+        for flag in line.flags:
+            if flag.since:
+                parts.append(f"{flag.label} since {self.stamp(flag.since)} ({flag.app})")
+        return " · ".join(parts)
+
+    def cell(self, row: ServiceRow, cell: Cell) -> SafeString:
+        lines = cell.lines
+        if not lines:
+            return mark_safe(EMPTY)  # noqa: S308 - constant
+        parts = []
+        for line in lines:
+            where = ""
+            if len(lines) > 1 or line.flags:
+                label = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
+                where = f' <span class="muted">{escape(label)}</span>'
+            badges = "".join(f' <span class="badge {escape(f.severity)}">{escape(f.label)}</span>' for f in line.flags)
+            versions = escape(", ".join(line.versions)) if line.versions else "—"
+            pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if line.pins else ""
+            offer = self.offers(row, line) if self.offers and line.versions else None
+            action = ""
+            if offer is not None:
+                label = escape(offer.label or f"Open PR → {offer.target}")
+                action = f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
+
+            parts.append(
+                f'<span class="cell-line" title="{escape(self.title(line))}"><span class="mono">{versions}</span>'
+                f"{where}{badges}{pins}{action}</span>"
+            )
+        return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+    def tile(self, row: ServiceRow) -> SafeString:
+        service = row.service
+        team = f' <span class="muted">· {escape(service.team)}</span>' if service.team else ""
+        url = reverse("service", kwargs={"name": service.name})
+        parts = [
+            f'<article class="tile{" attention" if row.attention else ""}" data-service="{escape(service.name)}">',
+            f'<h3><a href="{escape(url)}">{escape(service.name)}</a>{team}</h3><dl>',
+        ]
+        for cell in row.cells:
+            versions = cell.versions
+            shown = f'<span class="mono">{escape(", ".join(versions))}</span>' if versions else EMPTY
+            parts.append(f"<dt>{escape(cell.environment.name)}</dt><dd>{shown}</dd>")
+        parts.append("</dl>")
+        flags = row.flags
+        for flag in flags[:TILE_FLAGS]:
+            title = f"{flag.app} on {flag.cluster} since {localstamp(flag.since)}"
+            parts.append(
+                f'<div><span class="badge {escape(flag.severity)}" title="{escape(title)}">{escape(flag.label)}</span> '
+                f'<span class="muted">{escape(flag.cluster)} · for {escape(duration_since(flag.since))}</span></div>'
+            )
+        if len(flags) > TILE_FLAGS:
+            parts.append(f'<div class="muted">and {len(flags) - TILE_FLAGS} more: see the service page</div>')
+        parts.append("</article>")
+        return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+
+def render_matrix(rows: list[ServiceRow], offers: Offers | None = None) -> None:
+    """Give every cell its HTML (`cell.rendered`) in one pass."""
+    renderer = Renderer(offers)
+    for row in rows:
+        for cell in row.cells:
+            cell.rendered = renderer.cell(row, cell)
+
+
+def render_tiles(rows: list[ServiceRow]) -> None:
+    renderer = Renderer()
+    for row in rows:
+        row.rendered = renderer.tile(row)
+
+
+def preview_href(kind: str, items: list[str]) -> str:
+    """The pull request preview for `app:service:version` items."""
+    query = "&".join(f"item={quote(item, safe=':')}" for item in items)
+    return f"{reverse('pr-preview')}?kind={quote(kind)}&{query}&mode=grouped"

@@ -71,7 +71,9 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     keys = ("cluster", "environment", "tool", "project", "status", "q", "attention", "sort")
     params = {key: request.GET.get(key, "").strip() for key in keys}
     now = timezone.now()
-    paginator = Paginator(filtered_apps(params, now), PAGE_SIZE)
+    # The list never shows the raw object or its history: a page of 50 need not decode them.
+    apps = filtered_apps(params, now).defer("raw", "history", "conditions", "sources", "synced_revisions")
+    paginator = Paginator(apps, PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
     query = urlencode({k: v for k, v in params.items() if v})

@@ -2,14 +2,75 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
-from portal.accounts.roles import Role, requires_role
-from portal.web.fleet import service_rows
+from forges.planning import UPGRADE
+from gitops.models import RunningVersion
+from portal.accounts.roles import Role, has_role, requires_role
+from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.upgrades import UpgradeTargets
+from portal.web.cells import Offer, preview_href, render_matrix
+from portal.web.fleet import CellLine, ServiceRow, service_rows
+from portal.web.links import safe_http_url
 
 
 @requires_role(Role.VIEWER)
 def matrix(request: HttpRequest) -> HttpResponse:
     environments, rows = service_rows()
+    offers = upgrade_offers(rows) if has_role(request.user, Role.MEMBER) else {}
+    render_matrix(rows, lambda row, line: offers.get(id(line)))
     context = {"environments": environments, "rows": rows}
     template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
     return render(request, template, context)
+
+
+def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
+    """"Open PR → X" for each line that runs older than the newest release its service's
+    policy accepts, keyed by the line's id(). Four queries, whatever the fleet size: the
+    targets, then the applications of only the lines that are behind."""
+    targets = UpgradeTargets([row.service for row in rows])
+    behind: list[tuple[ServiceRow, CellLine, str, str]] = []
+    for row in rows:
+        for cell in row.cells:
+            for line in cell.lines:
+                current = UpgradeTargets.current(line.versions)
+                target = targets.target(row.service.id, current) if current else None
+                # Git already pinning the target means merged and waiting to deploy: nothing to propose.
+                if current and target and target not in line.pinned:
+                    behind.append((row, line, current, target))
+    if not behind:
+        return {}
+    clusters = {int(c) for _, line, _, _ in behind for c in line.cluster_ids}
+    apps: dict[tuple[int, int], set[int]] = {}
+    for service_id, cluster_id, app_id in (
+        RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
+        .exclude(app=None)
+        .values_list("service_id", "cluster_id", "app_id")
+        .distinct()
+    ):
+        apps.setdefault((service_id, cluster_id), set()).add(app_id)
+
+    offers: dict[int, Offer] = {}
+    for row, line, current, target in behind:
+        service = row.service
+        environment = next(cell.environment.name for cell in row.cells if line in cell.lines)
+        pr = targets.open_pr(service.name, environment, target)
+        if pr is not None:
+            # Proposed already: the pull request, not a second one (a forge URL is shown only if http(s)).
+            link = safe_http_url(pr.url)
+            if link:
+                offers[id(line)] = Offer(target, link, f"pull request #{pr.number} already proposes {target}",
+                                         label=f"PR #{pr.number} → {target}")
+            continue
+        app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, int(c)), ())})
+        if not app_ids:
+            continue
+        where = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
+        title = f"{service.name} runs {current} on {where}; the newest release its policy accepts is {target}"
+        if len(app_ids) > MAX_CHANGES_PER_PR:
+            href = reverse("updates") + f"#service-{service.name}"
+            title += f" ({len(app_ids)} applications: choose them on the Updates page)"
+        else:
+            href = preview_href(UPGRADE, [f"{app_id}:{service.name}:{target}" for app_id in app_ids])
+        offers[id(line)] = Offer(target, href, title)
+    return offers

@@ -5,6 +5,7 @@ from django.shortcuts import render
 
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster
+from portal.web.cells import render_tiles
 from portal.web.fleet import fleet_counts, service_rows
 
 
@@ -13,6 +14,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     environments, rows = service_rows()
     # Tiles needing attention first, then by name: what is wrong is what people look for.
     rows.sort(key=lambda row: (not row.attention, row.service.name))
+    render_tiles(rows)
     context = {
         "environments": environments,
         "rows": rows,

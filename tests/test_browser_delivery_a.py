@@ -104,3 +104,24 @@ def test_ticking_two_lines_previews_one_pull_request_each(page, seeded):
     page.wait_for_url("**/pr/preview?**")
     titles = page.locator("section.preview h3").all_inner_texts()
     assert titles == ["Update checkout to 1.7.0 in prod", "Update payments to 2.5.1 in prod"]
+
+
+def test_matrix_cell_offers_open_pr_then_points_to_the_opened_one(page, seeded, github):
+    login(page, seeded)
+    page.goto(f"{seeded.url}/matrix")
+    prod = page.locator("tr[data-service=checkout] td.cell").nth(2)
+    offer = prod.locator("a.open-pr")
+    assert offer.inner_text() == "Open PR → 1.7.0"
+    assert "newest release its policy accepts is 1.7.0" in offer.get_attribute("title")
+    screenshot(page, "matrix-open-pr")
+
+    offer.click()
+    page.wait_for_url("**/pr/preview?**")
+    assert page.locator("h3").first.inner_text() == "Update checkout to 1.7.0 in prod"
+    page.click("button:has-text('Open pull request')")
+    page.wait_for_url("**/pr/opened?**")
+
+    page.goto(f"{seeded.url}/matrix")
+    link = page.locator("tr[data-service=checkout] td.cell").nth(2).locator("a.open-pr")
+    assert link.inner_text() == "PR #1 → 1.7.0"
+    assert link.get_attribute("href") == PullRequest.objects.get().url

@@ -48,10 +48,10 @@ class Renderer:
     def stamp(self, value: datetime) -> str:
         return value.astimezone(self.zone).strftime("%a %Y-%m-%d %H:%M %Z")
 
-    def title(self, line: CellLine) -> str:
+    def title(self, line: CellLine, pins: str) -> str:
         parts = [", ".join(line.clusters)]
-        if line.pins:
-            parts.append(line.pins)
+        if pins:
+            parts.append(pins)
         for flag in line.flags:
             if flag.since:
                 parts.append(f"{flag.label} since {self.stamp(flag.since)} ({flag.app})")
@@ -69,15 +69,17 @@ class Renderer:
                 where = f' <span class="muted">{escape(label)}</span>'
             badges = "".join(f' <span class="badge {escape(f.severity)}">{escape(f.label)}</span>' for f in line.flags)
             versions = escape(", ".join(line.versions)) if line.versions else "—"
-            pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if line.pins else ""
+            summary = line.pins
+            pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if summary else ""
             offer = self.offers(row, line) if self.offers and line.versions else None
             action = ""
             if offer is not None:
                 label = escape(offer.label or f"Open PR → {offer.target}")
                 action = f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
 
+            title = escape(self.title(line, summary))
             parts.append(
-                f'<span class="cell-line" title="{escape(self.title(line))}"><span class="mono">{versions}</span>'
+                f'<span class="cell-line" title="{title}"><span class="mono">{versions}</span>'
                 f"{where}{badges}{pins}{action}</span>"
             )
         return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped

@@ -233,10 +233,14 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
     for (service_id, cluster_id), found in flags.items():
         if cluster_id in names and (service_id, cluster_id) not in flagged_lines:
             flagged_lines[(service_id, cluster_id)] = CellLine([], [names[cluster_id]], found, [], [cluster_id])
+    # What is wrong comes first in its cell, by cluster name; then the quiet lines.
+    problems: dict[tuple[int, int], list[CellLine]] = defaultdict(list)
     for (service_id, cluster_id), line in sorted(flagged_lines.items(), key=lambda item: item[1].clusters[0]):
         index = env_index.get(env_of.get(cluster_id))
         if index is not None:
-            lines[(service_id, index)].append(line)
+            problems[(service_id, index)].append(line)
+    for key, found in problems.items():
+        lines[key] = found + lines.get(key, [])
 
     rows = []
     for service in services:

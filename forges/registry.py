@@ -81,7 +81,8 @@ def forge_for(
         raise NotConfigured(f"no forge is configured for {ref.host} ({ref.kind})")
     token = env.get(config.token_env, "")
     if not token:
-        raise NotConfigured(f"{config.token_env} is not set, so the portal cannot write to {ref.host}")
+        # Names the variable, never a value; worded for reads (pins, release notes) and writes alike.
+        raise NotConfigured(f"no token for {ref.host} ({ref.kind}): set {config.token_env}")
     if config.kind == GITHUB:
         from forges.github import GitHubForge
 

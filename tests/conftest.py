@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.fleet"]
+pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.celery_state", "tests.fixtures.fleet"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

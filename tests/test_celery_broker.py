@@ -10,9 +10,12 @@ from celery.contrib.testing.worker import start_worker
 
 from portal.catalog.tasks import ping
 from portal.celery import app as portal_app
+from tests.fixtures.celery_state import restored_celery_state
 
 
-def test_task_round_trips_through_the_configured_broker():
+# An embedded worker makes its app the current and default app, writes `include` into the
+# config and sets up logging: `celery_state` puts all of it back for the tests that follow.
+def test_task_round_trips_through_the_configured_broker(celery_state):
     transport = portal_app.connection_for_write().transport_cls
     if os.environ.get("REDIS_URL"):
         assert transport == "redis", "REDIS_URL is set, so the portal must use Redis"
@@ -22,7 +25,7 @@ def test_task_round_trips_through_the_configured_broker():
         assert ping.delay("configured").get(timeout=20) == "pong:configured"
 
 
-def test_task_round_trips_through_the_serverless_broker(tmp_path):
+def test_task_round_trips_through_the_serverless_broker(tmp_path, celery_state):
     queue = tmp_path / "queue"
     queue.mkdir()
     app = Celery("serverless", broker="filesystem://", backend=f"file://{tmp_path / 'results'}")
@@ -38,6 +41,22 @@ def test_task_round_trips_through_the_serverless_broker(tmp_path):
 
     with start_worker(app, perform_ping_check=False, pool="solo", loglevel="WARNING"):
         assert add.delay(2, 3).get(timeout=20) == 5
+
+
+def test_config_set_in_a_test_is_taken_back_so_django_settings_apply_again(settings):
+    with restored_celery_state():
+        portal_app.conf.task_always_eager = True
+        portal_app.conf.task_always_eager = False  # "restoring" by assignment still shadows the setting
+    assert "task_always_eager" not in portal_app.conf.changes
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    assert portal_app.conf.task_always_eager is True
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    assert portal_app.conf.task_always_eager is False
+
+
+def test_eager_celery_runs_tasks_in_process_and_leaves_nothing_behind(eager_celery):
+    assert portal_app.conf.task_always_eager is True
+    assert ping.delay("eager").get() == "pong:eager"
 
 
 @pytest.mark.redis

@@ -48,7 +48,7 @@ def test_api_bases_name_their_web_hosts() -> None:
 
 
 def test_a_missing_token_or_forge_is_named_without_any_secret() -> None:
-    with pytest.raises(NotConfigured, match="PORTAL_GITOPS_TOKEN is not set"):
+    with pytest.raises(NotConfigured, match="no token for github.com .*: set PORTAL_GITOPS_TOKEN"):
         forge_for("https://github.com/acme/gitops", {}, demo=False)
     with pytest.raises(NotConfigured, match="no forge is configured for github.com"):
         forge_for("https://github.com/acme/gitops", ENV, demo=False)
@@ -62,6 +62,32 @@ def test_a_missing_token_or_forge_is_named_without_any_secret() -> None:
 
 def policy(**kwargs: object) -> RetryPolicy:
     return RetryPolicy(clock=lambda: 1000.0, sleeper=lambda s: None, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "variable", "host"),
+    [
+        ("https://ghe.corp.example/acme/gitops.git", "PORTAL_GITOPS_TOKEN", "ghe.corp.example"),
+        ("https://gitlab.corp.example/platform/gitops.git", "PORTAL_GITOPS_GITLAB_TOKEN", "gitlab.corp.example"),
+        ("https://example.com/gitea/acme/gitops.git", "PORTAL_GITOPS_GITEA_TOKEN", "example.com"),
+    ],
+)
+@pytest.mark.parametrize("unset", ["missing", "empty"])
+def test_a_missing_token_names_its_variable_and_host_never_a_token(url: str, variable: str, host: str,
+                                                                  unset: str) -> None:
+    # The other forges' tokens are set: none of them may appear, and the wording fits a read
+    # (release notes, pins) as well as a write.
+    env = {name: value for name, value in ENV.items() if name != variable}
+    if unset == "empty":
+        env[variable] = ""
+    credentialed = url.replace("https://", f"https://x-access-token:{SECRET}@")
+
+    for repository in (url, credentialed):
+        with pytest.raises(NotConfigured) as raised:
+            forge_for(repository, env, demo=False)
+        message = str(raised.value)
+        assert message.startswith(f"no token for {host} (") and message.endswith(f": set {variable}")
+        assert SECRET not in message and "write" not in message
 
 
 def test_policy_waits() -> None:

@@ -214,7 +214,7 @@ FAILURES = {
     "repository gone": "404",
     "token refused": "401",
     "rate limited": "rate limited",
-    "no token": "PORTAL_GITOPS_TOKEN is not set",
+    "no token": "set PORTAL_GITOPS_TOKEN",
 }
 
 

@@ -4,7 +4,6 @@ and bearer-token auth, paging, errors without secrets; then polling into Release
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -300,16 +299,6 @@ def test_poll_with_bad_credentials_records_an_error_without_the_secret(
     report = poll_service(service)
     assert not report.ok and "$REG_USER/$REG_PASS were refused" in report.error
     assert WRONG_PASSWORD not in RegistryPoll.objects.get(service=service).last_error
-
-
-@pytest.fixture
-def eager_celery() -> Iterator[None]:
-    from portal.celery import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
 
 
 def test_beat_task_fans_out_one_poll_per_service(

@@ -239,8 +239,8 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
         index = env_index.get(env_of.get(cluster_id))
         if index is not None:
             problems[(service_id, index)].append(line)
-    for key, found in problems.items():
-        lines[key] = found + lines.get(key, [])
+    for cell_key, first in problems.items():
+        lines[cell_key] = first + lines.get(cell_key, [])
 
     rows = []
     for service in services:

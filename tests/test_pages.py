@@ -58,6 +58,27 @@ def test_overview_sorts_tiles_needing_attention_first(viewer_client, catalog):
     assert response.context["counts"]["attention"] == 1
 
 
+def test_a_tile_shows_its_worst_problems_first_and_counts_the_rest(viewer_client, catalog):
+    long_ago = timedelta(hours=1)
+    for i in range(3):
+        seed_app(catalog.prod_us, f"payments-oos-{i}", service=catalog.payments, sync="OutOfSync", since=long_ago)
+    seed_app(catalog.staging_cluster, "payments-staging", service=catalog.payments, health="Degraded", since=long_ago)
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.6.0", health="Missing",
+             since=long_ago)
+    seed_app(catalog.dev_cluster, "payments-dev", service=catalog.payments, version="2.7.0-rc.1")
+    seed_app(catalog.prod_eu, "payments-new", service=catalog.payments, health="Degraded", since=timedelta(minutes=2))
+    html = viewer_client.get(reverse("overview")).content.decode()
+    tile = html[html.index('data-service="payments"'):]
+    tile = tile[: tile.index("</article>")]
+    # Degraded and missing before out of sync, then by environment order: staging before prod.
+    assert tile.index("Argo: degraded") < tile.index("Argo: missing") < tile.index("Argo: out of sync")
+    assert tile.count('class="badge') == 4  # the first four of five apps past the grace period
+    assert "and 1 more: see the service page" in tile
+    assert "payments-new" not in tile  # two minutes degraded: not news yet
+    assert "<dt>dev</dt><dd><span class=\"mono\">2.7.0-rc.1</span>" in tile
+    assert "<dt>prod</dt><dd><span class=\"mono\">1.0.0, 2.6.0</span>" in tile
+
+
 def test_sync_window_badge_says_until_when_and_disappears_once_closed(viewer_client, catalog):
     now = timezone.now()
     seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, sync="OutOfSync",

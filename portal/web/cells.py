@@ -20,8 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from portal.web.fleet import Cell, CellLine, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
-
-TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
+from portal.web.tiles import Tile
 
 
 @dataclass(frozen=True)
@@ -84,28 +83,27 @@ class Renderer:
             )
         return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
-    def tile(self, row: ServiceRow) -> SafeString:
-        service = row.service
+    def tile(self, tile: Tile) -> SafeString:
+        service = tile.service
         team = f' <span class="muted">· {escape(service.team)}</span>' if service.team else ""
         url = reverse("service", kwargs={"name": service.name})
         parts = [
-            f'<article class="tile{" attention" if row.attention else ""}" data-service="{escape(service.name)}">',
+            f'<article class="tile{" attention" if tile.attention else ""}" data-service="{escape(service.name)}">',
             f'<h3><a href="{escape(url)}">{escape(service.name)}</a>{team}</h3><dl>',
         ]
-        for cell in row.cells:
-            versions = cell.versions
+        for environment, versions in tile.versions:
             shown = f'<span class="mono">{escape(", ".join(versions))}</span>' if versions else EMPTY
-            parts.append(f"<dt>{escape(cell.environment.name)}</dt><dd>{shown}</dd>")
+            parts.append(f"<dt>{escape(environment.name)}</dt><dd>{shown}</dd>")
         parts.append("</dl>")
-        flags = row.flags
-        for flag in flags[:TILE_FLAGS]:
+        for flag in tile.flags:
             title = f"{flag.app} on {flag.cluster} since {localstamp(flag.since)}"
             parts.append(
                 f'<div><span class="badge {escape(flag.severity)}" title="{escape(title)}">{escape(flag.label)}</span> '
                 f'<span class="muted">{escape(flag.cluster)} · for {escape(duration_since(flag.since))}</span></div>'
             )
-        if len(flags) > TILE_FLAGS:
-            parts.append(f'<div class="muted">and {len(flags) - TILE_FLAGS} more: see the service page</div>')
+        more = tile.problem_apps - len({(flag.cluster, flag.app) for flag in tile.flags})
+        if more > 0:
+            parts.append(f'<div class="muted">and {more} more: see the service page</div>')
         parts.append("</article>")
         return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
@@ -118,10 +116,10 @@ def render_matrix(rows: list[ServiceRow], offers: Offers | None = None) -> None:
             cell.rendered = renderer.cell(row, cell)
 
 
-def render_tiles(rows: list[ServiceRow]) -> None:
+def render_tiles(tiles: list[Tile]) -> None:
     renderer = Renderer()
-    for row in rows:
-        row.rendered = renderer.tile(row)
+    for tile in tiles:
+        tile.rendered = renderer.tile(tile)
 
 
 def preview_href(kind: str, items: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""Read side for the overview and the matrix: a fixed handful of queries, whatever the fleet size.
+"""Read side for the matrix (and the counts atop the overview): a fixed handful of queries,
+whatever the fleet size.
 
 Everything here reads the store only; nothing reaches a cluster or a forge.
 """
@@ -74,18 +75,13 @@ class Cell:
 class ServiceRow:
     service: Service
     cells: list[Cell]
-    rendered: str = ""  # its overview tile, set by portal.web.cells.render_tiles
 
     @property
     def attention(self) -> bool:
         return any(cell.attention for cell in self.cells)
 
-    @property
-    def flags(self) -> list[Flag]:
-        return [flag for cell in self.cells for line in cell.lines for flag in line.flags]
 
-
-class _EpochSeconds(Func):
+class EpochSeconds(Func):
     """A timestamp as seconds since 1970 (a float): the driver reads a float in C, where
     Django reads each timestamptz through Python, which made a thousand problems cost
     more than the query that found them."""
@@ -101,7 +97,8 @@ class _EpochSeconds(Func):
         return self.as_sql(compiler, connection, template=template, **extra)
 
 
-def _stamp(seconds: float | None) -> datetime | None:
+def stamp(seconds: float | None) -> datetime | None:
+    """An `EpochSeconds` value back as an aware datetime."""
     return None if seconds is None else datetime.fromtimestamp(round(seconds, 6), UTC)
 
 
@@ -115,7 +112,7 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
             Q(gitopsapp__sync_status="OutOfSync", gitopsapp__sync_since__lte=cutoff)
             | Q(gitopsapp__health_status__in=ATTENTION_HEALTH, gitopsapp__health_since__lte=cutoff)
         )
-        .annotate(sync_at=_EpochSeconds("gitopsapp__sync_since"), health_at=_EpochSeconds("gitopsapp__health_since"))
+        .annotate(sync_at=EpochSeconds("gitopsapp__sync_since"), health_at=EpochSeconds("gitopsapp__health_since"))
         .values_list(
             "service_id", "gitopsapp__cluster_id", "gitopsapp__cluster__name", "gitopsapp__tool", "gitopsapp__name",
             "gitopsapp__sync_status", "sync_at", "gitopsapp__health_status", "health_at",
@@ -128,9 +125,9 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
         tool = TOOL_LABEL.get(tool, tool)
         found = flags[(service_id, cluster_id)]
         if health in ATTENTION_HEALTH and health_at is not None and health_at <= limit:
-            found.append(Flag(f"{tool}: {health.lower()}", _stamp(health_at), cluster, name, "bad"))
+            found.append(Flag(f"{tool}: {health.lower()}", stamp(health_at), cluster, name, "bad"))
         if sync == "OutOfSync" and sync_at is not None and sync_at <= limit:
-            found.append(Flag(f"{tool}: out of sync", _stamp(sync_at), cluster, name, "warn"))
+            found.append(Flag(f"{tool}: out of sync", stamp(sync_at), cluster, name, "warn"))
     return flags
 
 

@@ -6,18 +6,17 @@ from django.shortcuts import render
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster
 from portal.web.cells import render_tiles
-from portal.web.fleet import fleet_counts, service_rows
+from portal.web.fleet import fleet_counts
+from portal.web.tiles import service_tiles
 
 
 @requires_role(Role.VIEWER)
 def overview(request: HttpRequest) -> HttpResponse:
-    environments, rows = service_rows()
     # Tiles needing attention first, then by name: what is wrong is what people look for.
-    rows.sort(key=lambda row: (not row.attention, row.service.name))
-    render_tiles(rows)
+    tiles = service_tiles()
+    render_tiles(tiles)
     context = {
-        "environments": environments,
-        "rows": rows,
+        "tiles": tiles,
         "counts": fleet_counts(),
         "has_clusters": Cluster.objects.exists(),
     }

@@ -1,0 +1,108 @@
+"""Read side for the overview: a tile per service, its versions per environment and its
+first few problems. Three queries that return at most a row per (service, environment)
+and a few rows per service, whatever the number of applications: the overview needs no
+per-cluster lines, so it does not pay for them (the matrix does, in portal.web.fleet).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, grace_cutoff
+from portal.catalog.models import Cluster, Environment, Service
+from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
+
+TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
+
+
+@dataclass
+class Tile:
+    service: Service
+    versions: list[tuple[Environment, list[str]]]  # every environment, in order
+    flags: list[Flag] = field(default_factory=list)  # the first TILE_FLAGS problems
+    problem_apps: int = 0  # applications needing attention in all
+    rendered: str = ""  # its HTML, set by portal.web.cells.render_tiles
+
+    @property
+    def attention(self) -> bool:
+        return self.problem_apps > 0
+
+
+def _versions_by_environment() -> dict[tuple[int, int], list[str]]:
+    join = "STRING_AGG(rv.version, ',')" if connection.vendor == "postgresql" else "GROUP_CONCAT(rv.version, ',')"
+    sql = f"""
+        SELECT rv.service_id, c.environment_id, {join}
+        FROM {RunningVersion._meta.db_table} rv
+        JOIN {Cluster._meta.db_table} c ON c.id = rv.cluster_id AND c.enabled
+        GROUP BY rv.service_id, c.environment_id
+    """  # noqa: S608 - table names from the models
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return {(service_id, env_id): sorted(set(joined.split(","))) for service_id, env_id, joined in cursor}
+
+
+def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]]:
+    """Each service's first few apps needing attention (degraded or missing before out of
+    sync, then by environment and cluster) as flags, and how many such apps it has."""
+    cutoff = grace_cutoff(at)
+    unhealthy = Q(gitopsapp__health_status__in=ATTENTION_HEALTH, gitopsapp__health_since__lte=cutoff)
+    out_of_sync = Q(gitopsapp__sync_status="OutOfSync", gitopsapp__sync_since__lte=cutoff)
+    order = [
+        Case(When(unhealthy, then=Value(0)), default=Value(1), output_field=IntegerField()).asc(),
+        F("gitopsapp__cluster__environment__order").asc(),
+        F("gitopsapp__cluster__name").asc(),
+        F("gitopsapp__name").asc(),
+    ]
+    rows = (
+        GitOpsApp.services.through.objects.filter(unhealthy | out_of_sync, gitopsapp__cluster__enabled=True)
+        .annotate(
+            position=Window(RowNumber(), partition_by=[F("service_id")], order_by=order),
+            total=Window(Count("id"), partition_by=[F("service_id")]),
+            sync_at=EpochSeconds("gitopsapp__sync_since"),
+            health_at=EpochSeconds("gitopsapp__health_since"),
+        )
+        .filter(position__lte=TILE_FLAGS)
+        .values_list(
+            "service_id", "total", "gitopsapp__cluster__name", "gitopsapp__tool", "gitopsapp__name",
+            "gitopsapp__sync_status", "sync_at", "gitopsapp__health_status", "health_at",
+        )
+        .order_by("service_id", "position")
+    )
+    limit = cutoff.timestamp()
+    flags: dict[int, list[Flag]] = defaultdict(list)
+    totals: dict[int, int] = {}
+    for service_id, total, cluster, tool, name, sync, sync_at, health, health_at in rows:
+        totals[service_id] = total
+        label = TOOL_LABEL.get(tool, tool)
+        if health in ATTENTION_HEALTH and health_at is not None and health_at <= limit:
+            flags[service_id].append(Flag(f"{label}: {health.lower()}", stamp(health_at), cluster, name, "bad"))
+        if sync == "OutOfSync" and sync_at is not None and sync_at <= limit:
+            flags[service_id].append(Flag(f"{label}: out of sync", stamp(sync_at), cluster, name, "warn"))
+    return flags, totals
+
+
+def service_tiles(at: datetime | None = None) -> list[Tile]:
+    """A tile per service: those needing attention first, then by name."""
+    at = at or timezone.now()
+    environments = list(Environment.objects.all())
+    versions = _versions_by_environment()
+    flags, totals = _first_problems(at)
+    tiles = [
+        Tile(
+            service,
+            [(env, versions.get((service.id, env.id), [])) for env in environments],
+            flags.get(service.id, [])[:TILE_FLAGS],
+            totals.get(service.id, 0),
+        )
+        # Tiles show a service's name and team; its image aliases (JSON) are not read.
+        for service in Service.objects.only("id", "name", "team")
+    ]
+    tiles.sort(key=lambda tile: (not tile.attention, tile.service.name))
+    return tiles

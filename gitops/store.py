@@ -21,7 +21,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
-from gitops.bulkwrite import bulk_insert_rows, bulk_update_rows
+from gitops.bulkwrite import bulk_insert_rows, bulk_update_rows, copy_rows
 from gitops.models import (
     AppProject,
     GitOpsApp,
@@ -193,7 +193,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
         to_update: list[GitOpsApp] = []
         kept: list[GitOpsApp] = []  # existing apps seen again, changed or not
         services_changed: set[str] = set()
-        changes: list[StateChange] = []
+        changes: list[dict[str, Any]] = []  # StateChange rows
         app_services: dict[str, dict[str, list[str]]] = {}
         for row in snapshot.apps:
             if row.kind not in listed:
@@ -220,7 +220,8 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
                 to_create.append(app)
                 services_changed.add(key)
                 changes.append(
-                    StateChange(cluster=cluster, object_key=key, field="presence", old="", new="present", at=at)
+                    {"cluster_id": cluster.id, "object_key": key, "field": "presence", "old": "", "new": "present",
+                     "at": at}
                 )
                 continue
             for name, old, new in (
@@ -230,8 +231,8 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
                 ("revision", app.synced_revision, row.synced_revision),
             ):
                 if old != new:
-                    changes.append(StateChange(cluster=cluster, app=app, object_key=key, field=name,
-                                               old=old[:300], new=new[:300], at=at))
+                    changes.append({"cluster_id": cluster.id, "app_id": app.id, "object_key": key, "field": name,
+                                    "old": old[:300], "new": new[:300], "at": at})
             if app.sync_status != row.sync_status:
                 app.sync_since = at
             if app.health_status != row.health_status:
@@ -251,8 +252,9 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
 
         gone = [a for k, a in existing.items() if k not in seen and a.kind in listed]
         for app in gone:
-            changes.append(StateChange(cluster=cluster, object_key=app_key(app.tool, app.kind, app.namespace, app.name),
-                                       field="presence", old="present", new="gone", at=at))
+            key = app_key(app.tool, app.kind, app.namespace, app.name)
+            changes.append({"cluster_id": cluster.id, "object_key": key, "field": "presence", "old": "present",
+                            "new": "gone", "at": at})
         if gone:
             GitOpsApp.objects.filter(id__in=[a.id for a in gone]).delete()
         bulk_insert_rows(GitOpsApp, to_create)
@@ -267,18 +269,19 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
                 app_key(a.tool, a.kind, a.namespace, a.name): a for a in GitOpsApp.objects.filter(cluster=cluster)
             }
         for change in changes:
-            if change.app_id is None and change.field == "presence" and change.new == "present":
-                change.app = apps_now.get(change.object_key)
-        bulk_insert_rows(StateChange, changes)
+            if change["new"] == "present" and change["field"] == "presence":
+                new_app = apps_now.get(change["object_key"])
+                change["app_id"] = new_app.id if new_app else None
+        copy_rows(StateChange, changes)
         result.state_changes = len(changes)
 
         # Which services each app deploys (M2M), rewritten for new apps and those whose set changed.
         through = GitOpsApp.services.through
         through.objects.filter(gitopsapp_id__in=[apps_now[key].id for key in services_changed]).delete()
-        bulk_insert_rows(
+        copy_rows(
             through,
             [
-                through(gitopsapp_id=apps_now[key].id, service_id=service_ids[service])
+                {"gitopsapp_id": apps_now[key].id, "service_id": service_ids[service]}
                 for key in services_changed
                 for service in app_services[key]
                 if service in service_ids
@@ -365,7 +368,7 @@ def _store_workloads(
     if any(w.id is None for w in to_create):
         saved = list(Workload.objects.filter(cluster=cluster, kind__in=listed_workload_kinds))
 
-    wanted: dict[tuple, RunningVersion] = {}
+    wanted: dict[tuple, dict[str, Any]] = {}  # RunningVersion rows
     after: dict[tuple, set[str]] = defaultdict(set)
     for workload in saved:
         for container in workload.containers:
@@ -375,16 +378,16 @@ def _store_workloads(
                 continue
             service_id = service_ids[service]
             image = container["image"][:500]
-            wanted[(service_id, workload.id, container["container"], version, workload.app_id, image)] = (
-                RunningVersion(cluster=cluster, workload=workload, app_id=workload.app_id, service_id=service_id,
-                               container=container["container"], image=image, version=version)
-            )
+            wanted[(service_id, workload.id, container["container"], version, workload.app_id, image)] = {
+                "cluster_id": cluster.id, "workload_id": workload.id, "app_id": workload.app_id,
+                "service_id": service_id, "container": container["container"], "image": image, "version": version,
+            }
             after[(service_id, (workload.kind, workload.namespace, workload.name))].add(version)
     have = {(sid, wid, c, v, aid, img): rid for rid, sid, wid, c, v, aid, img, *_ in stored_running}
     stale = [rid for key, rid in have.items() if key not in wanted]
     if stale:
         RunningVersion.objects.filter(id__in=stale).delete()
-    bulk_insert_rows(RunningVersion, [rv for key, rv in wanted.items() if key not in have])
+    copy_rows(RunningVersion, [rv for key, rv in wanted.items() if key not in have])
 
     apps_by_workload = {(w.kind, w.namespace, w.name): w.app_id for w in saved}
     version_changes = []

@@ -61,3 +61,21 @@ def test_fingerprint_stands_for_the_object_by_its_resource_version():
     file_a = {**base, "raw": {"metadata": {"name": "a"}, "status": {"sync": "Synced"}}}
     file_b = {**base, "raw": {"metadata": {"name": "a"}, "status": {"sync": "OutOfSync"}}}
     assert fingerprint(file_a) != fingerprint(file_b)
+
+
+def test_rows_copied_without_instances_take_the_model_defaults(db):
+    from gitops.bulkwrite import copy_rows
+
+    env = Environment.objects.create(name="qa", order=1)
+    cluster = Cluster.objects.create(name="qa-1", environment=env)
+    before = timezone.now()
+    copy_rows(StateChange, [
+        {"cluster_id": cluster.id, "object_key": "argo/Application/argocd/a", "field": "sync", "new": "OutOfSync"},
+        {"cluster_id": cluster.id, "object_key": "argo/Application/argocd/b", "field": "health", "old": "Healthy",
+         "new": "Degraded", "at": before},
+    ])
+    rows = {c.object_key.rsplit("/", 1)[1]: c for c in StateChange.objects.filter(cluster=cluster)}
+    assert (rows["a"].old, rows["a"].new, rows["a"].app_id) == ("", "OutOfSync", None)
+    assert rows["a"].at >= before  # the field's default, not NULL
+    assert (rows["b"].old, rows["b"].at) == ("Healthy", before)
+    copy_rows(StateChange, [])  # nothing to write is not an error

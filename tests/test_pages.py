@@ -49,6 +49,26 @@ def test_matrix_marks_a_cell_only_past_the_grace_period(viewer_client, catalog):
     assert "2.5.0" in html and "1.7.0" in html
 
 
+def test_matrix_groups_clusters_with_the_same_problem_and_keeps_each_ones_since(viewer_client, catalog):
+    third = Cluster.objects.create(name="prod-ap-1", environment=catalog.prod, connection=catalog.prod_eu.connection)
+    seed_app(catalog.prod_eu, "payments-eu", service=catalog.payments, version="2.5.0", health="Degraded",
+             since=timedelta(minutes=40))
+    seed_app(catalog.prod_us, "payments-us", service=catalog.payments, version="2.5.0", health="Degraded",
+             since=timedelta(hours=3))
+    seed_app(third, "payments-ap", service=catalog.payments, version="2.4.1")
+    html = viewer_client.get(reverse("matrix")).content.decode()
+    row = html[html.index('data-service="payments"'):]
+    cell = row[row.index('<td class="cell attention">'):]
+    cell = cell[: cell.index("</td>")]
+    lines = cell.split('<span class="cell-line"')[1:]
+    assert len(lines) == 2  # one line for the release degraded on two clusters, one for the healthy one
+    assert "2 clusters" in lines[0] and lines[0].count(">Argo: degraded<") == 1 and "2.5.0" in lines[0]
+    title = lines[0][lines[0].index('title="') + 7:].split('"', 1)[0]
+    assert "payments-eu on prod-eu-1" in title and "payments-us on prod-us-1" in title
+    assert title.count(" since ") == 2
+    assert "prod-ap-1" in lines[1] and "2.4.1" in lines[1] and "badge" not in lines[1]
+
+
 def test_overview_sorts_tiles_needing_attention_first(viewer_client, catalog):
     seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
     seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Missing", since=timedelta(hours=1))

@@ -51,9 +51,11 @@ class Renderer:
         parts = [", ".join(line.clusters)]
         if pins:
             parts.append(pins)
+        several = len(line.clusters) > 1
         for flag in line.flags:
             if flag.since:
-                parts.append(f"{flag.label} since {self.stamp(flag.since)} ({flag.app})")
+                where = f"{flag.app} on {flag.cluster}" if several else flag.app
+                parts.append(f"{flag.label} since {self.stamp(flag.since)} ({where})")
         return " · ".join(parts)
 
     def cell(self, row: ServiceRow, cell: Cell) -> SafeString:
@@ -66,7 +68,8 @@ class Renderer:
             if len(lines) > 1 or line.flags:
                 label = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
                 where = f' <span class="muted">{escape(label)}</span>'
-            badges = "".join(f' <span class="badge {escape(f.severity)}">{escape(f.label)}</span>' for f in line.flags)
+            problems = {(f.severity, f.label): None for f in line.flags}  # each problem once, in order
+            badges = "".join(f' <span class="badge {escape(kind)}">{escape(text)}</span>' for kind, text in problems)
             versions = escape(", ".join(line.versions)) if line.versions else "—"
             summary = line.pins
             pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if summary else ""

@@ -206,7 +206,7 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
         ids: list[int | str]
         if service_id in flagged_services:
             parsed = [int(i) for i in cluster_ids.split(",")]
-            # A cluster with a problem always gets its own line saying where and since when.
+            # A cluster with a problem is kept out of the quiet lines, to say where and since when.
             for cluster_id in [i for i in parsed if (service_id, i) in flags]:
                 flagged_lines[(service_id, cluster_id)] = CellLine(
                     versions, [names[cluster_id]], flags[(service_id, cluster_id)], pinned, [cluster_id]
@@ -230,12 +230,25 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
     for (service_id, cluster_id), found in flags.items():
         if cluster_id in names and (service_id, cluster_id) not in flagged_lines:
             flagged_lines[(service_id, cluster_id)] = CellLine([], [names[cluster_id]], found, [], [cluster_id])
-    # What is wrong comes first in its cell, by cluster name; then the quiet lines.
+    # What is wrong comes first in its cell, by cluster name; then the quiet lines. Clusters
+    # with the same versions and the same problems share a line (a bad release degraded on
+    # every prod cluster reads "3 clusters · Argo: degraded"; the title has each one's since).
     problems: dict[tuple[int, int], list[CellLine]] = defaultdict(list)
+    alike: dict[tuple, CellLine] = {}
     for (service_id, cluster_id), line in sorted(flagged_lines.items(), key=lambda item: item[1].clusters[0]):
         index = env_index.get(env_of.get(cluster_id))
-        if index is not None:
+        if index is None:
+            continue
+        labels = tuple(sorted({f.label for f in line.flags}))
+        same_key = (service_id, index, tuple(line.versions), tuple(line.pinned), labels)
+        same = alike.get(same_key)
+        if same is None:
+            alike[same_key] = line
             problems[(service_id, index)].append(line)
+            continue
+        same.clusters.extend(line.clusters)
+        same.cluster_ids.extend(line.cluster_ids)
+        same.flags = same.flags + line.flags
     for cell_key, first in problems.items():
         lines[cell_key] = first + lines.get(cell_key, [])
 

@@ -1,8 +1,9 @@
 """Fast bulk writes of many wide rows: the database time of a poll.
 
 Django's bulk_update builds a CASE WHEN per field and row; for a poll that rewrites
-thousands of wide rows that costs seconds. One `UPDATE … FROM (VALUES …)` per batch
-does the same work in milliseconds on PostgreSQL and SQLite (≥ 3.33) alike.
+thousands of wide rows that costs seconds. On PostgreSQL the new values are COPYed into
+a temporary table and applied with one `UPDATE … FROM` it; elsewhere (SQLite ≥ 3.33) one
+`UPDATE … FROM (VALUES …)` per batch does it.
 
 Django's bulk_create compiles one huge INSERT whose placeholders the driver then
 rewrites; for a first poll of thousands of applications (each carrying ~10 KB of JSON)
@@ -25,6 +26,9 @@ def bulk_update_rows(model: type[models.Model], objs: Sequence[models.Model], fi
     if not objs:
         return
     connection = connections[router.db_for_write(model)]
+    if connection.vendor == "postgresql":
+        _copy_update(model, objs, fields, connection)
+        return
     meta = model._meta
     quote = connection.ops.quote_name
     columns = [meta.get_field(name) for name in fields]
@@ -57,6 +61,36 @@ def bulk_update_rows(model: type[models.Model], objs: Sequence[models.Model], fi
                 f"WHERE {table}.{quote(pk.column)} = v.column1",
                 params,
             )
+
+
+def _copy_update(model: type[models.Model], objs: Sequence[models.Model], fields: Sequence[str],
+                 connection: BaseDatabaseWrapper) -> None:
+    """PostgreSQL: COPY the new values into a temporary table, then one UPDATE … FROM it.
+    A parameterised VALUES list of thousands of wide rows spends most of its time in the
+    driver and in binding; COPY streams them (measured: 10,000 changed Argo CD apps)."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    pk = meta.pk
+    columns = [meta.get_field(name) for name in fields]
+    preparers = [_preparer(f, connection) for f in columns]
+    table = quote(meta.db_table)
+    staging = quote(f"portal_update_{meta.db_table}")
+    names = ", ".join(quote(c.column) for c in [pk, *columns])
+    assignments = ", ".join(f"{quote(c.column)} = s.{quote(c.column)}" for c in columns)
+    with connection.cursor() as cursor:
+        # Same column types as the table (jsonb stays jsonb); gone at the end of the transaction at the latest.
+        cursor.execute(f"DROP TABLE IF EXISTS {staging}")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {staging} ON COMMIT DROP AS SELECT {names} FROM {table} WITH NO DATA"  # noqa: S608
+        )
+        with cursor.cursor.copy(f"COPY {staging} ({names}) FROM STDIN") as copy:  # noqa: S608 - quoted names
+            for obj in objs:
+                copy.write_row([obj.pk, *(prepare(obj) for prepare in preparers)])
+        cursor.execute(
+            f"UPDATE {table} SET {assignments} FROM {staging} AS s "  # noqa: S608 - quoted names
+            f"WHERE {table}.{quote(pk.column)} = s.{quote(pk.column)}"
+        )
+        cursor.execute(f"DROP TABLE {staging}")
 
 
 def bulk_insert_rows(model: type[models.Model], objs: Sequence[models.Model], batch_size: int = 1000) -> None:

@@ -15,7 +15,7 @@ from portal.delivery.models import ChangeFreeze, GitPin, Release, ServicePolicy
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, running
+from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,9 +26,7 @@ PROD = "apps/checkout/overlays/prod"
 def github(monkeypatch):
     files = dict(FILES)
     files["apps/payments/prod/values.yaml"] = "image:\n  repository: ghcr.io/acme/payments\n  tag: 2.5.0\n"
-    with running("github", files) as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch, files) as harness:
         yield harness
 
 

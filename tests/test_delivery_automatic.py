@@ -13,7 +13,7 @@ from portal.audit.models import AuditLog
 from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, Release, ServicePolicy
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import running
+from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -22,9 +22,7 @@ PROD = "apps/checkout/overlays/prod"
 
 @pytest.fixture
 def github(monkeypatch):
-    with running("github") as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch) as harness:
         yield harness
 
 

@@ -27,7 +27,7 @@ from portal.delivery.upgrades import behind
 
 pytest.register_assert_rewrite("tests.registry")
 
-from tests.forge_fakes.harness import running  # noqa: E402
+from tests.forge_fakes.harness import serving  # noqa: E402
 from tests.registry import BASE_TIME, Registry, push_image  # noqa: E402
 
 pytest_plugins = ["tests.registry"]
@@ -60,9 +60,7 @@ def github(monkeypatch, open_registry: Registry):
             f"images:\n  - name: {image}\n    newTag: 3.3.1 # checkout\n"
         ),
     }
-    with running("github", files) as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch, files) as harness:
         yield harness
 
 

@@ -18,7 +18,7 @@ from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.pins import due_app_ids, git_pins, pin_summary, read_app_pins
 from portal.delivery.tasks import read_due_git_pins
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import running
+from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -27,9 +27,7 @@ PROD = "apps/checkout/overlays/prod"
 
 @pytest.fixture
 def github(monkeypatch):
-    with running("github") as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch) as harness:
         yield harness
 
 

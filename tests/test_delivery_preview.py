@@ -17,7 +17,7 @@ from portal.catalog.models import Service
 from portal.delivery.changes import change_for_rollback, change_for_upgrade, open_change, preview_change
 from portal.delivery.models import ChangeFreeze, GitPin
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, running
+from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = pytest.mark.django_db
 
@@ -29,9 +29,7 @@ BRANCH = "portal/checkout-1.7.0-prod"
 def github(monkeypatch):
     files = dict(FILES)
     files[f"{PROD}/payments.yaml"] = "image:\n  repository: ghcr.io/acme/payments\n  tag: 3.0.0\n"
-    with running("github", files) as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch, files) as harness:
         yield harness
 
 

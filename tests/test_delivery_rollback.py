@@ -20,7 +20,7 @@ from portal.delivery.tracking import announce_rollbacks
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import running
+from tests.forge_fakes.harness import serving
 
 GRACE = timedelta(minutes=10)
 CHANGED = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -137,9 +137,7 @@ def test_member_sees_the_rollback_button_on_the_panel_and_gitops(client, users, 
 @pytest.fixture
 def github(monkeypatch):
     files = {f"{PROD}/kustomization.yaml": "images:\n  - name: ghcr.io/acme/checkout\n    newTag: 1.7.0\n"}
-    with running("github", files) as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch, files) as harness:
         yield harness
 
 

@@ -26,7 +26,7 @@ from portal.delivery.releases import poll_service
 from portal.delivery.tasks import poll_registry
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import FakeServer, Fault, GitModel
-from tests.forge_fakes.harness import FILES, TOKEN, environ_for, running, server_for
+from tests.forge_fakes.harness import FILES, TOKEN, environ_for, server_for, serving
 
 # tests.registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
 pytest.register_assert_rewrite("tests.registry")
@@ -431,9 +431,7 @@ NOTES = '## Highlights\n- Faster checkout\n- Fixes #42, thanks @alice\n<script>a
 def gitops(monkeypatch: pytest.MonkeyPatch):
     files = dict(FILES)
     files[f"{PROD}/payments.yaml"] = "image:\n  repository: ghcr.io/acme/payments\n  tag: 3.0.0\n"
-    with running("github", files) as harness:
-        for name, value in harness.environ.items():
-            monkeypatch.setenv(name, value)
+    with serving("github", monkeypatch, files) as harness:
         yield harness
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from forges.forge import Forge, RetryPolicy
 from forges.planning import Change
@@ -90,6 +91,16 @@ def environ_for(kind: str, server: FakeServer) -> dict[str, str]:
     if kind == "gitlab":
         return {"PORTAL_GITLAB_URL": server.url, "PORTAL_GITOPS_GITLAB_TOKEN": TOKEN}
     return {"PORTAL_GITEA_URL": server.url, "PORTAL_GITOPS_GITEA_TOKEN": TOKEN}
+
+
+@contextmanager
+def serving(kind: str, monkeypatch: Any, files: dict[str, str] | None = None) -> Iterator[Harness]:
+    """`running`, with the fake's URL and token in the environment for the test (as an
+    operator would set them), so `forges.registry.forge_for` finds it."""
+    with running(kind, files) as harness:
+        for name, value in harness.environ.items():
+            monkeypatch.setenv(name, value)
+        yield harness
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from django.db import connections, models, router
+from django.db import connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 
@@ -77,7 +77,9 @@ def _copy_update(model: type[models.Model], objs: Sequence[models.Model], fields
     staging = quote(f"portal_update_{meta.db_table}")
     names = ", ".join(quote(c.column) for c in [pk, *columns])
     assignments = ", ".join(f"{quote(c.column)} = s.{quote(c.column)}" for c in columns)
-    with connection.cursor() as cursor:
+    # In a transaction of its own when the caller has none: ON COMMIT DROP would otherwise drop
+    # the staging table as soon as it is created.
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         # Same column types as the table (jsonb stays jsonb); gone at the end of the transaction at the latest.
         cursor.execute(f"DROP TABLE IF EXISTS {staging}")
         cursor.execute(

@@ -79,3 +79,21 @@ def test_rows_copied_without_instances_take_the_model_defaults(db):
     assert rows["a"].at >= before  # the field's default, not NULL
     assert (rows["b"].old, rows["b"].at) == ("Healthy", before)
     copy_rows(StateChange, [])  # nothing to write is not an error
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as a caller outside a poll would be
+def test_changed_rows_are_written_without_a_transaction_around(db):
+    from gitops.bulkwrite import bulk_update_rows
+
+    env = Environment.objects.create(name="qa", order=1)
+    cluster = Cluster.objects.create(name="qa-1", environment=env)
+    apps = [GitOpsApp.objects.create(cluster=cluster, tool="argo", kind="Application", namespace="argocd",
+                                     name=f"app-{i}") for i in range(3)]
+    for i, app in enumerate(apps):
+        app.sync_status, app.raw, app.problem_rank = "OutOfSync", {"metadata": {"name": app.name}, "n": i}, i
+    bulk_update_rows(GitOpsApp, apps[:2], ["sync_status", "raw", "problem_rank"])
+    bulk_update_rows(GitOpsApp, apps[2:], ["sync_status", "raw", "problem_rank"])  # the same staging table again
+    stored = {a.name: a for a in GitOpsApp.objects.filter(cluster=cluster)}
+    assert [(stored[a.name].sync_status, stored[a.name].raw["n"], stored[a.name].problem_rank) for a in apps] == [
+        ("OutOfSync", 0, 0), ("OutOfSync", 1, 1), ("OutOfSync", 2, 2)
+    ]

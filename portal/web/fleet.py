@@ -35,9 +35,10 @@ class Flag:
 
 @dataclass
 class CellLine:
-    """One line of a matrix cell: a set of versions on one or more clusters, or one cluster
-    with what is wrong there. Clusters that run the same versions with nothing wrong share
-    a line, so an environment of ten healthy clusters is one line, not ten."""
+    """One line of a matrix cell: a set of versions on one or more clusters. Clusters that run
+    the same versions with nothing wrong share a line, so an environment of ten healthy
+    clusters is one line, not ten; clusters with the same versions and the same problems
+    share another, whose flags keep each cluster's app and since."""
 
     versions: list[str]
     clusters: list[str] = field(default_factory=list)
@@ -61,24 +62,11 @@ class Cell:
     def attention(self) -> bool:
         return any(line.flags for line in self.lines)
 
-    @property
-    def versions(self) -> list[str]:
-        seen: list[str] = []
-        for line in self.lines:
-            for version in line.versions:
-                if version not in seen:
-                    seen.append(version)
-        return seen
-
 
 @dataclass
 class ServiceRow:
     service: Service
     cells: list[Cell]
-
-    @property
-    def attention(self) -> bool:
-        return any(cell.attention for cell in self.cells)
 
 
 class EpochSeconds(Func):

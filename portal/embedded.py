@@ -28,6 +28,7 @@ def main() -> int:
     address = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
     _step([*MANAGE, "migrate", "--noinput", "-v", "0"])
     _step([*MANAGE, "load_demo"])
+    _step([*MANAGE, "load_demo_releases"])  # the registries the demo names are out of reach
     # The demo applications' repository: examples/gitops-repo committed into a local bare
     # repository, which previews read through the demo forge (opening PRs stays off).
     _step([sys.executable, "-c", "import django; django.setup(); from forges.demo import build_demo_repo; "

@@ -47,3 +47,32 @@ def test_demo_admin_only_in_demo_mode(settings):
     out = StringIO()
     call_command("ensure_demo_admin", stdout=out)
     assert "log in at http://127.0.0.1:8000/accounts/login/ as admin" in out.getvalue()
+
+
+def test_the_demo_gets_its_registry_snapshot_and_offers_upgrades(settings, client):
+    from django.contrib.auth import get_user_model
+
+    from portal.accounts.roles import Role, grant
+    from portal.delivery.models import Release
+    from portal.delivery.upgrades import behind
+
+    settings.DEMO_MODE = False
+    with pytest.raises(CommandError, match="for the demo"):
+        call_command("load_demo_releases", stdout=StringIO())
+
+    settings.DEMO_MODE = True
+    call_command("load_demo", stdout=StringIO())
+    out = StringIO()
+    call_command("load_demo_releases", stdout=out)
+    call_command("load_demo_releases", stdout=StringIO())  # again: nothing doubles
+    assert "tags of 10 services" in out.getvalue()
+    assert Release.objects.filter(service__name="checkout", tag="3.4.1").count() == 1
+    assert Release.objects.get(service__name="checkout", tag="4.0.0-rc.1").prerelease
+
+    lines = {(b.app.name, b.target) for b in behind()}
+    assert ("checkout-prod", "3.4.1") in lines  # prod runs 3.3.x; 3.4.1 is the newest (default policy)
+    user = get_user_model().objects.create_user("mara")
+    grant(user, Role.MEMBER)
+    client.force_login(user)
+    assert "Open PR → 3.4.1" in client.get("/updates").content.decode()
+    assert "Open PR → 3.4.1" in client.get("/matrix").content.decode()

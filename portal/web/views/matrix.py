@@ -29,7 +29,7 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
     policy accepts, keyed by the line's id(). Four queries, whatever the fleet size: the
     targets, then the applications of only the lines that are behind."""
     targets = UpgradeTargets([row.service for row in rows])
-    behind: list[tuple[ServiceRow, CellLine, str, str]] = []
+    behind: list[tuple[ServiceRow, str, CellLine, str, str]] = []
     for row in rows:
         for cell in row.cells:
             for line in cell.lines:
@@ -37,10 +37,10 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
                 target = targets.target(row.service.id, current) if current else None
                 # Git already pinning the target means merged and waiting to deploy: nothing to propose.
                 if current and target and target not in line.pinned:
-                    behind.append((row, line, current, target))
+                    behind.append((row, cell.environment.name, line, current, target))
     if not behind:
         return {}
-    clusters = {int(c) for _, line, _, _ in behind for c in line.cluster_ids}
+    clusters = {int(c) for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
     for service_id, cluster_id, app_id in (
         RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
@@ -51,9 +51,8 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
         apps.setdefault((service_id, cluster_id), set()).add(app_id)
 
     offers: dict[int, Offer] = {}
-    for row, line, current, target in behind:
+    for row, environment, line, current, target in behind:
         service = row.service
-        environment = next(cell.environment.name for cell in row.cells if line in cell.lines)
         pr = targets.open_pr(service.name, environment, target)
         if pr is not None:
             # Proposed already: the pull request, not a second one (a forge URL is shown only if http(s)).

@@ -11,9 +11,14 @@ pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.celery_state", "test
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    # The suite creates and logs in users by the hundred; the production hasher (PBKDF2,
+    # ~0.4 s a password here) made that a minute of every run. Tests of the portal's own
+    # secrets (API tokens, webhook signatures) do not go through these hashers.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     if os.environ.get("PORTAL_REQUIRE_SERVICES") != "1":
         return
-    from django.conf import settings
 
     engine = settings.DATABASES["default"]["ENGINE"]
     if "postgresql" not in engine:

@@ -102,6 +102,16 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
     )
 
 
+def _forward(
+    kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str | None, release_notes: str | None
+) -> Change:
+    """An upgrade or a promotion: from what Git pins (else runs), quoting `to_version`'s stored
+    notes unless the caller gives its own (None: the stored ones, when known)."""
+    start = from_version or current_version(app, service, _pinned(app, service))
+    notes = notes_for(service, to_version) if release_notes is None else release_notes
+    return _base(kind, app, service, to_version, start, release_notes=notes)
+
+
 def change_for_upgrade(
     app: GitOpsApp,
     service: Service,
@@ -110,11 +120,8 @@ def change_for_upgrade(
     from_version: str | None = None,
     release_notes: str | None = None,
 ) -> Change:
-    """Move `service` to `to_version` in `app`'s repository, from what Git pins (else runs).
-    `release_notes` None: the stored notes of `to_version`, when known."""
-    start = from_version or current_version(app, service, _pinned(app, service))
-    notes = notes_for(service, to_version) if release_notes is None else release_notes
-    return _base(UPGRADE, app, service, to_version, start, release_notes=notes)
+    """Move `service` to `to_version` in `app`'s repository."""
+    return _forward(UPGRADE, app, service, to_version, from_version, release_notes)
 
 
 def change_for_promotion(
@@ -125,11 +132,8 @@ def change_for_promotion(
     from_version: str | None = None,
     release_notes: str | None = None,
 ) -> Change:
-    """Pin `to_version` (running in the environment before) in `app`, the next environment's application.
-    `release_notes` None: the stored notes of `to_version`, when known."""
-    start = from_version or current_version(app, service, _pinned(app, service))
-    notes = notes_for(service, to_version) if release_notes is None else release_notes
-    return _base(PROMOTION, app, service, to_version, start, release_notes=notes)
+    """Pin `to_version` (running in the environment before) in `app`, the next environment's application."""
+    return _forward(PROMOTION, app, service, to_version, from_version, release_notes)
 
 
 def change_for_rollback(

@@ -32,6 +32,7 @@ from gitops.models import (
     problem_rank,
 )
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
+from gitops.signals import cluster_stored
 from gitops.windowstate import window_state
 from portal.catalog.models import Cluster, Service, service_image_index
 
@@ -293,6 +294,7 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
             result.version_changes = _store_workloads(cluster, snapshot, listed, apps_now, index, service_ids, at)
         result.apps = len(seen)
         result.workloads = len(snapshot.workloads)
+        cluster_stored.send(sender=Cluster, cluster=cluster)
     return result
 
 

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from portal.accounts.roles import Role, grant
-from portal.delivery.models import ChangeFreeze, GitPin, Release, ServicePolicy
+from portal.delivery.models import ChangeFreeze, Release, ServicePolicy
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
-from tests.fixtures.seed import seed_app
+from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,8 +40,7 @@ def seeded(live_server, github):
     ServicePolicy.objects.create(service=catalog.checkout, accept="minor")
     app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0",
                    repo_url=github.repository, path=PROD, manual_sync=True)
-    GitPin.objects.create(app=app, service=catalog.checkout, version="1.6.0", path=f"{PROD}/values.yaml", line=4,
-                          read_at=now)
+    seed_pin(app, catalog.checkout, "1.6.0", path=f"{PROD}/values.yaml", line=4, read_at=now)
     seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0",
              repo_url=github.repository, path="apps/checkout/overlays/staging")
     seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0",

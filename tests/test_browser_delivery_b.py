@@ -13,6 +13,7 @@ from django.utils import timezone
 from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.accounts.roles import Role, grant
+from portal.delivery import placements
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app
@@ -48,6 +49,7 @@ def seeded(live_server):
     RunningVersion.objects.create(cluster=catalog.prod_eu, workload=shop.workloads.get(), app=shop,
                                   service=catalog.payments, container="payments",
                                   image="ghcr.io/acme/payments:2.5.0", version="2.5.0")
+    placements.refresh(catalog.prod_eu.id)
     seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, version="1.7.0", manual_sync=True)
 
     day = timedelta(days=1)

@@ -15,8 +15,8 @@ from forges.models import PullRequest
 from portal.audit.models import AuditLog
 from portal.catalog.models import Service
 from portal.delivery.changes import change_for_rollback, change_for_upgrade, open_change, preview_change
-from portal.delivery.models import ChangeFreeze, GitPin
-from tests.fixtures.seed import seed_app
+from portal.delivery.models import ChangeFreeze
+from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = pytest.mark.django_db
@@ -95,8 +95,7 @@ def test_a_member_opens_the_pull_request_once(client, users, app, github):
 
 
 def test_the_preview_starts_from_what_git_pins(app, catalog, github):
-    GitPin.objects.create(app=app, service=catalog.checkout, version="1.6.0", path=f"{PROD}/values.yaml", line=4,
-                          read_at=timezone.now())
+    seed_pin(app, catalog.checkout, "1.6.0", path=f"{PROD}/values.yaml", line=4)
     app.running = {"checkout": ["1.5.0"]}
     app.save()
     change = change_for_upgrade(app, catalog.checkout, "1.7.0")

@@ -14,6 +14,7 @@ from django.utils import timezone
 from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.catalog.models import Environment
+from portal.delivery import placements
 from portal.delivery.promotions import Running, groups, load, staging_for, waiting
 from tests.fixtures.seed import seed_app
 
@@ -117,6 +118,7 @@ def test_several_services_of_one_app_get_promote_app(client, users, catalog):
     workload = shop.workloads.get()
     RunningVersion.objects.create(cluster=catalog.prod_eu, workload=workload, app=shop, service=catalog.payments,
                                   container="payments", image="ghcr.io/acme/payments:2.5.0", version="2.5.0")
+    placements.refresh(catalog.prod_eu.id)
     client.force_login(users["member"])
     response = client.get(reverse("delivery"))
     assert "Promote shop-prod → prod" in response.content.decode()

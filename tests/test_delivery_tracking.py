@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
-from portal.delivery import leadtimes
+from portal.delivery import leadtimes, placements
 from portal.delivery.tracking import AppFacts, progress, running_since, track, why_not
 from portal.delivery.tracking_tasks import track_deployments
 from portal.notifications.events import EventKind
@@ -124,6 +124,7 @@ def move(catalog, cluster, app, version, at):
     VersionChange.objects.create(service=catalog.checkout, environment=cluster.environment, cluster=cluster, app=app,
                                  from_version=running.version, to_version=version, at=at)
     RunningVersion.objects.filter(pk=running.pk).update(version=version)
+    placements.refresh(cluster.id)
 
 
 @pytest.mark.django_db

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from portal.audit.models import AuditLog
-from portal.delivery.models import ChangeFreeze, GitPin, Release, ServicePolicy
+from portal.delivery.models import ChangeFreeze, Release, ServicePolicy
 from portal.delivery.upgrades import behind
-from tests.fixtures.seed import seed_app
+from tests.fixtures.seed import seed_app, seed_pin
 
 pytestmark = pytest.mark.django_db
 
@@ -100,8 +100,7 @@ def test_lines_with_an_open_pr_or_already_pinned_offer_no_new_pr(client, users, 
                                forge_kind="github", number=12, title="Update checkout to 1.7.0 in dev",
                                branch="portal/checkout-1.7.0-dev", base_branch="main", state="open",
                                to_version="1.7.0")
-    GitPin.objects.create(app=fleet["prod"], service=catalog.checkout, version="1.7.0", path="k.yaml", line=4,
-                          read_at=timezone.now())
+    seed_pin(fleet["prod"], catalog.checkout, "1.7.0", line=4)
     html = login(client, users, "member").get(reverse("updates")).content.decode()
     assert "PR open #12" in html
     assert "Git pins 1.7.0 already: merged, not deployed" in html
@@ -197,8 +196,7 @@ def test_the_matrix_points_to_an_open_pr_and_offers_nothing_where_git_pins_the_t
                                forge_kind="github", number=12, title="Update checkout to 1.7.0 in dev",
                                url="https://github.com/acme/gitops/pull/12", branch="portal/checkout-1.7.0-dev",
                                base_branch="main", state="open", to_version="1.7.0")
-    GitPin.objects.create(app=fleet["prod"], service=catalog.checkout, version="1.7.0", path="k.yaml", line=4,
-                          read_at=timezone.now())
+    seed_pin(fleet["prod"], catalog.checkout, "1.7.0", line=4)
     html = _matrix(login(client, users, "member"))
     assert 'href="https://github.com/acme/gitops/pull/12"' in html and "PR #12 → 1.7.0" in html
     assert "Open PR → 1.7.0" not in html  # prod: merged in Git, waiting to deploy

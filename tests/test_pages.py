@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from portal.catalog.models import Cluster, Service
-from tests.fixtures.seed import seed_app, seed_fleet
+from tests.fixtures.seed import seed_app, seed_fleet, seed_pin
 
 pytestmark = pytest.mark.django_db
 
@@ -129,6 +129,26 @@ def test_filters_are_kept_in_links_and_unknown_values_do_not_break(viewer_client
     assert viewer_client.get(reverse("gitops") + "?status=nonsense&sort=nonsense&page=x").status_code == 200
 
 
+def test_gitops_pages_count_once_and_past_the_end_shows_the_last_page(viewer_client, catalog):
+    seed_fleet([catalog.prod_eu, catalog.dev_cluster], [catalog.checkout, catalog.payments], apps_per_cluster=30)
+    url = reverse("gitops")
+
+    def rows(html: str) -> int:
+        return html.count('<tr class="app')
+
+    first = viewer_client.get(url).content.decode()
+    assert rows(first) == 50 and "60 applications" in first and "page 1 of 2" in first
+    second = viewer_client.get(url + "?page=2").content.decode()
+    assert rows(second) == 10 and "page 2 of 2" in second and "← previous" in second
+    assert "next →" not in second
+    assert rows(viewer_client.get(url + "?page=99").content.decode()) == 10  # the last page, as Django's paginator
+    assert rows(viewer_client.get(url + "?page=0").content.decode()) == 50
+    filtered = viewer_client.get(url + "?environment=dev&tool=flux").content.decode()
+    assert "10 applications" in filtered and "page 1 of 1" in filtered and rows(filtered) == 10
+    nothing = viewer_client.get(url + "?q=no-such-app").content.decode()
+    assert "0 applications" in nothing and rows(nothing) == 0
+
+
 def test_htmx_requests_get_only_the_table(viewer_client, catalog):
     seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
     html = viewer_client.get(reverse("gitops"), HTTP_HX_REQUEST="true").content.decode()
@@ -187,12 +207,9 @@ def test_query_count_does_not_grow_with_the_fleet(viewer_client, catalog, page):
 
 
 def test_matrix_says_when_git_pins_another_version_than_runs(viewer_client, catalog):
-    from portal.delivery.models import GitPin
-
     app = seed_app(catalog.prod_eu, "search-prod", service=catalog.checkout, version="1.6.0")
     seed_app(catalog.prod_us, "search-us", service=catalog.checkout, version="1.6.0")
-    GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="k.yaml", line=3,
-                          read_at=timezone.now())
+    seed_pin(app, catalog.checkout, "1.7.0", line=3)
     html = viewer_client.get(reverse("matrix")).content.decode()
     assert "Git pins 1.7.0, runs 1.6.0" in html  # the tooltip of prod-eu-1's line
     assert html.count(">Git pins 1.7.0<") == 1  # prod-us-1 has no pin read: no claim made

@@ -5,3 +5,17 @@ class DeliveryConfig(AppConfig):
     name = "portal.delivery"
     label = "delivery"
     verbose_name = "Delivery"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save, pre_save
+
+        from gitops.signals import cluster_stored
+        from portal.catalog.models import Cluster
+        from portal.delivery import placements
+
+        # The matrix's read model derives from what each poll stores and from the clusters
+        # themselves (portal.delivery.placements).
+        cluster_stored.connect(placements.on_cluster_stored, dispatch_uid="delivery.placements")
+        pre_save.connect(placements.remember_cluster, sender=Cluster, dispatch_uid="delivery.lines.pre")
+        post_save.connect(placements.on_cluster_saved, sender=Cluster, dispatch_uid="delivery.lines.post")
+        post_delete.connect(placements.on_cluster_deleted, sender=Cluster, dispatch_uid="delivery.lines.delete")

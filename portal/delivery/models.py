@@ -216,3 +216,43 @@ class AutoPRAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"automatic PR {self.service_id} → {self.to_version} on {self.app_id}: {self.outcome}"
+
+
+class Placement(models.Model):
+    """What one cluster runs of one service, and what Git pins for it there: a row per
+    (service, cluster) where the service runs, derived from RunningVersion and GitPin by
+    `portal.delivery.placements.refresh` whenever either is written. The matrix groups
+    these narrow rows into cell lines instead of aggregating every container and every pin
+    while a person waits."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey("catalog.Cluster", on_delete=models.CASCADE, related_name="+")
+    versions = models.TextField(help_text="the distinct running versions, sorted, comma-separated")
+    pinned = models.TextField(blank=True, help_text="the distinct versions Git pins there, same form")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "cluster"], name="uniq_placement")]
+        indexes = [models.Index(fields=["cluster", "service"])]
+
+    def __str__(self) -> str:
+        return f"{self.service_id}@{self.cluster_id}: {self.versions}"
+
+
+class VersionLine(models.Model):
+    """The enabled clusters of one environment that run the same versions of one service
+    with the same Git pins: a matrix cell's line before problems are split out of it.
+    Derived from `Placement` by `portal.delivery.placements` whenever one changes, and
+    when a cluster is renamed, moved, enabled, disabled or removed."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    environment = models.ForeignKey("catalog.Environment", on_delete=models.CASCADE, related_name="+")
+    versions = models.TextField()
+    pinned = models.TextField(blank=True)
+    cluster_ids = models.TextField(help_text="comma-separated, in the order of cluster_names")
+    cluster_names = models.TextField(help_text="comma-separated, sorted")
+
+    class Meta:
+        indexes = [models.Index(fields=["environment", "service"])]
+
+    def __str__(self) -> str:
+        return f"{self.service_id} in {self.environment_id}: {self.versions} on {self.cluster_names}"

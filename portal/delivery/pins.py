@@ -25,6 +25,7 @@ from forges.registry import forge_for
 from gitops.models import GitOpsApp
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index
+from portal.delivery import placements
 from portal.delivery.changes import followed_branch
 from portal.delivery.models import GitPin, GitPinRead
 
@@ -89,8 +90,10 @@ def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime |
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
         )
     with transaction.atomic():
+        before = set(GitPin.objects.filter(app=app).values_list("service_id", flat=True))
         GitPin.objects.filter(app=app).delete()
         GitPin.objects.bulk_create(rows)
+        placements.refresh(app.cluster_id, before | {row.service_id for row in rows})
         GitPinRead.objects.filter(pk=status.pk).update(branch=branch, last_read_at=now, last_ok_at=now, last_error="")
     names = {pk: name for name, pk in ids.items()}
     pins = [{"service": names[r.service_id], "version": r.version, "path": r.path, "line": r.line} for r in rows]

@@ -14,15 +14,15 @@ from django.db import connection
 from django.db.models import Count, FloatField, Func, Q
 from django.utils import timezone
 
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, grace_cutoff
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, grace_cutoff
 from portal.catalog.models import Cluster, Environment, Service
-from portal.delivery.models import GitPin
+from portal.delivery.models import VersionLine
 from portal.delivery.pins import pin_summary
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Flag:
     """A state that has lasted past the grace period: "Argo: degraded" on prod-eu-1 since …"""
 
@@ -33,7 +33,7 @@ class Flag:
     severity: str  # bad | warn
 
 
-@dataclass
+@dataclass(slots=True)
 class CellLine:
     """One line of a matrix cell: a set of versions on one or more clusters. Clusters that run
     the same versions with nothing wrong share a line, so an environment of ten healthy
@@ -44,7 +44,7 @@ class CellLine:
     clusters: list[str] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     pinned: list[str] = field(default_factory=list)  # what Git pins for it there, when read
-    cluster_ids: list[int | str] = field(default_factory=list)  # as read: ints or their text
+    cluster_ids: list[int] = field(default_factory=list)
 
     @property
     def pins(self) -> str:
@@ -87,80 +87,69 @@ class EpochSeconds(Func):
 
 def stamp(seconds: float | None) -> datetime | None:
     """An `EpochSeconds` value back as an aware datetime."""
-    return None if seconds is None else datetime.fromtimestamp(round(seconds, 6), UTC)
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+def _epoch(column: str) -> str:
+    """SQL for a timestamp column as seconds since 1970 (see `EpochSeconds`)."""
+    if connection.vendor == "postgresql":
+        return f"CAST(EXTRACT(EPOCH FROM {column}) AS double precision)"
+    return f"((julianday({column}) - 2440587.5) * 86400.0)"
 
 
 def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Flag]]:
-    """(service id, cluster id) -> flags of the apps deploying it that need attention.
-    One query, over the few apps that need attention, whatever the fleet size."""
-    at = at or timezone.now()
-    cutoff = grace_cutoff(at)
-    rows = (
-        GitOpsApp.services.through.objects.filter(
-            Q(gitopsapp__sync_status="OutOfSync", gitopsapp__sync_since__lte=cutoff)
-            | Q(gitopsapp__health_status__in=ATTENTION_HEALTH, gitopsapp__health_since__lte=cutoff)
-        )
-        .annotate(sync_at=EpochSeconds("gitopsapp__sync_since"), health_at=EpochSeconds("gitopsapp__health_since"))
-        .values_list(
-            "service_id", "gitopsapp__cluster_id", "gitopsapp__cluster__name", "gitopsapp__tool", "gitopsapp__name",
-            "gitopsapp__sync_status", "sync_at", "gitopsapp__health_status", "health_at",
-        )
-        .order_by("gitopsapp__cluster__name", "gitopsapp__name")
-    )
+    """(service id, cluster id) -> flags of the apps deploying it that need attention, in
+    the order of cluster and app names. One query, over the few apps that need attention,
+    whatever the fleet size. Written as SQL and read through a plain cursor: for a thousand
+    problems the ORM's query building and per-value conversion cost more than the query."""
+    cutoff = grace_cutoff(at or timezone.now())
+    app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
+    states = ", ".join(["%s"] * len(ATTENTION_HEALTH))
+    sql = f"""
+        SELECT s.service_id, a.cluster_id, c.name, a.tool, a.name,
+               a.sync_status, {_epoch("a.sync_since")}, a.health_status, {_epoch("a.health_since")}
+        FROM {app} a
+        JOIN {link} s ON s.gitopsapp_id = a.id
+        JOIN {Cluster._meta.db_table} c ON c.id = a.cluster_id
+        WHERE (a.sync_status = 'OutOfSync' AND a.sync_since <= %s)
+           OR (a.health_status IN ({states}) AND a.health_since <= %s)
+        ORDER BY c.name, a.name
+    """  # noqa: S608 - table names from the models, values as parameters
+    bound = connection.ops.adapt_datetimefield_value(cutoff)  # as the ORM would pass it
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [bound, *ATTENTION_HEALTH, bound])
+        found = cursor.fetchall()
     limit = cutoff.timestamp()
+    labels: dict[tuple[str, str], str] = {}
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
-    for service_id, cluster_id, cluster, tool, name, sync, sync_at, health, health_at in rows:
-        tool = TOOL_LABEL.get(tool, tool)
-        found = flags[(service_id, cluster_id)]
+    for service_id, cluster_id, cluster, tool, name, sync, sync_at, health, health_at in found:
+        these = flags[(service_id, cluster_id)]
         if health in ATTENTION_HEALTH and health_at is not None and health_at <= limit:
-            found.append(Flag(f"{tool}: {health.lower()}", stamp(health_at), cluster, name, "bad"))
+            label = labels.get((tool, health))
+            if label is None:
+                label = labels[(tool, health)] = f"{TOOL_LABEL.get(tool, tool)}: {health.lower()}"
+            these.append(Flag(label, datetime.fromtimestamp(health_at, UTC), cluster, name, "bad"))
         if sync == "OutOfSync" and sync_at is not None and sync_at <= limit:
-            found.append(Flag(f"{tool}: out of sync", stamp(sync_at), cluster, name, "warn"))
+            label = labels.get((tool, sync))
+            if label is None:
+                label = labels[(tool, sync)] = f"{TOOL_LABEL.get(tool, tool)}: out of sync"
+            these.append(Flag(label, datetime.fromtimestamp(sync_at, UTC), cluster, name, "warn"))
     return flags
 
 
-def _running_groups(service_ids: list[int] | None) -> list[tuple[int, int, str, str, str, str]]:
-    """What runs, grouped in the database: one row per (service, environment, versions,
-    pinned versions) with the ids and names of its clusters. A fleet of 10,000 applications on 40
-    clusters comes back as a row per cell line, not a row per application.
-
-    The lists are comma-joined in no particular order and may repeat a version (an ordered
-    or distinct aggregate costs a sort per group, most of this query's time); the caller
-    sorts and de-duplicates them and merges lines that differ only by order."""
-    join = "STRING_AGG({}, ',')" if connection.vendor == "postgresql" else "GROUP_CONCAT({}, ',')"
-    where = ""
-    params: list[int] = []
+def _version_lines(service_ids: list[int] | None) -> list[tuple[int, int, str, str, str, str]]:
+    """What runs, as lines already grouped when it was stored (`VersionLine`): per service
+    and environment, the enabled clusters that run the same versions with the same pins.
+    Reading them costs a row per line, whatever the number of applications."""
+    lines = VersionLine.objects.all()
     if service_ids is not None:
-        if not service_ids:
-            return []
-        where = f"WHERE service_id IN ({', '.join(['%s'] * len(service_ids))})"
-        params = list(service_ids)
-    # Byte order is enough for grouping; a locale's collation costs several times more.
-    text = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
-    sql = f"""
-        WITH pair AS (
-            SELECT service_id, cluster_id, {join.format("version")}{text} AS versions
-            FROM {RunningVersion._meta.db_table} {where}
-            GROUP BY service_id, cluster_id
-        ), pin AS (
-            SELECT p.service_id, a.cluster_id, {join.format("p.version")}{text} AS versions
-            FROM {GitPin._meta.db_table} p JOIN {GitOpsApp._meta.db_table} a ON a.id = p.app_id
-            GROUP BY p.service_id, a.cluster_id
-        )
-        SELECT pair.service_id, c.environment_id, pair.versions, COALESCE(pin.versions, '') AS pins,
-               {join.format("CAST(c.id AS TEXT)")} AS cluster_ids, {join.format("c.name")} AS cluster_names
-        FROM pair
-        JOIN {Cluster._meta.db_table} c ON c.id = pair.cluster_id AND c.enabled
-        LEFT JOIN pin ON pin.service_id = pair.service_id AND pin.cluster_id = pair.cluster_id
-        GROUP BY pair.service_id, c.environment_id, pair.versions, COALESCE(pin.versions, '')
-    """  # noqa: S608 - table names from the models, values as parameters
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+        lines = lines.filter(service_id__in=service_ids)
+    return list(lines.values_list("service_id", "environment_id", "versions", "pinned", "cluster_ids",
+                                  "cluster_names"))
 
 
-def _split(joined: str | None) -> list[str]:
-    return sorted(set(joined.split(","))) if joined else []
+def _first_cluster(line: CellLine) -> str:
+    return line.clusters[0]
 
 
 def service_rows(services: list[Service] | None = None, at: datetime | None = None) -> tuple[
@@ -168,75 +157,72 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
 ]:
     """Services × environments, each cell the lines described on `CellLine`.
 
-    The database groups quiet clusters into lines, so the work here follows the number of
-    lines and of problems, not of applications: 10,000 applications on 40 clusters cost
-    little more than 100 on 4."""
+    Quiet clusters come grouped into lines as they were stored (`VersionLine`), so the work
+    here follows the number of lines and of problems, not of applications."""
     environments = list(Environment.objects.all())
-    names = dict(Cluster.objects.filter(enabled=True).values_list("id", "name"))
+    clusters = list(Cluster.objects.filter(enabled=True).values_list("id", "name", "environment_id"))
+    names = {cluster_id: name for cluster_id, name, _ in clusters}
     selected = [s.id for s in services] if services is not None else None
     if services is None:
         # Rows show a service's name and team; its image aliases (JSON) are not read.
         services = list(Service.objects.only("id", "name", "team"))
     flags = attention_flags(at)
     env_index = {env.id: index for index, env in enumerate(environments)}
-    env_of = dict(Cluster.objects.filter(enabled=True).values_list("id", "environment_id")) if flags else {}
+    env_of = {cluster_id: env_index.get(env_id) for cluster_id, _, env_id in clusters}
 
     lines: dict[tuple[int, int], list[CellLine]] = defaultdict(list)
-    quiet: dict[tuple[int, int, tuple[str, ...], tuple[str, ...]], CellLine] = {}
-    flagged_lines: dict[tuple[int, int], CellLine] = {}
     flagged_services = {service_id for service_id, _ in flags}
-    for service_id, env_id, versions_text, pinned_text, cluster_ids, cluster_names in _running_groups(selected):
+    # (service id, cluster id) -> what a cluster with a problem runs, for the line made below.
+    flagged_runs: dict[tuple[int, int], tuple[str, str]] = {}
+    for service_id, env_id, versions_text, pinned_text, ids_text, names_text in _version_lines(selected):
         index = env_index.get(env_id)
         if index is None:
             continue
-        versions, pinned = _split(versions_text), _split(pinned_text)
-        key = (service_id, index, tuple(versions), tuple(pinned))
-        ids: list[int | str]
         if service_id in flagged_services:
-            parsed = [int(i) for i in cluster_ids.split(",")]
             # A cluster with a problem is kept out of the quiet lines, to say where and since when.
-            for cluster_id in [i for i in parsed if (service_id, i) in flags]:
-                flagged_lines[(service_id, cluster_id)] = CellLine(
-                    versions, [names[cluster_id]], flags[(service_id, cluster_id)], pinned, [cluster_id]
-                )
-            parsed = [i for i in parsed if (service_id, i) not in flags]
-            ids, quiet_names = list(parsed), [names[i] for i in parsed]
+            runs = (versions_text, pinned_text)
+            ids, clusters = [], []
+            for cluster_id in map(int, ids_text.split(",")):
+                if (service_id, cluster_id) in flags:
+                    flagged_runs[(service_id, cluster_id)] = runs
+                elif cluster_id in names:
+                    ids.append(cluster_id)
+                    clusters.append(names[cluster_id])
+            if not ids:
+                continue
         else:
-            # Ids are read only when an action needs them (`CellLine.cluster_ids`).
-            ids, quiet_names = list(cluster_ids.split(",")), cluster_names.split(",")
-        if not ids:
-            continue
-        line = quiet.get(key)
-        if line is None:
-            line = quiet[key] = CellLine(versions, [], [], pinned, [])
-            lines[(service_id, index)].append(line)
-        line.clusters.extend(quiet_names)
-        line.cluster_ids.extend(ids)
-    for line in quiet.values():
-        line.clusters.sort()
-    # Problems where nothing runs (a Missing app) still get their line.
-    for (service_id, cluster_id), found in flags.items():
-        if cluster_id in names and (service_id, cluster_id) not in flagged_lines:
-            flagged_lines[(service_id, cluster_id)] = CellLine([], [names[cluster_id]], found, [], [cluster_id])
-    # What is wrong comes first in its cell, by cluster name; then the quiet lines. Clusters
-    # with the same versions and the same problems share a line (a bad release degraded on
-    # every prod cluster reads "3 clusters · Argo: degraded"; the title has each one's since).
+            ids, clusters = list(map(int, ids_text.split(","))), names_text.split(",")
+        cell = lines[(service_id, index)]
+        pinned = pinned_text.split(",") if pinned_text else []
+        cell.append(CellLine(versions_text.split(","), clusters, [], pinned, ids))
+        if len(cell) > 1:
+            cell.sort(key=_first_cluster)
+
+    # What is wrong comes first in its cell. Clusters with the same versions and the same
+    # problems share a line (a bad release degraded on every prod cluster reads "3 clusters ·
+    # Argo: degraded"; the title has each one's app and since). Flags come ordered by cluster
+    # name, so lines and their clusters are in that order too. A problem where nothing runs
+    # (a Missing app) still gets its line.
     problems: dict[tuple[int, int], list[CellLine]] = defaultdict(list)
     alike: dict[tuple, CellLine] = {}
-    for (service_id, cluster_id), line in sorted(flagged_lines.items(), key=lambda item: item[1].clusters[0]):
-        index = env_index.get(env_of.get(cluster_id))
+    nothing = ("", "")
+    for pair, found in flags.items():
+        service_id, cluster_id = pair
+        index = env_of.get(cluster_id)
         if index is None:
             continue
-        labels = tuple(sorted({f.label for f in line.flags}))
-        same_key = (service_id, index, tuple(line.versions), tuple(line.pinned), labels)
-        same = alike.get(same_key)
-        if same is None:
-            alike[same_key] = line
+        runs = flagged_runs.get(pair, nothing)
+        labels = found[0].label if len(found) == 1 else tuple(sorted({f.label for f in found}))
+        key = (service_id, index, runs, labels)
+        line = alike.get(key)
+        if line is None:
+            versions_text, pinned_text = runs
+            line = alike[key] = CellLine(versions_text.split(",") if versions_text else [], [], [],
+                                         pinned_text.split(",") if pinned_text else [], [])
             problems[(service_id, index)].append(line)
-            continue
-        same.clusters.extend(line.clusters)
-        same.cluster_ids.extend(line.cluster_ids)
-        same.flags = same.flags + line.flags
+        line.clusters.append(names[cluster_id])
+        line.cluster_ids.append(cluster_id)
+        line.flags.extend(found)
     for cell_key, first in problems.items():
         lines[cell_key] = first + lines.get(cell_key, [])
 

@@ -40,7 +40,7 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
                     behind.append((row, cell.environment.name, line, current, target))
     if not behind:
         return {}
-    clusters = {int(c) for _, _, line, _, _ in behind for c in line.cluster_ids}
+    clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
     for service_id, cluster_id, app_id in (
         RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
@@ -61,7 +61,7 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
                 offers[id(line)] = Offer(target, link, f"pull request #{pr.number} already proposes {target}",
                                          label=f"PR #{pr.number} → {target}")
             continue
-        app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, int(c)), ())})
+        app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
         if not app_ids:
             continue
         where = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"

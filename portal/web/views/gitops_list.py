@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q, QuerySet, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -66,6 +66,23 @@ def filtered_apps(params: dict[str, str], at=None) -> QuerySet[GitOpsApp]:
     return apps.order_by(*SORTS.get(params.get("sort", ""), SORTS["problems"]))
 
 
+def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
+    """One page of `apps` and how many match, in one pass over the filtered rows: the total
+    rides along each row (COUNT(*) OVER ()), where a Paginator would filter a second time
+    to count. A page past the end falls back to the Paginator, which shows the last one."""
+    try:
+        wanted = max(1, int(number or 1))
+    except ValueError:
+        wanted = 1
+    start = (wanted - 1) * PAGE_SIZE
+    rows = list(apps.annotate(matching=Window(Count("id")))[start : start + PAGE_SIZE])
+    paginator = Paginator(apps, PAGE_SIZE)
+    if not rows and wanted > 1:
+        return paginator.get_page(wanted)
+    paginator.count = rows[0].matching if rows else 0  # type: ignore[misc]  # a cached_property, known now
+    return Page(rows, wanted, paginator)
+
+
 @requires_role(Role.VIEWER)
 def gitops_list(request: HttpRequest) -> HttpResponse:
     keys = ("cluster", "environment", "tool", "project", "status", "q", "attention", "sort")
@@ -73,8 +90,7 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
     apps = filtered_apps(params, now).defer("raw", "history", "conditions", "sources", "synced_revisions")
-    paginator = Paginator(apps, PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
+    page = counted_page(apps, request.GET.get("page"))
     rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
     query = urlencode({k: v for k, v in params.items() if v})
     context = {

@@ -8,7 +8,6 @@ and 300 services × 4 environments, next to the same pages with 100 applications
 from __future__ import annotations
 
 import argparse
-import gc
 import time
 
 from harness import bench_database, percentile
@@ -54,51 +53,82 @@ def seed(apps: int, clusters_count: int, services_count: int) -> None:
             cursor.execute("ANALYZE")
 
 
-def measure(client, repeat: int) -> dict[str, tuple[float, float, int]]:
-    """(p50, p95, rows shown) per page; rows are list rows, matrix lines or tiles."""
-    figures = {}
-    for label, url in PAGES.items():
-        shown = client.get(url).content.decode()  # warm caches and connections
-        rows = shown.count('<tr class="app') or shown.count('class="cell-line"') or shown.count('<article class="tile')
-        samples = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            response = client.get(url)
-            samples.append((time.perf_counter() - started) * 1000)
-            assert response.status_code == 200, (url, response.status_code)
-        figures[label] = (percentile(samples, 0.5), percentile(samples, 0.95), rows)
-    return figures
+def drawn(html: str) -> int:
+    """Rows a page drew: list rows, matrix lines or tiles."""
+    return html.count('<tr class="app') or html.count('class="cell-line"') or html.count('<article class="tile')
+
+
+def use(database: str) -> None:
+    """Point Django at one of the two fleets' databases (the next query reconnects)."""
+    from django.db import connection
+
+    connection.close()
+    connection.settings_dict["NAME"] = database
+
+
+def measure(client, databases: dict[str, str], repeat: int) -> dict[str, dict[str, tuple[float, float, int]]]:
+    """fleet -> page -> (p50, p95, rows drawn). The fleets take turns, a few requests per page
+    each turn, so that this machine's speed, which drifts from minute to minute, weighs on
+    both alike and the ratio compares the pages rather than two moments."""
+    samples: dict[str, dict[str, list[float]]] = {fleet: {label: [] for label in PAGES} for fleet in databases}
+    rows: dict[str, dict[str, int]] = {fleet: {} for fleet in databases}
+    per_turn = 5
+    for _ in range(max(1, -(-repeat // per_turn))):
+        for fleet, database in databases.items():
+            use(database)
+            for label, url in PAGES.items():
+                rows[fleet][label] = drawn(client.get(url).content.decode())  # warm: connection, caches
+                for _ in range(per_turn):
+                    started = time.perf_counter()
+                    response = client.get(url)
+                    samples[fleet][label].append((time.perf_counter() - started) * 1000)
+                    assert response.status_code == 200, (url, response.status_code)
+    return {
+        fleet: {
+            label: (percentile(times, 0.5), percentile(times, 0.95), rows[fleet][label])
+            for label, times in pages.items()
+        }
+        for fleet, pages in samples.items()
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=30, help="requests per page and fleet")
     args = parser.parse_args()
     with bench_database() as vendor:
         from django.contrib.auth import get_user_model
+        from django.db import connection
         from django.test import Client
 
         from portal.accounts.roles import Role, grant
+        from portal.wsgi import freeze_startup_objects
 
         user = get_user_model().objects.create_user("bench")
         grant(user, Role.VIEWER)
         client = Client()
         client.force_login(user)
 
-        from portal.wsgi import freeze_startup_objects
-
-        seed(100, 4, 300)  # the same 300 services: what grows is the number of applications
-        freeze_startup_objects()  # as a web worker does when it starts (portal/wsgi.py)
-        small = measure(client, args.repeat)
-        gc.unfreeze()
+        # Two databases: the same 300 services, with 100 applications on 4 clusters and with
+        # 10,000 on 40. What grows is the number of applications.
+        small = connection.settings_dict["NAME"]
+        seed(100, 4, 300)
+        connection.creation.clone_test_db(suffix="large", verbosity=0)
+        large = connection.creation.get_test_db_clone_settings("large")["NAME"]
+        use(large)
         seed(10_000, 40, 300)
-        freeze_startup_objects()
-        large = measure(client, args.repeat)
+        try:
+            freeze_startup_objects()  # as a web worker does when it starts (portal/wsgi.py)
+            figures = measure(client, {"small": small, "large": large}, args.repeat)
+        finally:
+            use(small)
+            connection.creation.destroy_test_db(small, verbosity=0, suffix="large")
 
-        print(f"database: {vendor}; {args.repeat} requests per page; server time in ms (Django test client)")
+        print(f"database: {vendor}; {args.repeat} requests per page and fleet, the fleets taking turns; "
+              "server time in ms (Django test client)")
         print(f"{'page':22} {'100 apps p50/p95 (rows)':>26} {'10,000 apps p50/p95 (rows)':>29} {'ratio p95':>10}")
         for label in PAGES:
-            (s50, s95, srows), (l50, l95, lrows) = small[label], large[label]
+            (s50, s95, srows), (l50, l95, lrows) = figures["small"][label], figures["large"][label]
             print(f"{label:22} {s50:8.1f} /{s95:7.1f} ({srows:5d}) {l50:11.1f} /{l95:8.1f} ({lrows:5d}) "
                   f"{l95 / s95:9.2f}x")
 

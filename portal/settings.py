@@ -200,6 +200,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Each application's Git pins are read at most every 10 minutes; this only finds the due ones.
     "read-git-pins": {"task": "delivery.read_due_git_pins", "schedule": 60.0},
+    # The matrix's read model is kept by every write; this only mends what no writer announced.
+    "refresh-placements": {"task": "delivery.refresh_placements", "schedule": 3600.0},
     "open-automatic-prs": {
         "task": "delivery.open_automatic_prs",
         "schedule": float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800")),

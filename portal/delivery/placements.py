@@ -54,9 +54,17 @@ def refresh(cluster_id: int, service_ids: Iterable[int] | None = None) -> int:
     if selected == []:
         return 0
     with transaction.atomic():
-        environment_id = Cluster.objects.filter(pk=cluster_id).values_list("environment_id", flat=True).first()
-        if environment_id is None:
+        # The cluster's row first (a move in progress commits before this reads where the
+        # cluster is), then its environment's lock; every writer takes them in that order.
+        # (No ordering: the model's default would join its environment and lock that row too.)
+        found = list(
+            Cluster.objects.select_for_update(of=("self",)).filter(pk=cluster_id).order_by().values_list(
+                "environment_id", flat=True
+            )
+        )
+        if not found:
             return 0  # removed meanwhile: its rows went with it
+        environment_id = found[0]
         _lock([environment_id])
         changed = _refresh_placements(cluster_id, selected)
         if changed:
@@ -145,8 +153,9 @@ def refresh_lines(environment_id: int, service_ids: Iterable[int] | None = None,
 
 
 def refresh_all() -> int:
-    """Every cluster's placements and every environment's lines: what a test that writes
-    the store directly, or an operator after restoring a backup, needs."""
+    """Every cluster's placements and every environment's lines. Run hourly as a safety net
+    (`delivery.refresh_placements`): it writes nothing when all is in order, and mends what
+    no writer announces, such as two people editing one cluster in the admin at once."""
     changed = sum(refresh(cluster_id) for cluster_id in Cluster.objects.values_list("id", flat=True))
     for environment_id in Environment.objects.values_list("id", flat=True):
         refresh_lines(environment_id)
@@ -164,7 +173,9 @@ def on_cluster_stored(sender: object, cluster: Any, **kwargs: object) -> None:
 
 def remember_cluster(sender: object, instance: Cluster, **kwargs: object) -> None:
     """pre_save: what the lines show of the cluster, to tell afterwards whether to redraw them."""
-    before = Cluster.objects.filter(pk=instance.pk).values_list("environment_id", "name", "enabled").first()
+    before = None
+    if instance.pk is not None:
+        before = Cluster.objects.filter(pk=instance.pk).values_list("environment_id", "name", "enabled").first()
     instance._lines_before = before  # type: ignore[attr-defined]
 
 

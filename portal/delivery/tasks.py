@@ -3,10 +3,14 @@ slow registry delays nobody else, and no page ever waits for a registry."""
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
 from portal.catalog.models import Service
 from portal.delivery.releases import poll_service
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="delivery.poll_registry")
@@ -55,3 +59,15 @@ def open_automatic_prs() -> dict:
 
     report = run()
     return {"opened": len(report.opened), "held": len(report.held), "failed": len(report.failed)}
+
+
+@shared_task(name="delivery.refresh_placements")
+def refresh_placements() -> int:
+    """The matrix's read model checked against its sources (portal.delivery.placements);
+    returns how many placements it had to mend, which should be 0."""
+    from portal.delivery.placements import refresh_all
+
+    mended = refresh_all()
+    if mended:
+        log.warning("the matrix's read model was mended on %d placements", mended)
+    return mended

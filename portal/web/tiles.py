@@ -1,7 +1,6 @@
 """Read side for the overview: a tile per service, its versions per environment and its
-first few problems. Three queries that return at most a row per (service, environment)
-and a few rows per service, whatever the number of applications: the overview needs no
-per-cluster lines, so it does not pay for them (the matrix does, in portal.web.fleet).
+first few problems. Three queries that return a row per matrix line (the versions) and a
+few rows per service (the problems), whatever the number of applications.
 """
 
 from __future__ import annotations
@@ -10,13 +9,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, grace_cutoff
-from portal.catalog.models import Cluster, Environment, Service
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, grace_cutoff
+from portal.catalog.models import Environment, Service
+from portal.delivery.models import VersionLine
 from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
 
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
@@ -36,16 +35,12 @@ class Tile:
 
 
 def _versions_by_environment() -> dict[tuple[int, int], list[str]]:
-    join = "STRING_AGG(rv.version, ',')" if connection.vendor == "postgresql" else "GROUP_CONCAT(rv.version, ',')"
-    sql = f"""
-        SELECT rv.service_id, c.environment_id, {join}
-        FROM {RunningVersion._meta.db_table} rv
-        JOIN {Cluster._meta.db_table} c ON c.id = rv.cluster_id AND c.enabled
-        GROUP BY rv.service_id, c.environment_id
-    """  # noqa: S608 - table names from the models
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return {(service_id, env_id): sorted(set(joined.split(","))) for service_id, env_id, joined in cursor}
+    """(service id, environment id) -> what runs there, from the matrix's lines (a row per
+    line, kept when the store is written: portal.delivery.placements)."""
+    found: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for service_id, env_id, versions in VersionLine.objects.values_list("service_id", "environment_id", "versions"):
+        found[(service_id, env_id)].update(versions.split(","))
+    return {key: sorted(versions) for key, versions in found.items()}
 
 
 def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]]:

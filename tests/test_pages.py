@@ -223,3 +223,25 @@ def test_an_empty_portal_explains_what_will_appear_and_how_to_connect(client, us
     assert "No service is registered yet" in client.get(reverse("updates")).content.decode()
     assert client.get(reverse("delivery")).status_code == 200
     assert "No cluster is connected yet" in client.get(reverse("clusters")).content.decode()
+
+
+@pytest.mark.parametrize("page", ["matrix", "overview"])
+def test_a_drawn_page_frees_its_rows_without_waiting_for_the_garbage_collector(viewer_client, catalog, page):
+    import gc
+
+    from portal.web.fleet import CellLine, ServiceRow
+    from portal.web.tiles import Tile
+
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout)
+    seed_app(catalog.prod_us, "payments-prod", service=catalog.payments, health="Degraded",
+             since=timedelta(minutes=30))
+    gc.collect()
+    gc.disable()
+    try:
+        response = viewer_client.get(reverse(page))
+        assert response.status_code == 200 and "payments" in response.content.decode()
+        del response
+        left = [o for o in gc.get_objects() if isinstance(o, ServiceRow | CellLine | Tile)]
+    finally:
+        gc.enable()
+    assert left == []  # Django's Context cycle would keep them until a collection

@@ -139,6 +139,15 @@ def render_tiles(tiles: list[Tile]) -> None:
         tile.rendered = renderer.tile(tile)
 
 
+def release(drawn: list) -> None:
+    """Let go of a drawn page's objects. Django's template Context holds what it was given
+    in a reference cycle (each ContextDict points back at its Context), so a large matrix's
+    ten thousand rows, cells and lines would wait for the cyclic garbage collector, whose
+    full passes then showed as 20 ms pauses on later requests; emptied here, reference
+    counting frees them at once."""
+    drawn.clear()
+
+
 def preview_href(kind: str, items: list[str]) -> str:
     """The pull request preview for `app:service:version` items."""
     query = "&".join(f"item={quote(item, safe=':')}" for item in items)

@@ -9,7 +9,7 @@ from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.upgrades import UpgradeTargets
-from portal.web.cells import Offer, preview_href, render_matrix
+from portal.web.cells import Offer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows
 from portal.web.links import safe_http_url
 
@@ -21,7 +21,9 @@ def matrix(request: HttpRequest) -> HttpResponse:
     render_matrix(rows, lambda row, line: offers.get(id(line)))
     context = {"environments": environments, "rows": rows}
     template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
-    return render(request, template, context)
+    response = render(request, template, context)
+    release(rows)
+    return response
 
 
 def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:

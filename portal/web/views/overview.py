@@ -5,7 +5,7 @@ from django.shortcuts import render
 
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster
-from portal.web.cells import render_tiles
+from portal.web.cells import release, render_tiles
 from portal.web.fleet import fleet_counts
 from portal.web.tiles import service_tiles
 
@@ -21,4 +21,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         "has_clusters": Cluster.objects.exists(),
     }
     template = "web/_overview_body.html" if request.htmx else "web/overview.html"
-    return render(request, template, context)
+    response = render(request, template, context)
+    release(tiles)  # as the matrix does: not left to the cyclic garbage collector
+    return response

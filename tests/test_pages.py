@@ -142,11 +142,22 @@ def test_gitops_pages_count_once_and_past_the_end_shows_the_last_page(viewer_cli
     assert rows(second) == 10 and "page 2 of 2" in second and "← previous" in second
     assert "next →" not in second
     assert rows(viewer_client.get(url + "?page=99").content.decode()) == 10  # the last page, as Django's paginator
-    assert rows(viewer_client.get(url + "?page=0").content.decode()) == 50
+    assert rows(viewer_client.get(url + "?page=0").content.decode()) == 10  # Django's paginator: the last
+    assert rows(viewer_client.get(url + "?page=x").content.decode()) == 50  # and the first
     filtered = viewer_client.get(url + "?environment=dev&tool=flux").content.decode()
     assert "10 applications" in filtered and "page 1 of 1" in filtered and rows(filtered) == 10
     nothing = viewer_client.get(url + "?q=no-such-app").content.decode()
     assert "0 applications" in nothing and rows(nothing) == 0
+    # A text search counts in the page's own query: the same figures and pages.
+    searched = viewer_client.get(url + "?q=checkout").content.decode()
+    assert rows(searched) == 30 and "30 applications" in searched and "page 1 of 1" in searched
+    everything = viewer_client.get(url + "?q=-").content.decode()
+    assert rows(everything) == 50 and "60 applications" in everything and "page 1 of 2" in everything
+    last = viewer_client.get(url + "?q=-&page=2").content.decode()
+    assert rows(last) == 10 and "page 2 of 2" in last
+    assert rows(viewer_client.get(url + "?q=-&page=7").content.decode()) == 10
+    assert rows(viewer_client.get(url + "?q=-&page=0").content.decode()) == 10
+    assert rows(viewer_client.get(url + "?q=-&page=x").content.decode()) == 50
 
 
 def test_htmx_requests_get_only_the_table(viewer_client, catalog):

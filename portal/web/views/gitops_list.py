@@ -69,14 +69,19 @@ def filtered_apps(params: dict[str, str], at=None) -> QuerySet[GitOpsApp]:
 def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
     """One page of `apps` and how many match, in one pass over the filtered rows: the total
     rides along each row (COUNT(*) OVER ()), where a Paginator would filter a second time
-    to count. A page past the end falls back to the Paginator, which shows the last one."""
+    to count. Worth it for a text search, which reads every row anyway; without one, the
+    first page comes from an index and the Paginator's count is cheap, while a window
+    would read and sort every row. A page past the end falls back to the Paginator, which
+    shows the last one."""
+    paginator = Paginator(apps, PAGE_SIZE)
     try:
-        wanted = max(1, int(number or 1))
+        wanted = int(number or 1)
     except ValueError:
-        wanted = 1
+        wanted = 1  # as Paginator.get_page: not a number, the first page
+    if wanted < 1:
+        return paginator.get_page(wanted)  # as Paginator.get_page: the last page
     start = (wanted - 1) * PAGE_SIZE
     rows = list(apps.annotate(matching=Window(Count("id")))[start : start + PAGE_SIZE])
-    paginator = Paginator(apps, PAGE_SIZE)
     if not rows and wanted > 1:
         return paginator.get_page(wanted)
     paginator.count = rows[0].matching if rows else 0  # type: ignore[misc]  # a cached_property, known now
@@ -90,7 +95,10 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
     apps = filtered_apps(params, now).defer("raw", "history", "conditions", "sources", "synced_revisions")
-    page = counted_page(apps, request.GET.get("page"))
+    if params["q"]:
+        page = counted_page(apps, request.GET.get("page"))
+    else:
+        page = Paginator(apps, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
     query = urlencode({k: v for k, v in params.items() if v})
     context = {

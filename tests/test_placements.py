@@ -446,6 +446,38 @@ def _wait_for(condition, timeout: float) -> bool:
     return condition()
 
 
+def _race(first, second, second_waits, waits_on: str) -> None:
+    """Run `first` in a transaction held open, then `second` in another, which must wait
+    (`second_waits()` says when it does) until `first` commits; both must finish cleanly."""
+    errors: list[BaseException] = []
+    first_ready, may_commit, first_done, second_done = (threading.Event() for _ in range(4))
+
+    def held() -> None:
+        with transaction.atomic():
+            first()
+            first_ready.set()
+            if not may_commit.wait(10):
+                raise TimeoutError("the first transaction was never told to commit")
+
+    def after() -> None:
+        with transaction.atomic():
+            second()
+
+    threads = [_in_thread(held, errors, first_done)]
+    try:
+        assert first_ready.wait(10) and not errors, errors
+        threads.append(_in_thread(after, errors, second_done))
+        assert _wait_for(second_waits, 5), f"the second transaction never waited on {waits_on}"
+        assert not second_done.wait(0.3), "the second finished while the first held its transaction"
+        assert not errors, errors
+    finally:
+        may_commit.set()
+    assert first_done.wait(10) and second_done.wait(10), "a thread hung"
+    for thread in threads:
+        thread.join(5)
+    assert not errors, errors
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_second_refresh_of_an_environment_waits_for_the_first_and_both_changes_stay(catalog):
     if connection.vendor != "postgresql":
@@ -453,35 +485,16 @@ def test_a_second_refresh_of_an_environment_waits_for_the_first_and_both_changes
     eu, us = catalog.prod_eu, catalog.prod_us
     eu_app = seed_app(eu, "checkout-eu", service=catalog.checkout, version="1.6.0")
     us_app = seed_app(us, "checkout-us", service=catalog.checkout, version="1.6.0")
-    errors: list[BaseException] = []
-    a_refreshed, a_may_commit, a_done, b_done = (threading.Event() for _ in range(4))
 
-    def a() -> None:
-        with transaction.atomic():
-            RunningVersion.objects.filter(app_id=eu_app.id).update(version="1.7.0")
-            placements.refresh(eu.id)
-            a_refreshed.set()
-            if not a_may_commit.wait(10):
-                raise TimeoutError("A was never told to commit")
+    def poll_eu() -> None:
+        RunningVersion.objects.filter(app_id=eu_app.id).update(version="1.7.0")
+        placements.refresh(eu.id)
 
-    def b() -> None:
-        with transaction.atomic():
-            RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
-            placements.refresh(us.id)
+    def poll_us() -> None:
+        RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
+        placements.refresh(us.id)
 
-    thread_a = _in_thread(a, errors, a_done)
-    try:
-        assert a_refreshed.wait(10) and not errors, errors
-        thread_b = _in_thread(b, errors, b_done)
-        assert _wait_for(lambda: _advisory_lock_waiters() == 1, 5), "B never waited on the advisory lock"
-        assert not b_done.wait(0.3), "B finished while A still held its transaction"
-        assert not errors, errors
-    finally:
-        a_may_commit.set()
-    assert a_done.wait(10) and b_done.wait(10), "a thread hung"
-    thread_a.join(5)
-    thread_b.join(5)
-    assert not errors, errors
+    _race(poll_eu, poll_us, lambda: _advisory_lock_waiters() == 1, "the environment's advisory lock")
 
     assert lines_of(catalog.checkout, catalog.prod) == [
         ("1.7.0", "", ids(eu), "prod-eu-1"),
@@ -500,36 +513,18 @@ def test_a_refresh_that_waited_on_a_cluster_move_redraws_the_environment_the_clu
     seed_app(catalog.prod_eu, "checkout-eu", service=catalog.checkout, version="1.6.0")
     us_app = seed_app(us, "checkout-us", service=catalog.checkout, version="1.6.0")
     seed_app(staging, "checkout-st", service=catalog.checkout, version="1.6.0")
-    errors: list[BaseException] = []
-    a_moved, a_may_commit, a_done, b_done = (threading.Event() for _ in range(4))
 
-    def a() -> None:
-        with transaction.atomic():
-            cluster = Cluster.objects.get(pk=us.pk)
-            cluster.environment = catalog.staging
-            cluster.save()  # redraws prod and staging under both environments' locks
-            a_moved.set()
-            if not a_may_commit.wait(10):
-                raise TimeoutError("A was never told to commit")
+    def move() -> None:
+        cluster = Cluster.objects.get(pk=us.pk)
+        cluster.environment = catalog.staging
+        cluster.save()  # redraws prod and staging under both environments' locks
 
-    def b() -> None:
-        with transaction.atomic():
-            RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
-            placements.refresh(us.id)
+    def poll_us() -> None:
+        RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
+        placements.refresh(us.id)
 
-    thread_a = _in_thread(a, errors, a_done)
-    try:
-        assert a_moved.wait(10) and not errors, errors
-        thread_b = _in_thread(b, errors, b_done)
-        # B waits on the cluster's row, which the move holds until it commits.
-        assert _wait_for(lambda: _lock_waiters() == 1, 5), "B never waited for the move"
-        assert not b_done.wait(0.3), "B finished while the move was not committed"
-    finally:
-        a_may_commit.set()
-    assert a_done.wait(10) and b_done.wait(10), "a thread hung"
-    thread_a.join(5)
-    thread_b.join(5)
-    assert not errors, errors
+    # The poll waits on the cluster's row, which the move holds until it commits.
+    _race(move, poll_us, lambda: _lock_waiters() == 1, "the cluster's row")
 
     assert lines_of(catalog.checkout, catalog.staging) == [
         ("1.6.0", "", ids(staging), "staging-eu-1"),

@@ -69,6 +69,13 @@ class ServiceRow:
     cells: list[Cell]
 
 
+# A timestamp as seconds since 1970, per database; `%(expressions)s` is the column.
+_EPOCH_SQL = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS double precision)",
+    "sqlite": "((julianday(%(expressions)s) - 2440587.5) * 86400.0)",
+}
+
+
 class EpochSeconds(Func):
     """A timestamp as seconds since 1970 (a float): the driver reads a float in C, where
     Django reads each timestamptz through Python, which made a thousand problems cost
@@ -77,12 +84,10 @@ class EpochSeconds(Func):
     output_field = FloatField()
 
     def as_postgresql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
-        template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS double precision)"
-        return self.as_sql(compiler, connection, template=template, **extra)
+        return self.as_sql(compiler, connection, template=_EPOCH_SQL["postgresql"], **extra)
 
     def as_sqlite(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
-        template = "((julianday(%(expressions)s) - 2440587.5) * 86400.0)"
-        return self.as_sql(compiler, connection, template=template, **extra)
+        return self.as_sql(compiler, connection, template=_EPOCH_SQL["sqlite"], **extra)
 
 
 def stamp(seconds: float | None) -> datetime | None:
@@ -91,10 +96,8 @@ def stamp(seconds: float | None) -> datetime | None:
 
 
 def _epoch(column: str) -> str:
-    """SQL for a timestamp column as seconds since 1970 (see `EpochSeconds`)."""
-    if connection.vendor == "postgresql":
-        return f"CAST(EXTRACT(EPOCH FROM {column}) AS double precision)"
-    return f"((julianday({column}) - 2440587.5) * 86400.0)"
+    """SQL for a timestamp column as seconds since 1970 (`EpochSeconds` for raw SQL)."""
+    return _EPOCH_SQL[connection.vendor] % {"expressions": column}
 
 
 def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Flag]]:

@@ -38,9 +38,9 @@ from forges.forge import (
     WritesRefused,
     redact,
 )
+from forges.hosts import GITEA_TOKEN, GITHUB_TOKEN, GITLAB_TOKEN
 from forges.models import PullRequest
 from forges.planning import Change, Preview
-from forges.registry import GITEA_TOKEN, GITHUB_TOKEN, GITLAB_TOKEN
 from forges.repourls import repo_url
 from portal.audit.models import record
 from portal.catalog.images import parse_image

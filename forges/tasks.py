@@ -11,6 +11,6 @@ TRACK_EVERY_SECONDS = 30 * 60
 
 @shared_task(name="forges.track_pull_requests", ignore_result=True)
 def track_pull_requests() -> dict[str, int]:
-    from forges.tracking import refresh_open
+    from forges.pr_state import refresh_open
 
     return asdict(refresh_open())

@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from gitops.revisions import commit_of
 from portal.catalog.models import Cluster, Environment, Service
 
 TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
@@ -139,6 +140,19 @@ class GitOpsApp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.namespace}/{self.name}"
+
+    def synced_commit(self) -> str | None:
+        """The commit the tool last applied, or None when the revision is no commit."""
+        return commit_of(self.synced_revision, self.tool, self.chart, self._primary_source_ref())
+
+    def previous_commit(self) -> str | None:
+        if not self.previous_synced_revision:
+            return None
+        return commit_of(self.previous_synced_revision, self.tool, self.chart)
+
+    def _primary_source_ref(self) -> str:
+        sources = self.sources or []
+        return (sources[0].get("ref") or "") if sources and isinstance(sources[0], dict) else ""
 
     def needs_attention(self, at: datetime | None = None) -> bool:
         cutoff = grace_cutoff(at)

@@ -1,4 +1,5 @@
-"""The Celery app: tasks autodiscovered from every installed app, beat schedule here."""
+"""The Celery app: configured from Django settings (CELERY_*, beat schedule included), tasks
+autodiscovered from every installed app's `tasks` module."""
 
 from __future__ import annotations
 

@@ -65,11 +65,13 @@ INSTALLED_APPS = [
     # reading clusters / talking to forges
     "gitops",
     "forges",
-    # composition
+    # what upstream offers, then turning gaps into pull requests
+    "portal.releases",
+    "portal.delivery",
+    # pages, API, notifications
     "portal.web",
     "portal.api",
     "portal.notifications",
-    "portal.delivery",
 ]
 
 MIDDLEWARE = [
@@ -174,7 +176,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-# Polling cadence (seconds); later issues add their own beat entries in portal/celery.py.
+# Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
@@ -187,7 +189,7 @@ PORTAL_FORGE_HOSTS = dict(
 )
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 
-# Beat fans out one poll per cluster; later issues add their own entries here.
+# Beat: one entry per periodic task; most only find what is due and fan out one small task each.
 CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
     "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
@@ -195,7 +197,7 @@ CELERY_BEAT_SCHEDULE = {
     "track-pull-requests": {"task": "forges.track_pull_requests", "schedule": 1800.0},
     # Upstream releases change slowly and registries rate-limit: hourly by default.
     "poll-registries": {
-        "task": "delivery.poll_all_registries",
+        "task": "releases.poll_all_registries",
         "schedule": float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600")),
     },
     # Each application's Git pins are read at most every 10 minutes; this only finds the due ones.
@@ -212,8 +214,6 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(os.environ.get("PORTAL_DELIVERY_TRACK_INTERVAL", "300")),
     },
 }
-# Task modules autodiscovery does not find (it imports only each app's `tasks`).
-CELERY_IMPORTS = ["portal.delivery.tracking_tasks"]
 
 # --- REST framework ---------------------------------------------------------
 REST_FRAMEWORK = {

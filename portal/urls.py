@@ -7,5 +7,4 @@ urlpatterns = [
     path("api/", include("portal.api.urls")),
     path("notifications/", include("portal.notifications.urls")),
     path("", include("portal.web.urls")),
-    path("", include("portal.delivery.urls")),
 ]

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from portal.accounts.roles import Role, grant
-from portal.delivery.models import ChangeFreeze, Release, ServicePolicy
+from portal.delivery.models import ChangeFreeze, ServicePolicy
+from portal.releases.models import Release
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app, seed_pin

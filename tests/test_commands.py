@@ -53,8 +53,8 @@ def test_the_demo_gets_its_registry_snapshot_and_offers_upgrades(settings, clien
     from django.contrib.auth import get_user_model
 
     from portal.accounts.roles import Role, grant
-    from portal.delivery.models import Release
     from portal.delivery.upgrades import behind
+    from portal.releases.models import Release
 
     settings.DEMO_MODE = False
     with pytest.raises(CommandError, match="for the demo"):

@@ -14,16 +14,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from forges.models import PullRequest
-from forges.tracking import refresh_open
+from forges.pr_state import refresh_open
 from gitops import kinds
 from gitops.models import GitOpsApp, VersionChange
 from gitops.polling import poll
 from portal.catalog.fleetfile import load_fleet
 from portal.catalog.models import Cluster, Service
-from portal.delivery.models import Release
-from portal.delivery.tasks import poll_registry
-from portal.delivery.tracking import track
+from portal.delivery.deployments import track
 from portal.delivery.upgrades import behind
+from portal.releases.models import Release
+from portal.releases.tasks import poll_registry
 
 pytest.register_assert_rewrite("tests.registry")
 

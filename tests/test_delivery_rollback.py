@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from gitops.models import GitOpsApp, VersionChange
+from portal.delivery.deployments import announce_rollbacks
 from portal.delivery.rollbacks import AppHealth, Replacement, decide, offers_for_apps, preview_url
-from portal.delivery.tracking import announce_rollbacks
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fixtures.seed import seed_app

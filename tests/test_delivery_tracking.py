@@ -15,8 +15,8 @@ from django.utils import timezone
 from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.delivery import leadtimes, placements
-from portal.delivery.tracking import AppFacts, progress, running_since, track, why_not
-from portal.delivery.tracking_tasks import track_deployments
+from portal.delivery.deployments import AppFacts, progress, running_since, track, why_not
+from portal.delivery.tasks import track_deployments
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fixtures.seed import seed_app
@@ -183,7 +183,8 @@ def test_a_version_already_running_when_first_polled_counts_from_this_run(catalo
 def test_the_task_is_on_the_beat_schedule_and_registered(settings):
     from portal.celery import app
 
-    assert "portal.delivery.tracking_tasks" in app.conf.imports  # a worker imports the module at start
+    # A worker imports each installed app's `tasks` module at start (autodiscovery).
+    assert track_deployments.__module__ == "portal.delivery.tasks"
     entry = next(e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == "delivery.track_deployments")
     assert entry["schedule"] <= 600
     assert track_deployments.name in app.tasks

@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from forges.models import PullRequest
 from portal.audit.models import AuditLog
-from portal.delivery.models import ChangeFreeze, Release, ServicePolicy
+from portal.delivery.models import ChangeFreeze, ServicePolicy
 from portal.delivery.upgrades import behind
+from portal.releases.models import Release
 from tests.fixtures.seed import seed_app, seed_pin
 
 pytestmark = pytest.mark.django_db
@@ -157,7 +158,7 @@ def test_an_active_freeze_shows_on_the_updates_page_and_can_be_ended(client, use
 
 
 def test_no_release_read_is_not_reported_as_up_to_date(client, users, catalog):
-    from portal.delivery.models import RegistryPoll
+    from portal.releases.models import RegistryPoll
 
     RegistryPoll.objects.create(service=catalog.checkout, last_error="ghcr.io unreachable: connection refused",
                                 last_error_at=timezone.now())
@@ -178,7 +179,7 @@ def test_the_matrix_offers_open_pr_in_each_cell_that_runs_behind(client, users, 
 
     from django.http import QueryDict
 
-    from portal.delivery.views_pr import Item, parse_items
+    from portal.web.views.pr import Item, parse_items
 
     html = _matrix(login(client, users, "member"))
     assert html.count("Open PR → 1.7.0") == 2  # dev (1.6.0) and prod (1.6.1); payments runs its newest

@@ -12,8 +12,8 @@ from forges.forge import FAIL, NONE, PASS, RUNNING, ForgeError, NotFound, RateLi
 from forges.models import PullRequest
 from forges.opening import OPENED, open_pull_request
 from forges.planning import preview
+from forges.pr_state import refresh_open
 from forges.tasks import track_pull_requests
-from forges.tracking import refresh_open
 from portal.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import KINDS, NOW, TOKEN, Harness, running

@@ -9,10 +9,10 @@ import pytest
 
 from forges.demo import DEMO_SOURCE, DemoForge, build_demo_repo
 from forges.forge import NotFound, WritesRefused
+from forges.hosts import forge_for
 from forges.models import PullRequest
 from forges.opening import DEMO_REFUSAL, REFUSED, open_pull_request
 from forges.planning import Change, preview
-from forges.registry import forge_for
 from portal.audit.models import AuditLog
 
 CATALOG_PROD = "apps/catalog/overlays/prod/kustomization.yaml"

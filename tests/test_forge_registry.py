@@ -8,7 +8,7 @@ from forges.forge import FAIL, NONE, PASS, RUNNING, NotConfigured, RateLimited, 
 from forges.gitea import GiteaForge
 from forges.github import GitHubForge
 from forges.gitlab import GitLabForge
-from forges.registry import forge_for, host_kinds
+from forges.hosts import forge_for, host_kinds
 
 SECRET = "tok-registry-0a1b2c3d"
 ENV = {

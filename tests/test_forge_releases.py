@@ -12,7 +12,7 @@ import pytest
 
 from forges.demo import DemoForge
 from forges.forge import Forge, ForgeError, NotFound, RateLimited, RetryPolicy
-from forges.registry import forge_for
+from forges.hosts import forge_for
 from forges.repourls import GITHUB, RepoRef
 from tests.forge_fakes.base import FakeServer, Fault, GitModel
 from tests.forge_fakes.harness import KINDS, NOW, TOKEN, environ_for, server_for

@@ -21,8 +21,8 @@ from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, WorkloadR
 from gitops.store import Snapshot, store_snapshot
 from portal.catalog.models import Cluster
 from portal.delivery import placements
+from portal.delivery.gitpins import read_app_pins
 from portal.delivery.models import GitPin, Placement, VersionLine
-from portal.delivery.pins import read_app_pins
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import serving
 

@@ -19,11 +19,12 @@ from portal.catalog.fleetfile import FleetFileError, load_fleet
 from portal.catalog.models import Service
 from portal.delivery.automatic import run as open_automatic_prs
 from portal.delivery.changes import change_for_upgrade, open_change
-from portal.delivery.models import RegistryPoll, Release, ServicePolicy
-from portal.delivery.notes_excerpt import defused, excerpt
-from portal.delivery.release_notes import NOTES_MAX_CHARS, match, read_release_notes
-from portal.delivery.releases import poll_service
-from portal.delivery.tasks import poll_registry
+from portal.delivery.models import ServicePolicy
+from portal.releases.excerpts import defused, excerpt
+from portal.releases.models import RegistryPoll, Release
+from portal.releases.notes import NOTES_MAX_CHARS, match, read_release_notes
+from portal.releases.polling import poll_service
+from portal.releases.tasks import poll_registry
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import FakeServer, Fault, GitModel
 from tests.forge_fakes.harness import FILES, TOKEN, environ_for, server_for, serving

@@ -10,8 +10,9 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from portal.catalog.models import Service
-from portal.delivery.models import Release, ServicePolicy
-from portal.delivery.versions import PutOff, VersionPolicy, newest_acceptable
+from portal.delivery.models import ServicePolicy
+from portal.delivery.policy import PutOff, VersionPolicy, newest_acceptable
+from portal.releases.models import Release
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from portal.catalog.models import Service
-from portal.delivery.models import RegistryPoll, Release
-from portal.delivery.registry import (
+from portal.releases.models import RegistryPoll, Release
+from portal.releases.oci import (
     DOCKER_HUB_API,
     Credentials,
     RegistryClient,
@@ -19,8 +19,8 @@ from portal.delivery.registry import (
     endpoint,
     parse_registry_auth,
 )
-from portal.delivery.releases import poll_service
-from portal.delivery.tasks import poll_all_registries, poll_registry
+from portal.releases.polling import poll_service
+from portal.releases.tasks import poll_all_registries, poll_registry
 
 # tests.registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
 pytest.register_assert_rewrite("tests.registry")

@@ -1,8 +1,8 @@
-"""forges.revisions: Flux and Argo CD revision strings -> the commit they name."""
+"""gitops.revisions: Flux and Argo CD revision strings -> the commit they name."""
 
 import pytest
 
-from forges.revisions import argocd_commit, flux_commit, parse_argocd_revision, parse_flux_revision, short_revision
+from gitops.revisions import argocd_commit, flux_commit, parse_argocd_revision, parse_flux_revision, short_revision
 
 SHA = "0647aea75b85755411b007a290b9321668370be5"
 DIGEST_HEX = "043536cc6ec06ff978777ca31cf0adc3d654575a2aa8050988aadf90b9f9877c"

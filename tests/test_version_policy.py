@@ -6,17 +6,8 @@ from datetime import date
 
 import pytest
 
-from portal.delivery.versions import (
-    PolicyError,
-    PutOff,
-    VersionPolicy,
-    acceptable,
-    jump,
-    newest_acceptable,
-    parse_range,
-    parse_tag,
-    sort_tags,
-)
+from portal.delivery.policy import PolicyError, PutOff, VersionPolicy, acceptable, newest_acceptable, parse_range
+from portal.releases.versions import jump, parse_tag, sort_tags
 
 TODAY = date(2025, 6, 1)
 

@@ -15,9 +15,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from forges.models import PullRequest
+from forges.weblinks import commit_url
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload
 from portal.api.filters import SORT_CHOICES
-from portal.web.links import app_commit_url
 
 SYNC_STATUSES = ["Synced", "OutOfSync", "Unknown"]
 HEALTH_STATUSES = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]
@@ -178,7 +178,7 @@ class AppSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_commit_url(self, app: GitOpsApp) -> str | None:
-        return app_commit_url(app)
+        return commit_url(app.repo_url, app.synced_commit())
 
     def get_needs_attention(self, app: GitOpsApp) -> bool:
         return app.needs_attention(self._now())

@@ -32,7 +32,7 @@ from portal.api.serializers import (
     PullRequestSerializer,
 )
 from portal.api.throttles import TokenRateThrottle
-from portal.delivery.pins import git_pins_by_app
+from portal.delivery.gitpins import git_pins_by_app
 
 RECENT_STATE_CHANGES = 50
 

@@ -27,8 +27,8 @@ from gitops.models import GitOpsApp
 from portal.delivery.changes import ChangeError, change_for_upgrade, open_change
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
+from portal.delivery.policy import PolicyError
 from portal.delivery.upgrades import Behind, behind
-from portal.delivery.versions import PolicyError
 
 log = logging.getLogger(__name__)
 

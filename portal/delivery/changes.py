@@ -24,6 +24,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError
+from forges.hosts import forge_for
 from forges.opening import REFUSED, OpenResult, open_pull_request
 from forges.pins import Pin, unified_diff
 from forges.planning import (
@@ -38,11 +39,10 @@ from forges.planning import (
     plan,
     quoted,
 )
-from forges.registry import forge_for
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
-from portal.delivery.notes_excerpt import notes_for
+from portal.releases.excerpts import notes_for
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def current_version(app: GitOpsApp, service: Service, pinned: str | None = None)
     running = sorted((app.running or {}).get(service.name) or [])
     if not running:
         raise ChangeError(f"{service.name} does not run under {app.name}")
-    from portal.delivery.versions import sort_tags
+    from portal.releases.versions import sort_tags
 
     ordered = sort_tags(running) or running
     return ordered[0]

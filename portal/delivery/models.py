@@ -1,4 +1,4 @@
-"""Releases seen upstream, each service's version policy, and how the last registry poll went."""
+"""Each service's version policy, Git pins, change freezes, automatic PR attempts and the matrix's read model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from portal.catalog.models import Service
-from portal.delivery.versions import ACCEPT_CHOICES, PolicyError, VersionPolicy
+from portal.delivery.policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
 
 
 class ServicePolicy(models.Model):
@@ -68,62 +68,6 @@ class ServicePolicy(models.Model):
         """The service's policy, or the default one when none was set."""
         row = cls.objects.filter(service=service).first()
         return row.as_policy() if row else VersionPolicy()
-
-
-class ReleaseQuerySet(models.QuerySet["Release"]):
-    def for_service(self, service: Service) -> ReleaseQuerySet:
-        return self.filter(service=service)
-
-    def tags(self) -> list[str]:
-        return list(self.values_list("tag", flat=True))
-
-
-class Release(models.Model):
-    """A version tag seen in a service's registry. Only tags that read as versions are kept."""
-
-    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="releases")
-    tag = models.CharField(max_length=128)
-    version = models.CharField(max_length=128, help_text="the tag without `v` or suffix: 1.5.0-rc.1")
-    prerelease = models.BooleanField(default=False)
-    seen_at = models.DateTimeField(help_text="when the portal first saw the tag")
-    created_at = models.DateTimeField(null=True, blank=True, help_text="the image config's build time, when known")
-    digest = models.CharField(max_length=100, blank=True, help_text="manifest digest when first seen")
-    # Filled from the forge release of the same version (see portal.delivery.release_notes):
-    # notes_url None means "not known yet"; a known release may have empty notes.
-    notes_url = models.URLField(max_length=500, null=True, blank=True)
-    notes = models.TextField(blank=True, default="", help_text="the forge release's notes (Markdown), shortened")
-
-    objects = ReleaseQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["service", "-seen_at", "tag"]
-        constraints = [models.UniqueConstraint(fields=["service", "tag"], name="delivery_release_unique_tag")]
-        indexes = [models.Index(fields=["service", "seen_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.service}:{self.tag}"
-
-
-class RegistryPoll(models.Model):
-    """How reading a service's registry last went. A failed poll keeps the releases already seen."""
-
-    service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="registry_poll")
-    last_poll_at = models.DateTimeField(null=True, blank=True)
-    last_ok_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    last_error_at = models.DateTimeField(null=True, blank=True)
-    tags_seen = models.PositiveIntegerField(default=0, help_text="tags listed by the last good poll")
-    # Release notes come from the service's source repository in the same task, after the tags.
-    notes_read_at = models.DateTimeField(null=True, blank=True, help_text="last good read of the forge's releases")
-    notes_error = models.TextField(blank=True)
-    notes_error_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"registry poll of {self.service}"
-
-    @property
-    def failing(self) -> bool:
-        return bool(self.last_error)
 
 
 class GitPin(models.Model):

@@ -3,7 +3,7 @@
 For each production environment, "staging" is the environment just before it (the
 highest `order` below it that is not itself production). A service's newest version
 running on a staging cluster waits for a production cluster when that cluster runs the
-service at an older version (versions compared as `portal.delivery.versions` reads tags;
+service at an older version (versions compared as `portal.releases.versions` reads tags;
 a tag that is not a version is never promoted). One offer per production cluster; when
 several services of one production application wait together, they also make one
 "Promote <app> → prod" group. Since when: the earliest recorded change to that version on
@@ -25,7 +25,7 @@ from django.urls import reverse
 
 from gitops.models import RunningVersion, VersionChange
 from portal.catalog.models import Environment
-from portal.delivery.versions import parse_tag
+from portal.releases.versions import parse_tag
 
 
 @dataclass(frozen=True)

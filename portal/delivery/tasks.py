@@ -1,39 +1,21 @@
-"""Beat runs `delivery.poll_all_registries` (hourly by default): one task per service, so a
-slow registry delays nobody else, and no page ever waits for a registry."""
+"""Delivery's periodic work: Git pins (one task per application), automatic PRs, the matrix's
+read model, and following merged PRs to "running in production". Each task reads the store or
+one repository; no page ever waits for them."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 
 from celery import shared_task
 
-from portal.catalog.models import Service
-from portal.delivery.releases import poll_service
-
 log = logging.getLogger(__name__)
-
-
-@shared_task(name="delivery.poll_registry")
-def poll_registry(service_id: int) -> dict:
-    service = Service.objects.filter(pk=service_id).first()
-    if service is None:
-        return {"skipped": "no such service"}
-    report = poll_service(service)
-    return {"service": report.service, "ok": report.ok, "new_tags": len(report.new_tags), "error": report.error}
-
-
-@shared_task(name="delivery.poll_all_registries")
-def poll_all_registries() -> int:
-    ids = list(Service.objects.exclude(image_repository="").values_list("id", flat=True))
-    for service_id in ids:
-        poll_registry.delay(service_id)
-    return len(ids)
 
 
 @shared_task(name="delivery.read_git_pins")
 def read_git_pins(app_id: int) -> dict:
     from gitops.models import GitOpsApp
-    from portal.delivery.pins import read_app_pins
+    from portal.delivery.gitpins import read_app_pins
 
     app = GitOpsApp.objects.select_related("cluster").filter(pk=app_id).first()
     if app is None:
@@ -45,7 +27,7 @@ def read_git_pins(app_id: int) -> dict:
 @shared_task(name="delivery.read_due_git_pins")
 def read_due_git_pins() -> int:
     """One task per application not read in the last 10 minutes: a slow repository delays nobody else."""
-    from portal.delivery.pins import due_app_ids
+    from portal.delivery.gitpins import due_app_ids
 
     ids = due_app_ids()
     for app_id in ids:
@@ -71,3 +53,13 @@ def refresh_placements() -> int:
     if mended:
         log.warning("the matrix's read model was mended on %d placements", mended)
     return mended
+
+
+@shared_task(name="delivery.track_deployments", ignore_result=True)
+def track_deployments() -> dict[str, int]:
+    """Merged PRs whose version now runs get running_at; those still waiting an hour after their
+    merge raise "merged, not deployed" once; new rollback offers are announced once. Reads only
+    the store: a cluster or a forge being slow delays nothing here."""
+    from portal.delivery.deployments import track
+
+    return asdict(track())

@@ -16,10 +16,12 @@ from django.utils import timezone
 from forges.models import PullRequest
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
-from portal.delivery.models import Release, ServicePolicy
-from portal.delivery.pins import pinned_versions
-from portal.delivery.versions import PolicyError, VersionPolicy, jump, newest_acceptable, parse_tag, sort_tags
-from portal.web.links import safe_http_url
+from portal.delivery.gitpins import pinned_versions
+from portal.delivery.models import ServicePolicy
+from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
+from portal.links import safe_http_url
+from portal.releases.models import Release
+from portal.releases.versions import jump, parse_tag, sort_tags
 
 MAX_PUT_OFF_DAYS = 366
 

@@ -9,9 +9,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from portal.links import safe_http_url
 from portal.notifications.events import RULE_KINDS
 from portal.notifications.models import Channel, Rule
-from portal.web.links import safe_http_url
 
 
 class ChannelForm(forms.ModelForm):

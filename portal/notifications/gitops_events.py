@@ -19,13 +19,13 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.revisions import short_revision
+from forges import weblinks
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, VersionChange, grace_cutoff
+from gitops.revisions import short_revision
 from gitops.store import app_key
+from portal.links import argocd_app_url
 from portal.notifications.events import Event, EventKind, emit, links, portal_url
 from portal.notifications.models import Episode
-from portal.web import links as weblinks
-from portal.web.links import argocd_app_url
 
 # Causes are looked for among changes of the day before the episode began.
 CAUSE_WINDOW = timedelta(days=1)
@@ -160,10 +160,10 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     since = f"{start.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
     summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
-    commit_url = weblinks.app_commit_url(app)
+    commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
     changes_url = None
     if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
-        changes_url = weblinks.app_compare_url(app)
+        changes_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
     facts = [
         ("Environment", app.cluster.environment.name),
         ("Cluster", cluster),

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, grace_cutoff
 from portal.catalog.models import Cluster, Environment, Service
+from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
-from portal.delivery.pins import pin_summary
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 

@@ -1,17 +1,22 @@
 from django.urls import path
 
-from portal.delivery import views_delivery
-from portal.web.views import clusters, gitops_list, matrix, overview, service, updates
+from portal.web.views import clusters, delivery, gitops, matrix, overview, pr, service, updates
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("matrix", matrix.matrix, name="matrix"),
-    path("gitops", gitops_list.gitops_list, name="gitops"),
+    path("gitops", gitops.gitops_list, name="gitops"),
     path("services/<slug:name>", service.service_page, name="service"),
     path("services/<slug:name>/panels", service.service_panels, name="service-panels"),
     path("clusters", clusters.cluster_list, name="clusters"),
     path("clusters/<slug:name>/poll", clusters.poll_now, name="cluster-poll"),
     path("clusters/<slug:name>/enabled", clusters.set_enabled, name="cluster-enabled"),
     path("updates", updates.updates, name="updates"),
-    path("delivery", views_delivery.delivery, name="delivery"),
+    path("updates/put-off", updates.put_off_version, name="updates-put-off"),
+    path("updates/freezes", updates.freeze_create, name="freeze-create"),
+    path("updates/freezes/end", updates.freeze_end, name="freeze-end"),
+    path("delivery", delivery.delivery, name="delivery"),
+    path("pr/preview", pr.pr_preview, name="pr-preview"),
+    path("pr/open", pr.pr_open, name="pr-open"),
+    path("pr/opened", pr.pr_opened, name="pr-opened"),
 ]

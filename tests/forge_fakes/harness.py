@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forges.forge import Forge, RetryPolicy
+from forges.hosts import forge_for
 from forges.planning import Change
-from forges.registry import forge_for
 from tests.forge_fakes.base import FakeServer, GitModel
 from tests.forge_fakes.gitea import FakeGitea
 from tests.forge_fakes.github import FakeGitHub
@@ -96,7 +96,7 @@ def environ_for(kind: str, server: FakeServer) -> dict[str, str]:
 @contextmanager
 def serving(kind: str, monkeypatch: Any, files: dict[str, str] | None = None) -> Iterator[Harness]:
     """`running`, with the fake's URL and token in the environment for the test (as an
-    operator would set them), so `forges.registry.forge_for` finds it."""
+    operator would set them), so `forges.hosts.forge_for` finds it."""
     with running(kind, files) as harness:
         for name, value in harness.environ.items():
             monkeypatch.setenv(name, value)

@@ -9,9 +9,9 @@ from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.upgrades import UpgradeTargets
+from portal.links import safe_http_url
 from portal.web.cells import Offer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows
-from portal.web.links import safe_http_url
 
 
 @requires_role(Role.VIEWER)

@@ -10,12 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
-from portal.delivery.pins import pin_summary, pinned_versions
+from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.upgrades import Behind, behind
-from portal.web import links
+from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for
 
 
@@ -53,9 +54,9 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
                 app=app,
                 badges=badges_for(app, app.cluster, now),
                 attention=app.needs_attention(now),
-                commit_url=links.app_commit_url(app),
-                compare_url=links.app_compare_url(app),
-                argocd_url=links.argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None,
+                commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
+                compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),
+                argocd_url=argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None,
                 workloads=list(app.workloads.all()),
                 pin_note=pin_summary(pinned.get((app.pk, service.name), []), (app.running or {}).get(service.name, [])),
                 upgrade=upgrades.get(app.pk),
@@ -78,7 +79,7 @@ def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
         "environments": environments,
         "unmanaged": unmanaged,
         "can_act": has_role(request.user, Role.MEMBER),
-        "source_url": links.repository_url(service.source_repository),
+        "source_url": weblinks.repository_url(service.source_repository),
     }
     return render(request, template, context)
 

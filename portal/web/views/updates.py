@@ -1,7 +1,128 @@
-"""/updates lives with the delivery flows (portal.delivery.views_updates); the URL name stays here."""
+"""/updates: every service behind its newest acceptable release, with Open PR and Put off on each
+line, ticks to open several at once; and the change freezes admins define. Reads the store only."""
 
 from __future__ import annotations
 
-from portal.delivery.views_updates import updates
+from datetime import date, timedelta
+from itertools import groupby
 
-__all__ = ["updates"]
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+
+from portal.accounts.roles import Role, has_role, requires_role
+from portal.audit.models import record
+from portal.catalog.models import Environment, Service
+from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.freezes import current_and_coming
+from portal.delivery.models import ChangeFreeze
+from portal.delivery.upgrades import behind, put_off
+from portal.releases.models import RegistryPoll, Release
+
+DEFAULT_PUT_OFF_DAYS = 14
+
+
+class FreezeForm(forms.ModelForm):
+    starts_at = forms.DateTimeField(widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    ends_at = forms.DateTimeField(widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    environments = forms.ModelMultipleChoiceField(
+        queryset=Environment.objects.all(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = ChangeFreeze
+        fields = ["starts_at", "ends_at", "environments", "reason"]
+
+
+@requires_role(Role.VIEWER)
+def updates(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    rows = behind(today=now.date())
+    by_service = [(service, list(lines)) for service, lines in groupby(rows, key=lambda b: b.service)]
+    context = {
+        "by_service": by_service,
+        "line_count": len(rows),
+        "service_count": Service.objects.count(),
+        "freezes": current_and_coming(now),
+        "now": now,
+        "can_act": has_role(request.user, Role.MEMBER),
+        "is_admin": has_role(request.user, Role.ADMIN),
+        "freeze_form": FreezeForm(),
+        "put_off_default": (now.date() + timedelta(days=DEFAULT_PUT_OFF_DAYS)).isoformat(),
+        "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
+        "max_ticks": MAX_CHANGES_PER_PR,
+        # "Nothing is behind" is only true of services whose releases were read: say which were not.
+        "services_with_releases": Release.objects.values("service").distinct().count(),
+        "registry_errors": list(
+            RegistryPoll.objects.exclude(last_error="").select_related("service").order_by("service__name")[:20]
+        ),
+        "notes_errors": list(
+            RegistryPoll.objects.exclude(notes_error="").select_related("service").order_by("service__name")[:20]
+        ),
+    }
+    return render(request, "web/updates.html", context)
+
+
+@requires_role(Role.MEMBER)
+def put_off_version(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return redirect("updates")
+    service = get_object_or_404(Service, name=request.POST.get("service", ""))
+    version = request.POST.get("version", "")
+    try:
+        until = date.fromisoformat(request.POST.get("until", ""))
+        put_off(service, version, until, today=timezone.now().date())
+    except ValueError as error:
+        messages.error(request, f"Not put off: {error}")
+        return redirect("updates")
+    record(request.user, "policy.put_off", service.name, version=version, until=until.isoformat())
+    messages.success(request, f"{service.name} {version} is put off until {until:%Y-%m-%d}.")
+    return redirect("updates")
+
+
+@requires_role(Role.ADMIN)
+def freeze_create(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return redirect("updates")
+    form = FreezeForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(f"{field}: {', '.join(msgs)}" for field, msgs in form.errors.items())
+        messages.error(request, f"Freeze not saved: {errors}")
+        return redirect("updates")
+    freeze = form.save(commit=False)
+    freeze.created_by = request.user
+    freeze.save()
+    form.save_m2m()
+    environments = [e.name for e in freeze.environments.all()] or ["all"]
+    record(
+        request.user,
+        "freeze.created",
+        str(freeze)[:300],
+        starts_at=freeze.starts_at.isoformat(),
+        ends_at=freeze.ends_at.isoformat(),
+        environments=environments,
+        reason=freeze.reason,
+    )
+    messages.success(request, f"Change freeze saved for {', '.join(environments)}.")
+    return redirect("updates")
+
+
+@requires_role(Role.ADMIN)
+def freeze_end(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return redirect("updates")
+    raw_id = request.POST.get("id", "")
+    freeze = get_object_or_404(ChangeFreeze, pk=int(raw_id) if raw_id.isdigit() else 0)
+    now = timezone.now()
+    if freeze.starts_at > now:
+        freeze.delete()
+        record(request.user, "freeze.deleted", freeze.reason[:300])
+        messages.success(request, "The coming freeze is removed.")
+    else:
+        freeze.ends_at = now
+        freeze.save(update_fields=["ends_at"])
+        record(request.user, "freeze.ended", freeze.reason[:300], ended_at=now.isoformat())
+        messages.success(request, "The freeze is ended.")
+    return redirect("updates")

@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from portal.catalog.models import Service
-from portal.delivery.models import Release
-from portal.delivery.versions import parse_tag
+from portal.releases.models import Release
+from portal.releases.versions import parse_tag
 
 
 class Command(BaseCommand):

@@ -142,3 +142,16 @@ def _display_ref(ref: str) -> str:
         if ref.startswith(prefix):
             return ref[len(prefix) :]
     return ref
+
+
+def commit_of(revision: str, tool: str = "flux", chart: str = "", source_ref: str = "") -> str | None:
+    """The commit a synced revision names, or None (chart version, OCI digest, tag).
+
+    Flux keeps "<SourceKind>/<name>" as the primary source's ref, which settles what a
+    sha256 revision is; an Argo CD app with a chart synced a chart version, not a commit.
+    """
+    if not revision:
+        return None
+    if tool == "argo":
+        return argocd_commit(revision, "helm" if chart else None)
+    return flux_commit(revision, source_ref.partition("/")[0] or None)

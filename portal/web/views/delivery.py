@@ -19,8 +19,8 @@ from django.utils import timezone
 from forges.models import PullRequest
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
-from portal.delivery.tracking import TRACK_FOR, Fleet, Progress
-from portal.web.links import safe_http_url
+from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
+from portal.links import safe_http_url
 
 PERIOD = timedelta(days=30)
 MAX_ROWS = 500  # a page, not an export: the API lists them all
@@ -157,5 +157,5 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
 @requires_role(Role.VIEWER)
 def delivery(request: HttpRequest) -> HttpResponse:
     context = context_for(request, timezone.now())
-    template = "delivery/_delivery_body.html" if getattr(request, "htmx", False) else "delivery/delivery.html"
+    template = "web/_delivery_body.html" if getattr(request, "htmx", False) else "web/delivery.html"
     return render(request, template, context)

@@ -37,8 +37,8 @@ from portal.delivery.changes import (
     open_change,
     preview_change,
 )
-from portal.delivery.notes_excerpt import notes_for, share
-from portal.web.links import safe_http_url
+from portal.links import safe_http_url
+from portal.releases.excerpts import notes_for, share
 
 GROUPED = "grouped"
 EACH = "each"
@@ -144,7 +144,7 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         kind, items, mode = parse_items(request.GET)
         changes = build_changes(kind, items)
     except (RequestError, ChangeError) as error:
-        return render(request, "delivery/preview.html", {"error": str(error)}, status=400)
+        return render(request, "web/preview.html", {"error": str(error)}, status=400)
     previews = [preview_change(group) for group in pull_requests_for(changes, mode)]
     can_act = has_role(request.user, Role.MEMBER)
     context = {
@@ -159,7 +159,7 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         "openable": sum(1 for p in previews if p.can_open),
         "next": _safe_next(request, request.GET.get("next")),
     }
-    return render(request, "delivery/preview.html", context)
+    return render(request, "web/preview.html", context)
 
 
 @requires_role(Role.MEMBER)
@@ -193,7 +193,7 @@ def pr_opened(request: HttpRequest) -> HttpResponse:
     rows = list(PullRequest.objects.filter(pk__in=ids).select_related("opened_by").order_by("id"))
     for row in rows:
         row.safe_url = safe_http_url(row.url)
-    return render(request, "delivery/opened.html", {"pull_requests": rows})
+    return render(request, "web/opened.html", {"pull_requests": rows})
 
 
 def _safe_next(request: HttpRequest, target: str | None) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from portal.catalog.models import Service
-from portal.delivery.models import Release
-from portal.delivery.versions import parse_tag
+from portal.releases.models import Release
+from portal.releases.versions import parse_tag
 
 MAX_LINES = 60
 MAX_CHARS = 4_000

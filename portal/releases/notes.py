@@ -25,11 +25,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from forges.forge import MAX_RELEASES, Forge, ForgeError, ReleaseInfo, RetryPolicy
-from forges.registry import forge_for
+from forges.hosts import forge_for
+from forges.weblinks import repository_url
 from portal.catalog.models import Service
-from portal.delivery.models import RegistryPoll, Release
-from portal.delivery.versions import parse_tag
-from portal.web.links import repository_url, safe_http_url
+from portal.links import safe_http_url
+from portal.releases.models import RegistryPoll, Release
+from portal.releases.versions import parse_tag
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError
+from forges.hosts import forge_for
 from forges.pins import scan
-from forges.registry import forge_for
 from gitops.models import GitOpsApp
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index

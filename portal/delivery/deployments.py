@@ -27,14 +27,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 
 from forges.models import PullRequest
-from forges.revisions import short_revision
 from gitops.models import GitOpsApp, RunningVersion, VersionChange
-from portal.delivery import rollbacks
-from portal.notifications.events import Event, EventKind, emit, links, portal_url
+from gitops.revisions import short_revision
+from portal.delivery import rollbacks, signals
 
 log = logging.getLogger(__name__)
 
@@ -252,42 +250,22 @@ def track(now: datetime | None = None) -> TrackReport:
             continue
         report.not_deployed += 1
         if now - merged_at >= NOT_DEPLOYED_AFTER:
-            emit(not_deployed_event(pr, state, now), at=now)
+            signals.merged_not_deployed.send(PullRequest, pull_request=pr, progress=state, at=now)
             report.announced += 1
     report.rollbacks_offered = announce_rollbacks(now)
     report.checks_failed = announce_failing_checks(now)
     return report
 
 
-def checks_failed_event(pr: PullRequest) -> Event:
-    """Forge tracking marks a portal PR's failing checks once (checks_failed_notified_at);
-    that mark names the episode, so a PR whose checks fail again later is a new one."""
-    failed_at = pr.checks_failed_notified_at or timezone.now()
-    subject = ", ".join(pr.services or []) or pr.image
-    where = f"#{pr.number}" if pr.number else pr.branch
-    return Event(
-        kind=EventKind.PR_CHECKS_FAILED,
-        key=f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}",
-        title=f"Checks failing on {where}: {pr.title}",
-        summary=f"The checks of the pull request moving {subject} to {pr.to_version} fail.",
-        started_at=failed_at,
-        environment=pr.environment,
-        services=tuple(pr.services or []),
-        facts=(("Pull request", f"{where}: {pr.title}"), ("Repository", pr.repository)),
-        links=links(("Pull request", pr.url or None), ("Delivery", portal_url(reverse("delivery")))),
-        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "checks": pr.checks}},
-    )
-
-
 def announce_failing_checks(now: datetime) -> int:
-    """Emit "checks failing" for open portal PRs that forge tracking marked failing (once each)."""
+    """Announce "checks failing" for open portal PRs that forge tracking marked failing (once each)."""
     prs = PullRequest.objects.filter(
         state=PullRequest.State.OPEN, checks=PullRequest.Checks.FAIL, checks_failed_notified_at__isnull=False,
         checks_failed_notified_at__gte=now - timedelta(days=1),
     )
     count = 0
     for pr in prs:
-        emit(checks_failed_event(pr), at=now)
+        signals.pr_checks_failed.send(PullRequest, pull_request=pr, at=now)
         count += 1
     return count
 
@@ -316,68 +294,14 @@ def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
     return seen
 
 
-def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event:
-    subject = ", ".join(pr.services or []) or pr.image
-    merged_at = pr.merged_at or now
-    since = f"{merged_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-    where = f"#{pr.number}" if pr.number else pr.branch
-    facts = [("Pull request", f"{where}: {pr.title}"), ("Merged", since), ("Version", pr.to_version)]
-    if pr.environment:
-        facts.append(("Environment", pr.environment))
-    facts += [(w.cluster, w.reason) for w in state.waiting]
-    return Event(
-        kind=EventKind.MERGED_NOT_DEPLOYED,
-        key=f"delivery:merged-not-deployed:{pr.pk}",
-        title=f"{subject} {pr.to_version} merged but not deployed{f' in {pr.environment}' if pr.environment else ''}",
-        summary=f"Merged {since}, not running yet: {state.why}",
-        started_at=merged_at,
-        environment=pr.environment,
-        cluster=state.waiting[0].cluster if len(state.waiting) == 1 else "",
-        services=tuple(pr.services or []),
-        facts=tuple(facts),
-        causes=tuple(w.reason for w in state.waiting),
-        links=links(("Delivery", portal_url(reverse("delivery"))), ("Pull request", pr.url or None)),
-        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "to_version": pr.to_version},
-                 "waiting": [{"cluster": w.cluster, "reason": w.reason} for w in state.waiting]},
-    )
-
-
-def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
-    since = f"{offer.failing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-    return Event(
-        kind=EventKind.ROLLBACK_OFFERED,
-        key=offer.event_key,
-        title=f"Rollback offered: {offer.service} {offer.current} → {offer.previous} on {offer.cluster}",
-        summary=f"{offer.app} is {offer.failure} since {since}, after {offer.current} replaced {offer.previous}.",
-        started_at=offer.failing_since,
-        environment=offer.environment,
-        cluster=offer.cluster,
-        services=(offer.service,),
-        facts=(
-            ("Application", offer.app),
-            ("Running", offer.current),
-            ("Roll back to", offer.previous),
-            ("Replaced at", f"{offer.replaced_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"),
-            ("Failing since", since),
-        ),
-        causes=(f"{offer.current} replaced {offer.previous}",),
-        links=links(
-            ("Preview rollback PR", portal_url(rollbacks.preview_url(offer))),
-            ("Service", portal_url(reverse("service", args=[offer.service]))),
-        ),
-        details={"rollback": {"service": offer.service, "cluster": offer.cluster, "from": offer.current,
-                              "to": offer.previous, "app": offer.app}},
-    )
-
-
 def announce_rollbacks(now: datetime) -> int:
-    """Emit "rollback offered" once per offer (the key names the offer and its episode)."""
+    """Announce "rollback offered" once per offer (the key names the offer and its episode)."""
     apps = GitOpsApp.objects.filter(
         health_status__in=("Degraded", "Missing"), health_since__lte=now - rollbacks.grace()
     ).select_related("cluster", "cluster__environment")
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:
-            emit(rollback_event(offer), at=now, app_id=app_id)
+            signals.rollback_offered.send(rollbacks.RollbackOffer, offer=offer, app_id=app_id, at=now)
             count += 1
     return count

@@ -17,7 +17,7 @@ from forges.models import PullRequest
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, has_role
 from portal.delivery import rollbacks
-from portal.web.links import safe_http_url
+from portal.links import safe_http_url
 
 register = template.Library()
 

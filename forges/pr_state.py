@@ -59,7 +59,7 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
 def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None) -> TrackingReport:
     """Refresh every open pull request; forges are built once per repository."""
     if forge_for is None:
-        from forges.registry import forge_for as registry_forge_for
+        from forges.hosts import forge_for as registry_forge_for
 
         forge_for = registry_forge_for
     now = now or timezone.now()

@@ -1,5 +1,5 @@
 """Reading a service's registry into `Release` rows, then their release notes from the
-service's source repository (portal.delivery.release_notes). Runs in a Celery task, never
+service's source repository (portal.releases.notes). Runs in a Celery task, never
 in a request."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.catalog.models import Service
-from portal.delivery.models import RegistryPoll, Release
-from portal.delivery.registry import RegistryClient, RegistryError
-from portal.delivery.release_notes import ForgeFactory, read_release_notes
-from portal.delivery.versions import Version, parse_tag
+from portal.releases.models import RegistryPoll, Release
+from portal.releases.notes import ForgeFactory, read_release_notes
+from portal.releases.oci import RegistryClient, RegistryError
+from portal.releases.versions import Version, parse_tag
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,32 @@
+"""Safe links for what pages show. Only http(s) URLs built from parsed parts; a string
+from a cluster or a forge never becomes a link by itself.
+
+The kernel holds what needs no forge: `safe_http_url` and Argo CD's UI. Links to a
+commit, a compare or a repository page need to know the forge, so they live in
+`forges.weblinks`; which commit a GitOps revision names is `gitops.revisions.commit_of`."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+from django.conf import settings
+
+
+def safe_http_url(url: str | None) -> str | None:
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.geturl()
+
+
+def argocd_app_url(namespace: str, name: str) -> str | None:
+    """The application in Argo CD's UI: /applications/<app namespace>/<name>."""
+    base = safe_http_url(settings.PORTAL_ARGOCD_URL)
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/applications/{quote(namespace, safe='')}/{quote(name, safe='')}"

@@ -1,0 +1,107 @@
+"""Delivery's announcements (portal.delivery.signals) turned into notification events: a
+merged PR not deployed after an hour, a portal PR whose checks fail, a rollback offered. The
+event key names the episode, so sending the same fact again adds nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+
+from forges.models import PullRequest
+from portal.delivery import rollbacks
+from portal.delivery.deployments import Progress
+from portal.notifications.events import Event, EventKind, emit, links, portal_url
+
+
+def checks_failed_event(pr: PullRequest) -> Event:
+    """Forge tracking marks a portal PR's failing checks once (checks_failed_notified_at);
+    that mark names the episode, so a PR whose checks fail again later is a new one."""
+    failed_at = pr.checks_failed_notified_at or timezone.now()
+    subject = ", ".join(pr.services or []) or pr.image
+    where = f"#{pr.number}" if pr.number else pr.branch
+    return Event(
+        kind=EventKind.PR_CHECKS_FAILED,
+        key=f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}",
+        title=f"Checks failing on {where}: {pr.title}",
+        summary=f"The checks of the pull request moving {subject} to {pr.to_version} fail.",
+        started_at=failed_at,
+        environment=pr.environment,
+        services=tuple(pr.services or []),
+        facts=(("Pull request", f"{where}: {pr.title}"), ("Repository", pr.repository)),
+        links=links(("Pull request", pr.url or None), ("Delivery", portal_url(reverse("delivery")))),
+        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "checks": pr.checks}},
+    )
+
+
+def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event:
+    subject = ", ".join(pr.services or []) or pr.image
+    merged_at = pr.merged_at or now
+    since = f"{merged_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    where = f"#{pr.number}" if pr.number else pr.branch
+    facts = [("Pull request", f"{where}: {pr.title}"), ("Merged", since), ("Version", pr.to_version)]
+    if pr.environment:
+        facts.append(("Environment", pr.environment))
+    facts += [(w.cluster, w.reason) for w in state.waiting]
+    return Event(
+        kind=EventKind.MERGED_NOT_DEPLOYED,
+        key=f"delivery:merged-not-deployed:{pr.pk}",
+        title=f"{subject} {pr.to_version} merged but not deployed{f' in {pr.environment}' if pr.environment else ''}",
+        summary=f"Merged {since}, not running yet: {state.why}",
+        started_at=merged_at,
+        environment=pr.environment,
+        cluster=state.waiting[0].cluster if len(state.waiting) == 1 else "",
+        services=tuple(pr.services or []),
+        facts=tuple(facts),
+        causes=tuple(w.reason for w in state.waiting),
+        links=links(("Delivery", portal_url(reverse("delivery"))), ("Pull request", pr.url or None)),
+        details={"pull_request": {"id": pr.pk, "number": pr.number, "url": pr.url, "to_version": pr.to_version},
+                 "waiting": [{"cluster": w.cluster, "reason": w.reason} for w in state.waiting]},
+    )
+
+
+def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
+    since = f"{offer.failing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return Event(
+        kind=EventKind.ROLLBACK_OFFERED,
+        key=offer.event_key,
+        title=f"Rollback offered: {offer.service} {offer.current} → {offer.previous} on {offer.cluster}",
+        summary=f"{offer.app} is {offer.failure} since {since}, after {offer.current} replaced {offer.previous}.",
+        started_at=offer.failing_since,
+        environment=offer.environment,
+        cluster=offer.cluster,
+        services=(offer.service,),
+        facts=(
+            ("Application", offer.app),
+            ("Running", offer.current),
+            ("Roll back to", offer.previous),
+            ("Replaced at", f"{offer.replaced_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"),
+            ("Failing since", since),
+        ),
+        causes=(f"{offer.current} replaced {offer.previous}",),
+        links=links(
+            ("Preview rollback PR", portal_url(rollbacks.preview_url(offer))),
+            ("Service", portal_url(reverse("service", args=[offer.service]))),
+        ),
+        details={"rollback": {"service": offer.service, "cluster": offer.cluster, "from": offer.current,
+                              "to": offer.previous, "app": offer.app}},
+    )
+
+
+
+def on_merged_not_deployed(
+    sender: Any, *, pull_request: PullRequest, progress: Progress, at: datetime, **_: Any
+) -> None:
+    emit(not_deployed_event(pull_request, progress, at), at=at)
+
+
+def on_pr_checks_failed(sender: Any, *, pull_request: PullRequest, at: datetime, **_: Any) -> None:
+    emit(checks_failed_event(pull_request), at=at)
+
+
+def on_rollback_offered(
+    sender: Any, *, offer: rollbacks.RollbackOffer, app_id: int | None, at: datetime, **_: Any
+) -> None:
+    emit(rollback_event(offer), at=at, app_id=app_id)

@@ -10,7 +10,8 @@ import pytest
 from gitops.collectors import collect
 from gitops.collectors.workloads import rollout_health, workload_row
 from gitops.rows import ContainerImage, WorkloadRow
-from tests.test_collect_mapping import REAL, load_objects
+from tests.fixtures.real_objects import REAL_OBJECTS as REAL
+from tests.fixtures.real_objects import load_objects
 
 
 def real(file_name: str) -> WorkloadRow:

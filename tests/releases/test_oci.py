@@ -1,4 +1,4 @@
-"""Reading tags and build times from a real registry (tests/registry.py): anonymous, basic
+"""Reading tags and build times from a real registry (tests/oci_registry.py): anonymous, basic
 and bearer-token auth, paging, errors without secrets; then polling into Release rows."""
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from portal.releases.oci import (
 from portal.releases.polling import poll_service
 from portal.releases.tasks import poll_all_registries, poll_registry
 
-# tests.registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
-pytest.register_assert_rewrite("tests.registry")
+# tests.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
+pytest.register_assert_rewrite("tests.oci_registry")
 
-from tests.registry import (  # noqa: E402
+from tests.oci_registry import (  # noqa: E402
     BASE_TIME,
     MULTI_ARCH,
     PASSWORD,
@@ -39,7 +39,7 @@ from tests.registry import (  # noqa: E402
 )
 
 # The session fixtures (open_registry, basic_registry, token_registry) come from this plugin.
-pytest_plugins = ["tests.registry"]
+pytest_plugins = ["tests.oci_registry"]
 
 CHECKOUT = "acme/checkout"
 ALL_TAGS = sorted(SEED[CHECKOUT])

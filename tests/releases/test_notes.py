@@ -29,12 +29,12 @@ from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import FakeServer, Fault, GitModel
 from tests.forge_fakes.harness import FILES, TOKEN, environ_for, server_for, serving
 
-# tests.registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
-pytest.register_assert_rewrite("tests.registry")
+# tests.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
+pytest.register_assert_rewrite("tests.oci_registry")
 
-from tests.registry import Registry, free_port, push_image  # noqa: E402
+from tests.oci_registry import Registry, free_port, push_image  # noqa: E402
 
-pytest_plugins = ["tests.registry"]
+pytest_plugins = ["tests.oci_registry"]
 
 ZW = "\u200b"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -337,7 +337,7 @@ def test_the_fleet_file_names_a_services_source_repository(db, tmp_path: Path) -
 
 
 def test_the_demo_fleet_declares_a_source_repository(db) -> None:
-    load_fleet(Path(__file__).resolve().parent.parent / "examples" / "fleet.yaml")
+    load_fleet(Path(__file__).resolve().parents[2] / "examples" / "fleet.yaml")
     assert Service.objects.get(name="checkout").source_repository == "https://github.com/acme-shop/checkout"
 
 

@@ -19,7 +19,7 @@ from portal.catalog.models import Cluster
 from tests.kube_emulator import Fault
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"
 
 

@@ -7,7 +7,7 @@ import yaml
 
 from forges.pins import find, images_in, retag, retag_with_reason, scan, unified_diff
 
-DATA = Path(__file__).parent / "data" / "pins"
+DATA = Path(__file__).parent.parent / "data" / "pins"
 DIGEST = "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 

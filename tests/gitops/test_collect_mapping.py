@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from django.core.serializers.json import DjangoJSONEncoder
 
 from gitops.collectors import KINDS, collect, group_by_kind
@@ -15,23 +14,10 @@ from gitops.collectors.mapping import map_images_to_services, map_workloads_to_a
 from gitops.collectors.workloads import workload_row
 from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
 from portal.catalog.images import normalise_name
+from tests.fixtures.real_objects import REAL_OBJECTS as REAL
+from tests.fixtures.real_objects import load_objects
 
-REAL = Path(__file__).parent / "data" / "real-objects"
 REAL_FILES = sorted(p for p in REAL.rglob("*") if p.suffix in (".yaml", ".json"))
-
-
-def load_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """A test-data file grouped by kind: multi-document YAML, a JSON list, or one JSON object.
-
-    Objects without a kind are Argo CD API responses, which only the argocd/ folder holds.
-    """
-    text = path.read_text()
-    if path.suffix == ".json":
-        loaded = json.loads(text)
-        docs = loaded if isinstance(loaded, list) else [loaded]
-    else:
-        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    return group_by_kind(docs, "Application" if path.parent.name == "argocd" else None)
 
 
 def load_all() -> dict[str, list[dict[str, Any]]]:

@@ -17,7 +17,8 @@ from gitops.collectors.flux import (
     normalise_revision,
 )
 from gitops.rows import FLUX, OUT_OF_SYNC, SYNCED, UNKNOWN, AppRow, ResourceKey, SourceSpec
-from tests.test_collect_mapping import REAL, load_objects
+from tests.fixtures.real_objects import REAL_OBJECTS as REAL
+from tests.fixtures.real_objects import load_objects
 
 FLUX_DIR = REAL / "flux"
 SHA_A = "a" * 40

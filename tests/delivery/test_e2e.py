@@ -1,4 +1,4 @@
-"""End to end, through real boundaries: a new tag pushed to a real registry (tests/registry.py),
+"""End to end, through real boundaries: a new tag pushed to a real registry (tests/oci_registry.py),
 the cluster read over HTTP from the Kubernetes API emulator (URL + token), the pull request
 previewed, opened and merged on the GitHub fake, and the version running in the cluster:
 running_at, lead times and medians on the Delivery page."""
@@ -25,15 +25,15 @@ from portal.delivery.upgrades import behind
 from portal.releases.models import Release
 from portal.releases.tasks import poll_registry
 
-pytest.register_assert_rewrite("tests.registry")
+pytest.register_assert_rewrite("tests.oci_registry")
 
 from tests.forge_fakes.harness import serving  # noqa: E402
-from tests.registry import BASE_TIME, Registry, push_image  # noqa: E402
+from tests.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
 
-pytest_plugins = ["tests.registry"]
+pytest_plugins = ["tests.oci_registry"]
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"
 REPOSITORY = "acme/e2e-checkout"
 PATH = "apps/checkout/overlays/prod"

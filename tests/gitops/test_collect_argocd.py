@@ -10,7 +10,8 @@ import pytest
 from gitops.collectors.argocd import application_row, automated_sync, project_row
 from gitops.rows import ARGO, OUT_OF_SYNC, SYNCED, UNKNOWN, ResourceKey, SourceSpec
 from gitops.timeparse import format_time, parse_time
-from tests.test_collect_mapping import REAL, load_objects
+from tests.fixtures.real_objects import REAL_OBJECTS as REAL
+from tests.fixtures.real_objects import load_objects
 
 
 def real_app(file_name: str, index: int = 0) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import pytest
 
 from forges.pins import find, retag, retag_with_reason
 
-CASES = json.loads((Path(__file__).parent / "data" / "pin_cases_upstream.json").read_text(encoding="utf-8"))
+CASES = json.loads((Path(__file__).parent.parent / "data" / "pin_cases_upstream.json").read_text(encoding="utf-8"))
 
 
 def test_all_upstream_cases_are_loaded():

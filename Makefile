@@ -20,9 +20,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# ruff, mypy (check_untyped_defs on, see pyproject.toml) and the layer contracts of DESIGN.md.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy portal gitops forges
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) bench/collect.py

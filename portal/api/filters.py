@@ -1,7 +1,7 @@
-"""What /api/v1/gitops can filter and sort on, as queryset operations.
+"""The API's querysets: GitOps apps with what the serializer reads, and pull requests.
 
-The filters mean what the /gitops page's filters mean; `needs_attention` is the pages'
-grace-period rule (GitOpsApp.needs_attention / needing_attention).
+What GET /api/v1/gitops filters and sorts on is the /gitops page's FilterSet
+(gitops.appfilter.GitOpsAppFilter), in the orders of gitops.models.APP_SORTS.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from django.db.models import (
     Case,
     DateTimeField,
     ExpressionWrapper,
-    F,
     Func,
     OuterRef,
     Q,
@@ -25,62 +24,24 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from forges.models import PullRequest
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
+from portal.delivery.models import PullRequest
 
-# Nullable times sort as the oldest possible instant, so every key has a value to page by.
+# Pull requests not opened yet sort as the oldest possible instant, so every key has a value to page by.
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
-# Sort name -> keys as (attribute, type); all ascending, ties broken by the unique id.
-SORTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "problems": (("problem_rank", "int"), ("sort_env", "int"), ("sort_cluster", "str"), ("namespace", "str"),
-                 ("name", "str"), ("id", "int")),
-    "name": (("name", "str"), ("sort_cluster", "str"), ("namespace", "str"), ("id", "int")),
-    "cluster": (("sort_cluster", "str"), ("namespace", "str"), ("name", "str"), ("id", "int")),
-    "environment": (("sort_env", "int"), ("sort_cluster", "str"), ("namespace", "str"), ("name", "str"),
-                    ("id", "int")),
-    "sync_since": (("sort_sync_since", "datetime"), ("id", "int")),
-    "health_since": (("sort_health_since", "datetime"), ("id", "int")),
-}
-SORT_CHOICES = [*SORTS, *(f"-{name}" for name in SORTS)]
-DEFAULT_SORT = "problems"
 # How long before an app turned degraded or missing a version change counts as the likely cause.
 AFTER_CHANGE_WINDOW = timedelta(days=1)
 
 
 def base_queryset() -> QuerySet[GitOpsApp]:
-    """Apps with everything the serializer reads, in a fixed number of queries."""
+    """Apps with everything the serializer reads, in a fixed number of queries, carrying
+    their sort keys (a page's cursor is written from its last row's)."""
     return (
         GitOpsApp.objects.select_related("cluster", "cluster__environment")
         .prefetch_related("services")
         .defer("raw", "history", "conditions", "images", "warnings", "synced_revisions")
-        .annotate(
-            sort_env=F("cluster__environment__order"),
-            sort_cluster=F("cluster__name"),
-            sort_sync_since=Coalesce("sync_since", Value(_NEVER, output_field=DateTimeField())),
-            sort_health_since=Coalesce("health_since", Value(_NEVER, output_field=DateTimeField())),
-        )
+        .with_sort_keys()
     )
-
-
-def filter_apps(apps: QuerySet[GitOpsApp], params: dict[str, Any], at: datetime) -> QuerySet[GitOpsApp]:
-    if params.get("cluster"):
-        apps = apps.filter(cluster__name=params["cluster"])
-    if params.get("environment"):
-        apps = apps.filter(cluster__environment__name=params["environment"])
-    if params.get("service"):
-        apps = apps.filter(services__name=params["service"])  # one link per (app, service): no duplicates
-    if params.get("tool"):
-        apps = apps.filter(tool=params["tool"])
-    if params.get("sync"):
-        apps = apps.filter(sync_status=params["sync"])
-    if params.get("health"):
-        apps = apps.filter(health_status=params["health"])
-    attention = params.get("needs_attention")
-    if attention is True:
-        apps = apps.needing_attention(at)
-    elif attention is False:
-        apps = apps.exclude(pk__in=GitOpsApp.objects.needing_attention(at).values("pk"))
-    return apps
 
 
 AFTER_CHANGE_FIELDS = {"after_change_service": "service__name", "after_change_from": "from_version",

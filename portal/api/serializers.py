@@ -14,15 +14,12 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from forges.models import PullRequest
 from forges.weblinks import commit_url
+from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload
-from portal.api.filters import SORT_CHOICES
+from portal.delivery.models import PullRequest
 
-SYNC_STATUSES = ["Synced", "OutOfSync", "Unknown"]
-HEALTH_STATUSES = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]
-# Lowercase DNS names and slugs: what Kubernetes and the catalog allow, nothing that could smuggle a path.
-SLUG = r"^[-a-zA-Z0-9_]+$"
+# Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
 DNS_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 
@@ -293,23 +290,7 @@ class AppDetailSerializer(AppSerializer):
         return StateChangeSerializer(self.context.get("state_changes", []), many=True).data
 
 
-# --- query parameters -----------------------------------------------------------------
-
-
-class GitOpsListQuerySerializer(serializers.Serializer):
-    cluster = serializers.RegexField(SLUG, max_length=63, required=False, help_text="cluster name")
-    environment = serializers.RegexField(SLUG, max_length=63, required=False, help_text="environment name")
-    service = serializers.RegexField(SLUG, max_length=100, required=False, help_text="apps deploying this service")
-    tool = serializers.ChoiceField(choices=["argo", "flux"], required=False)
-    sync = serializers.ChoiceField(choices=SYNC_STATUSES, required=False, help_text="sync status")
-    health = serializers.ChoiceField(choices=HEALTH_STATUSES, required=False, help_text="health status")
-    needs_attention = serializers.BooleanField(
-        required=False, help_text="true: only apps needing attention (past the grace period); false: only the others"
-    )
-    sort = serializers.ChoiceField(
-        choices=SORT_CHOICES, required=False,
-        help_text="problems (default): degraded and missing first, like /gitops. A leading '-' reverses.",
-    )
+# --- query parameters (the list's are gitops.appfilter.GitOpsAppFilter) -----------------
 
 
 class GitOpsDetailQuerySerializer(serializers.Serializer):

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import django_filters
+from django.core.validators import RegexValidator
+from django.db.models import QuerySet
 from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
@@ -15,7 +19,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gitops.models import StateChange
+from gitops.appfilter import DEPRECATED_ALIASES, GitOpsAppFilter
+from gitops.models import APP_SORTS, PROBLEMS_FIRST, GitOpsApp, StateChange
 from portal.api import filters
 from portal.api.auth import BearerTokenAuthentication, HasViewerRole
 from portal.api.errors import api_exception_handler, bad_request, conflict, not_found
@@ -27,7 +32,6 @@ from portal.api.serializers import (
     AppSerializer,
     ErrorSerializer,
     GitOpsDetailQuerySerializer,
-    GitOpsListQuerySerializer,
     PullRequestQuerySerializer,
     PullRequestSerializer,
 )
@@ -49,9 +53,51 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(ErrorSerializer, description=meaning[code]) for code in codes}
 
 
+def filter_parameters(filterset: type[GitOpsAppFilter]) -> list[OpenApiParameter]:
+    """What drf-spectacular's django-filter extension cannot read off a FilterSet: that a
+    text filter takes a value (a blank one is refused), its length and pattern (its
+    validators), so generated clients and schemathesis send what is accepted; and which
+    names are deprecated aliases. These override the extension's parameters of the same names."""
+    parameters = []
+    for name, declared in filterset.base_filters.items():
+        if name in DEPRECATED_ALIASES:
+            parameters.append(OpenApiParameter(
+                name, bool, deprecated=True,
+                description=f"Deprecated alias of `{DEPRECATED_ALIASES[name]}`, with the same meaning and values.",
+            ))
+        elif isinstance(declared, django_filters.CharFilter):
+            schema: dict[str, Any] = {"type": "string", "minLength": 1}
+            if declared.extra.get("max_length"):
+                schema["maxLength"] = declared.extra["max_length"]
+            patterns = [v.regex.pattern for v in declared.extra.get("validators", []) if isinstance(v, RegexValidator)]
+            parameters.append(OpenApiParameter(name, schema, pattern=patterns[0] if patterns else None,
+                                               description=declared.extra.get("help_text", "")))
+    return parameters
+
+
+class AtRequestTimeFilterBackend(DjangoFilterBackend):
+    """django-filter's DRF backend (an invalid value is a 400), judging time-dependent
+    filters at the instant the view answers for (`view.now`).
+
+    A blank value is refused too: the page's form sends one for "all", but a script that
+    names a parameter means a value by it, and the schema promises one."""
+
+    def filter_queryset(self, request: Request, queryset: QuerySet, view: Any) -> QuerySet:
+        declared = view.filterset_class.base_filters
+        blank = {name: ["This field may not be blank."] for name, value in request.query_params.items()
+                 if name in declared and value == ""}
+        if blank:
+            raise serializers.ValidationError(blank)
+        return super().filter_queryset(request, queryset, view)
+
+    def get_filterset_kwargs(self, request: Request, queryset: QuerySet, view: Any) -> dict[str, Any]:
+        return {**super().get_filterset_kwargs(request, queryset, view), "at": view.now}
+
+
 class PortalAPIView(GenericAPIView):
     """Token or session auth, the viewer role, a rate limit per token, errors in one shape,
-    and query parameters checked against a declared serializer: unknown ones are refused."""
+    and query parameters checked against a declared serializer or FilterSet: unknown ones
+    are refused."""
 
     authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [HasViewerRole]
@@ -64,6 +110,9 @@ class PortalAPIView(GenericAPIView):
 
     def allowed_query_params(self) -> set[str]:
         names = set(self.query_serializer_class().fields) if self.query_serializer_class else set()
+        filterset_class = getattr(self, "filterset_class", None)
+        if filterset_class is not None:
+            names.update(filterset_class.base_filters)
         if self.pagination_class is not None:
             names.update(self.pagination_class.query_params)
         return names
@@ -92,28 +141,35 @@ class PortalAPIView(GenericAPIView):
 
 class GitOpsListView(PortalAPIView):
     serializer_class = AppSerializer
-    query_serializer_class = GitOpsListQuerySerializer
+    filter_backends = [AtRequestTimeFilterBackend]
+    filterset_class = GitOpsAppFilter  # the /gitops page's: same names, same meanings
     pagination_class = KeysetPagination
 
+    def get_queryset(self) -> QuerySet[GitOpsApp]:
+        return filters.with_after_change(filters.base_queryset())
+
     def get_ordering(self) -> Ordering:
-        sort = self.params.get("sort") or filters.DEFAULT_SORT
-        return Ordering(sort, filters.SORTS[sort.lstrip("-")], descending=sort.startswith("-"))
+        # Called once the FilterSet has accepted the parameters, so `sort` is a known one.
+        sort = self.request.query_params.get("sort") or PROBLEMS_FIRST
+        return Ordering(sort, APP_SORTS[sort.removeprefix("-")], descending=sort.startswith("-"))
 
     @extend_schema(
         operation_id="gitops_list",
         summary="Every GitOps application on every cluster",
         description="Argo CD Applications, Flux Kustomizations and HelmReleases as the last poll of each cluster saw "
-        "them. Cursor-paginated (follow `next`); filters combine with AND. Unknown parameters are refused.",
-        parameters=[GitOpsListQuerySerializer],
+        "them. Cursor-paginated (follow `next`); filters combine with AND. Unknown parameters are refused, and so are "
+        "blank values (which the page's form sends for \"all\"). The filters and sorts are the /gitops page's, with "
+        "the same names and values.",
+        parameters=filter_parameters(GitOpsAppFilter),
         responses={200: AppSerializer(many=True), **_errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
-        self.params = self.query(request)
-        now = timezone.now()
-        apps = filters.filter_apps(filters.with_after_change(filters.base_queryset()), self.params, now)
+        self.query(request)
+        self.now = timezone.now()
+        apps = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(apps)
         pins = git_pins_by_app([app.id for app in page])
-        context = {**self.get_serializer_context(), "now": now, "git_pins": pins}
+        context = {**self.get_serializer_context(), "now": self.now, "git_pins": pins}
         return self.get_paginated_response(AppSerializer(page, many=True, context=context).data)
 
 

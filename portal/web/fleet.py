@@ -14,7 +14,8 @@ from django.db import connection
 from django.db.models import Count, FloatField, Func, Q
 from django.utils import timezone
 
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, grace_cutoff
+from gitops.attention import OUT_OF_SYNC, Attention
+from gitops.models import GitOpsApp, app_condition_sql, blocked_q
 from portal.catalog.models import Cluster, Environment, Service
 from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
@@ -104,38 +105,39 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
     """(service id, cluster id) -> flags of the apps deploying it that need attention, in
     the order of cluster and app names. One query, over the few apps that need attention,
     whatever the fleet size. Written as SQL and read through a plain cursor: for a thousand
-    problems the ORM's query building and per-value conversion cost more than the query."""
-    cutoff = grace_cutoff(at or timezone.now())
+    problems the ORM's query building and per-value conversion cost more than the query.
+    Its conditions are the attention rule's own (gitops.attention), compiled by the ORM;
+    the query says which half holds, so nothing here judges a state again."""
+    rule = Attention.at(at or timezone.now())
+    unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
+    out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
-    states = ", ".join(["%s"] * len(ATTENTION_HEALTH))
     sql = f"""
-        SELECT s.service_id, a.cluster_id, c.name, a.tool, a.name,
-               a.sync_status, {_epoch("a.sync_since")}, a.health_status, {_epoch("a.health_since")}
-        FROM {app} a
-        JOIN {link} s ON s.gitopsapp_id = a.id
-        JOIN {Cluster._meta.db_table} c ON c.id = a.cluster_id
-        WHERE (a.sync_status = 'OutOfSync' AND a.sync_since <= %s)
-           OR (a.health_status IN ({states}) AND a.health_since <= %s)
-        ORDER BY c.name, a.name
-    """  # noqa: S608 - table names from the models, values as parameters
-    bound = connection.ops.adapt_datetimefield_value(cutoff)  # as the ORM would pass it
+        SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
+               {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
+               {unhealthy}, {out_of_sync}
+        FROM {app}
+        JOIN {link} s ON s.gitopsapp_id = {app}.id
+        JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
+        WHERE {unhealthy} OR {out_of_sync}
+        ORDER BY c.name, {app}.name
+    """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
     with connection.cursor() as cursor:
-        cursor.execute(sql, [bound, *ATTENTION_HEALTH, bound])
+        cursor.execute(sql, [*unhealthy_params, *out_of_sync_params, *unhealthy_params, *out_of_sync_params])
         found = cursor.fetchall()
-    limit = cutoff.timestamp()
     labels: dict[tuple[str, str], str] = {}
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
-    for service_id, cluster_id, cluster, tool, name, sync, sync_at, health, health_at in found:
+    for service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, bad, drifted in found:
         these = flags[(service_id, cluster_id)]
-        if health in ATTENTION_HEALTH and health_at is not None and health_at <= limit:
+        if bad:
             label = labels.get((tool, health))
             if label is None:
                 label = labels[(tool, health)] = f"{TOOL_LABEL.get(tool, tool)}: {health.lower()}"
             these.append(Flag(label, datetime.fromtimestamp(health_at, UTC), cluster, name, "bad"))
-        if sync == "OutOfSync" and sync_at is not None and sync_at <= limit:
-            label = labels.get((tool, sync))
+        if drifted:
+            label = labels.get((tool, OUT_OF_SYNC))
             if label is None:
-                label = labels[(tool, sync)] = f"{TOOL_LABEL.get(tool, tool)}: out of sync"
+                label = labels[(tool, OUT_OF_SYNC)] = f"{TOOL_LABEL.get(tool, tool)}: out of sync"
             these.append(Flag(label, datetime.fromtimestamp(sync_at, UTC), cluster, name, "warn"))
     return flags
 
@@ -239,17 +241,13 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
 def fleet_counts(at: datetime | None = None) -> dict[str, int]:
     """The numbers at the top of the overview, in one pass over the apps (plus one query for clusters)."""
     at = at or timezone.now()
-    cutoff = grace_cutoff(at)
-    degraded = Q(health_status__in=ATTENTION_HEALTH, health_since__lte=cutoff)
-    out_of_sync = Q(sync_status="OutOfSync", sync_since__lte=cutoff)
+    rule = Attention.at(at)
     counts = GitOpsApp.objects.aggregate(
         apps=Count("id"),
-        attention=Count("id", filter=degraded | out_of_sync),  # as GitOpsApp.objects.needing_attention
-        degraded=Count("id", filter=degraded),
-        out_of_sync=Count("id", filter=out_of_sync),
-        blocked=Count(
-            "id", filter=Q(sync_blocked=True) & (Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
-        ),
+        attention=Count("id", filter=rule.q()),  # GitOpsApp.objects.needing_attention(at).count()
+        degraded=Count("id", filter=rule.unhealthy_q()),
+        out_of_sync=Count("id", filter=rule.out_of_sync_q()),
+        blocked=Count("id", filter=blocked_q(at)),
         suspended=Count("id", filter=Q(suspended=True)),
     )
     counts["stale_clusters"] = Cluster.objects.filter(enabled=True, stale_since__isnull=False).count()

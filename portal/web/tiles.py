@@ -9,11 +9,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, grace_cutoff
+from gitops.attention import Attention
+from gitops.models import GitOpsApp
 from portal.catalog.models import Environment, Service
 from portal.delivery.models import VersionLine
 from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
@@ -45,18 +46,22 @@ def _versions_by_environment() -> dict[tuple[int, int], list[str]]:
 
 def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]]:
     """Each service's first few apps needing attention (degraded or missing before out of
-    sync, then by environment and cluster) as flags, and how many such apps it has."""
-    cutoff = grace_cutoff(at)
-    unhealthy = Q(gitopsapp__health_status__in=ATTENTION_HEALTH, gitopsapp__health_since__lte=cutoff)
-    out_of_sync = Q(gitopsapp__sync_status="OutOfSync", gitopsapp__sync_since__lte=cutoff)
+    sync, then by environment and cluster) as flags, and how many such apps it has. Which
+    half of the attention rule holds comes with each row, judged by the database."""
+    rule = Attention.at(at)
+    unhealthy, out_of_sync = rule.unhealthy_q("gitopsapp__"), rule.out_of_sync_q("gitopsapp__")
     order = [
-        Case(When(unhealthy, then=Value(0)), default=Value(1), output_field=IntegerField()).asc(),
+        F("bad").desc(),
         F("gitopsapp__cluster__environment__order").asc(),
         F("gitopsapp__cluster__name").asc(),
         F("gitopsapp__name").asc(),
     ]
     rows = (
         GitOpsApp.services.through.objects.filter(unhealthy | out_of_sync, gitopsapp__cluster__enabled=True)
+        .annotate(
+            bad=ExpressionWrapper(unhealthy, output_field=BooleanField()),
+            drifted=ExpressionWrapper(out_of_sync, output_field=BooleanField()),
+        )
         .annotate(
             position=Window(RowNumber(), partition_by=[F("service_id")], order_by=order),
             total=Window(Count("id"), partition_by=[F("service_id")]),
@@ -66,19 +71,18 @@ def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]
         .filter(position__lte=TILE_FLAGS)
         .values_list(
             "service_id", "total", "gitopsapp__cluster__name", "gitopsapp__tool", "gitopsapp__name",
-            "gitopsapp__sync_status", "sync_at", "gitopsapp__health_status", "health_at",
+            "bad", "drifted", "sync_at", "gitopsapp__health_status", "health_at",
         )
         .order_by("service_id", "position")
     )
-    limit = cutoff.timestamp()
     flags: dict[int, list[Flag]] = defaultdict(list)
     totals: dict[int, int] = {}
-    for service_id, total, cluster, tool, name, sync, sync_at, health, health_at in rows:
+    for service_id, total, cluster, tool, name, bad, drifted, sync_at, health, health_at in rows:
         totals[service_id] = total
         label = TOOL_LABEL.get(tool, tool)
-        if health in ATTENTION_HEALTH and health_at is not None and health_at <= limit:
+        if bad:
             flags[service_id].append(Flag(f"{label}: {health.lower()}", stamp(health_at), cluster, name, "bad"))
-        if sync == "OutOfSync" and sync_at is not None and sync_at <= limit:
+        if drifted:
             flags[service_id].append(Flag(f"{label}: out of sync", stamp(sync_at), cluster, name, "warn"))
     return flags, totals
 

@@ -4,6 +4,7 @@ that do not grow with the page."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -277,6 +278,45 @@ def test_invalid_values_are_refused_with_the_error_shape(api, fleet, params, cod
     assert error["code"] == code and error["message"]
     if field:
         assert field in error["details"]
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"attention": "true"}, {"payments-prod", "payments-staging"}),
+    ({"attention": "1"}, {"payments-prod", "payments-staging"}),  # as the page's checkbox sends it
+    ({"attention": "false", "service": "checkout"}, {"checkout-prod", "checkout-dev"}),
+    ({"status": "degraded"}, {"payments-prod"}),
+    ({"status": "outofsync", "environment": "staging"}, {"payments-staging"}),
+    ({"q": "payments"}, {"payments-prod", "payments-staging"}),
+    ({"project": "shop"}, set()),
+])
+def test_the_pages_filter_names_work_here(api, fleet, params, expected):
+    assert {item["name"] for item in items(api, params)} == expected
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_needs_attention_is_an_alias_of_attention(api, fleet, value):
+    assert items(api, {"needs_attention": value}) == items(api, {"attention": value})
+
+
+@pytest.mark.parametrize("name", ["cluster", "q", "attention", "needs_attention", "status", "sort"])
+def test_a_blank_value_is_refused_not_read_as_all(api, fleet, name):
+    response = api(LIST, {name: ""})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_parameters" and name in error["details"]
+
+
+@pytest.mark.parametrize("query", [
+    "", "sort=name", "sort=-environment", "attention=1", "status=degraded&tool=argo", "q=payments&sort=cluster",
+    "health=Progressing", "service=checkout&sort=-sync_since",
+])
+def test_a_gitops_page_query_string_lists_the_same_apps_in_the_same_order(api, fleet, client, users, query):
+    client.force_login(users["viewer"])
+    page = client.get("/gitops?" + query)
+    assert page.status_code == 200
+    on_page = re.findall(r'<tr class="app-row[^"]*" data-app="([^"]+)"', page.content.decode())
+    assert on_page
+    assert [item["name"] for item in api(LIST + "?" + query).json()["results"]] == on_page
 
 
 def test_unknown_and_repeated_parameters_are_refused_not_ignored(api, fleet):

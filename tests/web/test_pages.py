@@ -129,6 +129,23 @@ def test_filters_are_kept_in_links_and_unknown_values_do_not_break(viewer_client
     assert viewer_client.get(reverse("gitops") + "?status=nonsense&sort=nonsense&page=x").status_code == 200
 
 
+def test_gitops_takes_the_apis_filter_names_and_its_pager_keeps_them(viewer_client, catalog):
+    from gitops.models import GitOpsApp
+
+    seed_fleet([catalog.prod_eu, catalog.dev_cluster], [catalog.checkout, catalog.payments], apps_per_cluster=40)
+    seed_app(catalog.prod_eu, "payments-broken", service=catalog.payments, health="Missing", since=timedelta(hours=1))
+    url = reverse("gitops")
+    html = viewer_client.get(url + "?health=Missing").content.decode()
+    assert "payments-broken" in html and "1 application." in html
+    assert "payments-broken" in viewer_client.get(url + "?needs_attention=true").content.decode()
+    healthy = GitOpsApp.objects.filter(health_status="Healthy").count()
+    assert healthy > 50  # two pages
+    everything = viewer_client.get(url + "?health=Healthy").content.decode()
+    assert f"{healthy} applications" in everything and "payments-broken" not in everything
+    next_link = everything[: everything.index("next →")].rsplit('href="', 1)[1].split('"', 1)[0]
+    assert "health=Healthy" in next_link and "page=2" in next_link
+
+
 def test_gitops_pages_count_once_and_past_the_end_shows_the_last_page(viewer_client, catalog):
     seed_fleet([catalog.prod_eu, catalog.dev_cluster], [catalog.checkout, catalog.payments], apps_per_cluster=30)
     url = reverse("gitops")

@@ -9,61 +9,19 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet, Window
+from django.db.models import Count, QuerySet, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster, Environment
 from portal.web.badges import badges_for
+from portal.web.rollback_offers import offers_for_page
 
 PAGE_SIZE = 50
-SORTS = {
-    "problems": ("problem_rank", "cluster__environment__order", "cluster__name", "namespace", "name"),
-    "name": ("name", "cluster__name", "namespace"),
-    "cluster": ("cluster__name", "namespace", "name"),
-    "environment": ("cluster__environment__order", "cluster__name", "name"),
-    "sync_since": ("sync_since", "name"),
-    "health_since": ("health_since", "name"),
-}
-STATUS_FILTERS = {
-    "degraded": Q(health_status__in=("Degraded", "Missing")),
-    "missing": Q(health_status="Missing"),
-    "outofsync": Q(sync_status="OutOfSync"),
-    "progressing": Q(health_status="Progressing"),
-    "healthy": Q(health_status="Healthy", sync_status="Synced"),
-    "suspended": Q(suspended=True),
-    "manual": Q(manual_sync=True),
-}
-
-
-def filtered_apps(params: dict[str, str], at=None) -> QuerySet[GitOpsApp]:
-    at = at or timezone.now()
-    apps = GitOpsApp.objects.select_related("cluster", "cluster__environment")
-    if params.get("cluster"):
-        apps = apps.filter(cluster__name=params["cluster"])
-    if params.get("environment"):
-        apps = apps.filter(cluster__environment__name=params["environment"])
-    if params.get("tool") in ("argo", "flux"):
-        apps = apps.filter(tool=params["tool"])
-    if params.get("project"):
-        apps = apps.filter(project=params["project"])
-    status = params.get("status", "")
-    if status == "blocked":
-        apps = apps.filter(sync_blocked=True).filter(Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
-    elif status in STATUS_FILTERS:
-        apps = apps.filter(STATUS_FILTERS[status])
-    if params.get("q"):
-        text = params["q"][:200]
-        apps = apps.filter(
-            Q(name__icontains=text) | Q(namespace__icontains=text) | Q(repo_url__icontains=text)
-            | Q(path__icontains=text) | Q(chart__icontains=text)
-        )
-    if params.get("attention") == "1":
-        apps = apps.needing_attention(at)
-    return apps.order_by(*SORTS.get(params.get("sort", ""), SORTS["problems"]))
 
 
 def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
@@ -90,11 +48,15 @@ def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
 
 @requires_role(Role.VIEWER)
 def gitops_list(request: HttpRequest) -> HttpResponse:
-    keys = ("cluster", "environment", "tool", "project", "status", "q", "attention", "sort")
-    params = {key: request.GET.get(key, "").strip() for key in keys}
+    # Every name the filter knows (the API's too), as typed: the form shows them and the
+    # pager's links keep them. A value the filter cannot read is ignored, not an error.
+    params = {key: request.GET.get(key, "").strip() for key in GitOpsAppFilter.base_filters}
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
-    apps = filtered_apps(params, now).defer("raw", "history", "conditions", "sources", "synced_revisions")
+    listed = GitOpsApp.objects.select_related("cluster", "cluster__environment").defer(
+        "raw", "history", "conditions", "sources", "synced_revisions"
+    )
+    apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
         page = counted_page(apps, request.GET.get("page"))
     else:
@@ -103,6 +65,7 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     query = urlencode({k: v for k, v in params.items() if v})
     context = {
         "rows": rows,
+        "rollbacks": offers_for_page(request.user, page.object_list),
         "page": page,
         "params": params,
         "query": query,
@@ -112,8 +75,8 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
         .values_list("project", flat=True)
         .distinct()
         .order_by("project"),
-        "statuses": ["degraded", "missing", "outofsync", "progressing", "healthy", "suspended", "manual", "blocked"],
-        "sorts": list(SORTS),
+        "statuses": STATUSES,
+        "sorts": SORTS,
     }
     template = "web/_gitops_table.html" if request.htmx else "web/gitops.html"
     return render(request, template, context)

@@ -56,7 +56,7 @@ class Transport(abc.ABC):
 
 class HttpTransport(Transport):
     def timeout(self) -> float:
-        return float(getattr(settings, "PORTAL_NOTIFY_TIMEOUT", 10))
+        return settings.PORTAL_NOTIFY_TIMEOUT
 
     def post_json(self, payload: Any, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload, separators=(",", ":")).encode()

@@ -4,16 +4,17 @@ event key names the episode, so sending the same fact again adds nothing."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
 from portal.delivery import rollbacks
 from portal.delivery.deployments import Progress
+from portal.delivery.models import PullRequest
 from portal.notifications.events import Event, EventKind, emit, links, portal_url
+from portal.timestamps import utc_stamp
 
 
 def checks_failed_event(pr: PullRequest) -> Event:
@@ -39,7 +40,7 @@ def checks_failed_event(pr: PullRequest) -> Event:
 def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event:
     subject = ", ".join(pr.services or []) or pr.image
     merged_at = pr.merged_at or now
-    since = f"{merged_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    since = utc_stamp(merged_at)
     where = f"#{pr.number}" if pr.number else pr.branch
     facts = [("Pull request", f"{where}: {pr.title}"), ("Merged", since), ("Version", pr.to_version)]
     if pr.environment:
@@ -63,7 +64,7 @@ def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event
 
 
 def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
-    since = f"{offer.failing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    since = utc_stamp(offer.failing_since)
     return Event(
         kind=EventKind.ROLLBACK_OFFERED,
         key=offer.event_key,
@@ -77,7 +78,7 @@ def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
             ("Application", offer.app),
             ("Running", offer.current),
             ("Roll back to", offer.previous),
-            ("Replaced at", f"{offer.replaced_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"),
+            ("Replaced at", utc_stamp(offer.replaced_at)),
             ("Failing since", since),
         ),
         causes=(f"{offer.current} replaced {offer.previous}",),

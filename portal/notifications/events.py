@@ -8,7 +8,7 @@ harmless: the episode row and its deliveries are unique in the database.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from django.utils import timezone
 from portal.links import safe_http_url
 
 if TYPE_CHECKING:
-    from portal.notifications.models import Episode
+    from portal.notifications.models import Episode, Rule
 
 
 class EventKind:
@@ -103,9 +103,8 @@ class Event:
 
 
 def base_url() -> str:
-    """The portal's public address for links in messages: PORTAL_BASE_URL (setting or environment)."""
-    value = getattr(settings, "PORTAL_BASE_URL", "") or os.environ.get("PORTAL_BASE_URL", "")
-    return (safe_http_url(value) or "http://127.0.0.1:8000").rstrip("/")
+    """The portal's public address for links in messages: the PORTAL_BASE_URL setting."""
+    return (safe_http_url(settings.PORTAL_BASE_URL) or "http://127.0.0.1:8000").rstrip("/")
 
 
 def portal_url(path: str) -> str:
@@ -122,17 +121,24 @@ def links(*pairs: tuple[str, str | None]) -> tuple[Link, ...]:
     return tuple(out)
 
 
-def emit(event: Event, *, at: datetime | None = None, app_id: int | None = None) -> Episode:
+def enabled_rules() -> list[Rule]:
+    from portal.notifications.models import Rule
+
+    return list(Rule.objects.filter(enabled=True).select_related("environment", "cluster", "service"))
+
+
+def emit(event: Event, *, at: datetime | None = None, app_id: int | None = None,
+         rules: Iterable[Rule] | None = None) -> Episode:
     """Record an episode (once per key) and a pending delivery for every rule it matches.
 
     Safe to call again for the same key, from several workers at once: both rows are
     unique in the database and made with get_or_create, so a second call only adds
-    deliveries for rules created since.
+    deliveries for rules created since. `rules`: the enabled rules, when the caller has them.
     """
-    from portal.notifications.models import Delivery, Episode, Rule
+    from portal.notifications.models import Episode
 
     at = at or timezone.now()
-    episode, _ = Episode.objects.get_or_create(
+    episode, created = Episode.objects.get_or_create(
         key=event.key,
         defaults={
             "kind": event.kind,
@@ -142,9 +148,17 @@ def emit(event: Event, *, at: datetime | None = None, app_id: int | None = None)
             "payload": event.to_dict(),
         },
     )
+    have = set() if created else set(episode.deliveries.values_list("rule_id", flat=True))
+    candidates = enabled_rules() if rules is None else rules
+    add_deliveries(episode, [rule for rule in candidates if rule.id not in have], at)
+    return episode
+
+
+def add_deliveries(episode: Episode, rules: Iterable[Rule], at: datetime) -> None:
+    """A pending delivery of `episode` for each of `rules` it matches (unique per episode and rule)."""
+    from portal.notifications.models import Delivery
+
     stored = episode.event  # the first emission's words are what every delivery sends
-    have = set(episode.deliveries.values_list("rule_id", flat=True))
-    rules = Rule.objects.filter(enabled=True).exclude(id__in=have).select_related("environment", "cluster", "service")
     for rule in rules:
         if rule.matches(stored):
             Delivery.objects.get_or_create(
@@ -152,4 +166,3 @@ def emit(event: Event, *, at: datetime | None = None, app_id: int | None = None)
                 rule=rule,
                 defaults={"channel_id": rule.channel_id, "created_at": at, "next_attempt_at": at},
             )
-    return episode

@@ -1,84 +1,35 @@
-"""Gitops episodes from the store: an application out of sync, degraded or missing past the grace period.
+"""What a gitops episode says: an application out of sync, degraded or missing past the grace period.
 
-An episode begins when the application leaves "in sync and healthy" (the StateChange row
-that took it there; for an app first seen in trouble, when that trouble began) and ends
-when it is back in sync and healthy. Going Degraded -> Progressing -> Degraded, or
-OutOfSync -> Synced while still Degraded, stays one episode: people hear about it once.
-The episode's start is part of its key, so the key is the same on every scan and on
-every worker.
+An episode begins when the application leaves "in sync and healthy" and ends when it is
+back (statechanges.py follows that from the StateChange rows). This module words it: the
+title, the likeliest cause first (the version and commit changes of the day before), the
+facts and the links. The episode's start is part of its key, so the key is the same on
+every pass and on every worker.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 
 from forges import weblinks
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, VersionChange, grace_cutoff
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
 from gitops.revisions import short_revision
 from gitops.store import app_key
 from portal.links import argocd_app_url
-from portal.notifications.events import Event, EventKind, emit, links, portal_url
-from portal.notifications.models import Episode
+from portal.notifications.events import Event, EventKind, links, portal_url
+from portal.timestamps import utc_stamp
 
 # Causes are looked for among changes of the day before the episode began.
 CAUSE_WINDOW = timedelta(days=1)
-# How far back the StateChange history is read to find where an episode began.
-HISTORY = timedelta(days=30)
 
 
 def is_resolved(sync: str, health: str) -> bool:
     """Back in sync and healthy: the end of an episode."""
     return sync != "OutOfSync" and health == "Healthy"
-
-
-@dataclass(frozen=True)
-class Change:
-    field: str
-    old: str
-    new: str
-    at: datetime
-
-
-def episode_start(app: GitOpsApp, changes: list[Change], anchor: datetime | None = None) -> datetime:
-    """When the app last left "in sync and healthy".
-
-    `changes` are the app's sync/health StateChange rows, newest first. Walking back from
-    the current state, the first earlier state that was resolved marks the start. When the
-    history never shows one (the app was first seen in trouble), the start is `anchor` (the
-    open episode's start, so the key stays stable) or the earliest the trouble is known.
-    """
-    sync, health = app.sync_status, app.health_status
-    index = 0
-    while index < len(changes):
-        at = changes[index].at
-        # All changes of one poll share `at`: undo them together.
-        while index < len(changes) and changes[index].at == at:
-            change = changes[index]
-            if change.field == "sync":
-                sync = change.old
-            elif change.field == "health":
-                health = change.old
-            index += 1
-        if is_resolved(sync, health):
-            return at
-    if anchor is not None:
-        return anchor
-    # Never resolved in the history read: the trouble began when the oldest known bad state
-    # did. A field that never changed has its `since`; one that did, began before our record.
-    changed = {c.field for c in changes}
-    known = []
-    if sync == "OutOfSync":
-        known.append(app.first_seen if "sync" in changed or not app.sync_since else app.sync_since)
-    if health != "Healthy":
-        known.append(app.first_seen if "health" in changed or not app.health_since else app.health_since)
-    return min(known)
 
 
 def episode_key(app: GitOpsApp, start: datetime) -> str:
@@ -157,7 +108,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     )
     causes = _causes(app, start, versions)
     cluster = app.cluster.name
-    since = f"{start.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    since = utc_stamp(start)
     summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
     commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
@@ -217,50 +168,3 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
             ],
         },
     )
-
-
-def emit_gitops_events(at: datetime | None = None) -> list[Episode]:
-    """Open, close and emit gitops episodes from the store as of `at`."""
-    at = at or timezone.now()
-    cutoff = grace_cutoff(at)
-    # Apps in an attention state now; one in Progressing between two Degraded stays in its episode.
-    bad = list(
-        GitOpsApp.objects.filter(Q(sync_status="OutOfSync") | Q(health_status__in=ATTENTION_HEALTH))
-        .select_related("cluster", "cluster__environment")
-        .prefetch_related("services")
-    )
-    history: dict[int, list[Change]] = defaultdict(list)
-    rows = (
-        StateChange.objects.filter(app__in=[a.id for a in bad], field__in=("sync", "health"), at__gte=at - HISTORY)
-        .order_by("app_id", "-at", "-id")
-        .values_list("app_id", "field", "old", "new", "at")
-    )
-    for app_id, name, old, new, when in rows:
-        history[app_id].append(Change(name, old, new, when))
-    open_episodes = {
-        e.app_id: e
-        for e in Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True, app__isnull=False)
-    }
-
-    current: dict[int, str] = {}
-    emitted = []
-    for app in bad:
-        anchor = open_episodes[app.id].started_at if app.id in open_episodes else None
-        start = episode_start(app, history[app.id], anchor)
-        key = episode_key(app, start)
-        current[app.id] = key
-        if start > cutoff:
-            continue
-        known = Episode.objects.filter(key=key).first()
-        # An episode already recorded keeps its first words; only a new one is described afresh.
-        event = known.event if known is not None else build_event(app, start, at)
-        emitted.append(emit(event, at=at, app_id=app.id))
-
-    # Close what is over: the app is back in sync and healthy, gone, or in a newer episode.
-    still_open = set(current.values())
-    others = Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True).exclude(key__in=still_open)
-    for episode in others.select_related("app"):
-        app = episode.app
-        if app is None or is_resolved(app.sync_status, app.health_status) or app.id in current:
-            Episode.objects.filter(pk=episode.pk, ended_at__isnull=True).update(ended_at=at)
-    return emitted

@@ -149,6 +149,29 @@ class Episode(models.Model):
         return Event.from_dict(self.payload)
 
 
+class Trouble(models.Model):
+    """An application the notification pass knows is not in sync and healthy.
+
+    Made from the StateChange row that took the app out of "in sync and healthy" (`since`,
+    the episode's start) and kept, with the state the rows since then describe, until a row
+    brings it back. Its episode is opened once the trouble has lasted past the grace period
+    in an attention state; an open gitops episode no trouble points at is over.
+    """
+
+    app = models.OneToOneField("gitops.GitOpsApp", on_delete=models.CASCADE, related_name="notification_trouble")
+    since = models.DateTimeField()
+    sync_status = models.CharField(max_length=16)
+    health_status = models.CharField(max_length=16)
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        # The pass looks for troubles without an episode that began before the grace cutoff.
+        indexes = [models.Index(fields=["since"], condition=models.Q(episode__isnull=True), name="trouble_unopened")]
+
+    def __str__(self) -> str:
+        return f"{self.app_id}: {self.sync_status}/{self.health_status} since {self.since:%Y-%m-%d %H:%M}"
+
+
 class Delivery(models.Model):
     class Status:
         PENDING = "pending"

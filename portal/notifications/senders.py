@@ -5,27 +5,26 @@ claims it with one conditional UPDATE (pending, not leased by someone else): of 
 workers only one gets the row. A worker that crashes after claiming leaves a lease that
 expires, and the next scan sends it. Transient errors come back with a growing delay,
 at most MAX_ATTEMPTS times; a permanent error fails the delivery at once.
+
+Every database step here is one short statement in autocommit (no transaction held
+across a send), so on the embedded SQLite a writer waits for another's lock within the
+busy timeout instead of failing; nothing needs retrying around "database is locked".
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
-from typing import TypeVar
 
-from django.db import OperationalError
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
 from portal.notifications.channels import TransportError, transport_for
 from portal.notifications.events import Event, EventKind, Link, base_url
-from portal.notifications.gitops_events import emit_gitops_events
 from portal.notifications.models import Channel, Delivery
+from portal.notifications.statechanges import emit_gitops_events
 
 logger = logging.getLogger(__name__)
 
@@ -33,31 +32,6 @@ MAX_ATTEMPTS = 5
 # Longer than the slowest send (HTTP timeout, SMTP): a live worker never loses its claim.
 LEASE = timedelta(minutes=5)
 BATCH = 200
-# How long to wait out another connection's table lock (see `retry_locked`).
-LOCK_WAIT = 20.0
-
-T = TypeVar("T")
-
-
-def retry_locked(step: Callable[[], T]) -> T:
-    """Run a database step, waiting out "database table is locked".
-
-    SQLite's busy timeout covers file locks but not shared-cache table locks (the embedded
-    run's threads, the in-memory test database): those fail at once. Every step wrapped
-    here is idempotent, so running it again is safe; above all, recording that a message
-    went out must not be lost, or the message would be sent again after the lease.
-    """
-    deadline = time.monotonic() + LOCK_WAIT
-    pause = 0.005
-    while True:
-        try:
-            return step()
-        except OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.25)
-
 
 def retry_delay(attempts: int) -> timedelta:
     """1, 2, 4, 8 minutes after the 1st, 2nd, 3rd, 4th failure."""
@@ -92,11 +66,11 @@ def attempt(delivery: Delivery, at: datetime) -> str:
         logger.exception("notification delivery %s failed unexpectedly", delivery.pk)
         error, permanent = f"internal error: {type(exc).__name__}", False
     else:
-        retry_locked(lambda: _record_sent(delivery, at))
+        _record_sent(delivery, at)
         return Delivery.Status.SENT
     give_up = permanent or delivery.attempts >= MAX_ATTEMPTS
     status = Delivery.Status.FAILED if give_up else Delivery.Status.PENDING
-    retry_locked(lambda: _record_error(delivery, at, status, error, permanent))
+    _record_error(delivery, at, status, error, permanent)
     # Channel and episode ids only: the channel's URL is a credential.
     logger.warning(
         "notification to channel %s for episode %s: %s (%s, attempt %s)",
@@ -126,18 +100,16 @@ def _record_error(delivery: Delivery, at: datetime, status: str, error: str, per
 def deliver_pending(at: datetime | None = None) -> SendReport:
     at = at or timezone.now()
     report = SendReport()
-    due = retry_locked(
-        lambda: list(
-            Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=at)
-            .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=at))
-            .order_by("next_attempt_at", "id")
-            .values_list("id", flat=True)[:BATCH]
-        )
+    due = list(
+        Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=at)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=at))
+        .order_by("next_attempt_at", "id")
+        .values_list("id", flat=True)[:BATCH]
     )
     for delivery_id in due:
-        if not retry_locked(partial(claim, delivery_id, at)):
+        if not claim(delivery_id, at):
             continue  # another worker has it
-        delivery = retry_locked(partial(Delivery.objects.select_related("episode", "channel").get, pk=delivery_id))
+        delivery = Delivery.objects.select_related("episode", "channel").get(pk=delivery_id)
         outcome = attempt(delivery, at)
         if outcome == Delivery.Status.SENT:
             report.sent += 1
@@ -151,7 +123,7 @@ def deliver_pending(at: datetime | None = None) -> SendReport:
 def scan_and_send(at: datetime | None = None) -> SendReport:
     """The beat task's body: emit the gitops episodes due as of `at`, then send what is pending."""
     at = at or timezone.now()
-    retry_locked(lambda: emit_gitops_events(at))
+    emit_gitops_events(at)
     return deliver_pending(at)
 
 

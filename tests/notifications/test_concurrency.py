@@ -12,11 +12,11 @@ from django.db import connection
 
 from gitops.models import StateChange
 from portal.notifications.events import EventKind
-from portal.notifications.gitops_events import emit_gitops_events
 from portal.notifications.models import Channel, Delivery, Episode, Rule
 from portal.notifications.senders import LEASE, claim, deliver_pending, scan_and_send
+from portal.notifications.statechanges import emit_gitops_events
 from tests.fixtures.fleet import make_catalog
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import HttpReceiver
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -50,8 +50,8 @@ def test_four_workers_over_a_flapping_episode_deliver_once_per_rule():
         Rule.objects.create(name="to slack", kinds=[EventKind.APP_ATTENTION], channel=slack)
         Rule.objects.create(name="to hook", kinds=[EventKind.APP_ATTENTION], channel=hook,
                             environment=catalog.prod)
-        app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
-                       since=timedelta(0), first_seen=T0 - timedelta(days=1))
+        app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
+                     since=timedelta(0), first_seen=T0 - timedelta(days=1))
         upcoming = iter(range(10, 18))
         now = {"minute": 0}
 
@@ -99,7 +99,7 @@ def test_a_worker_that_died_after_claiming_is_replaced_once_the_lease_ends():
     with HttpReceiver() as receiver:
         channel = Channel.objects.create(name="slack", kind=Channel.Kind.SLACK, url=receiver.url("/slack"))
         Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-        seed_app(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
+        seeded(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
         at = T0 + timedelta(minutes=10)
         emit_gitops_events(at)
         delivery = Delivery.objects.get()
@@ -125,7 +125,7 @@ def test_the_database_refuses_a_second_delivery_for_the_same_episode_and_rule():
     catalog = make_catalog()
     channel = Channel.objects.create(name="slack", kind=Channel.Kind.SLACK, url="http://127.0.0.1:9/x")
     Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-    seed_app(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
+    seeded(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
     emit_gitops_events(T0 + timedelta(minutes=10))
     delivery = Delivery.objects.get()
     with pytest.raises(IntegrityError), transaction.atomic():

@@ -9,7 +9,7 @@ import pytest
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +24,9 @@ def test_the_message_is_an_embed_without_mentions(catalog):
         receiver.respond(204)
         channel = Channel.objects.create(name="ops-discord", kind=Channel.Kind.DISCORD, url=receiver.url(HOOK_PATH))
         Rule.objects.create(name="eu", kinds=[EventKind.APP_ATTENTION], channel=channel, cluster=catalog.prod_eu)
-        seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, health="Missing", now=T0,
-                 since=timedelta(0), first_seen=T0 - timedelta(days=1), synced_revision=SHA,
-                 health_message="@everyone look")
+        seeded(catalog.prod_eu, "checkout-prod", service=catalog.checkout, health="Missing", now=T0,
+               since=timedelta(0), first_seen=T0 - timedelta(days=1), synced_revision=SHA,
+               health_message="@everyone look")
         scan_and_send(T0 + timedelta(minutes=12))
     [request] = receiver.requests
     assert request.path == HOOK_PATH

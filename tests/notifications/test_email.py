@@ -13,7 +13,7 @@ from gitops.models import VersionChange
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import SmtpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -31,9 +31,9 @@ def email_rule(catalog) -> Rule:
 
 @pytest.fixture
 def degraded(catalog):
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
-                   now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2), synced_revision=SHA,
-                   health_message="<script>alert(1)</script> rollout stuck")
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
+                 now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2), synced_revision=SHA,
+                 health_message="<script>alert(1)</script> rollout stuck")
     VersionChange.objects.create(service=catalog.payments, environment=catalog.prod, cluster=catalog.prod_eu,
                                  app=app, from_version="2.4.0", to_version="2.5.0", at=T0 - timedelta(hours=1))
     return app

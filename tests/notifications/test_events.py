@@ -10,9 +10,10 @@ from django.test import override_settings
 
 from gitops.models import StateChange, VersionChange
 from portal.notifications.events import Event, EventKind, Link, emit
-from portal.notifications.gitops_events import emit_gitops_events, humanize
+from portal.notifications.gitops_events import humanize
 from portal.notifications.models import Channel, Delivery, Episode, Rule
-from tests.fixtures.seed import seed_app
+from portal.notifications.statechanges import emit_gitops_events
+from tests.notifications.store_rows import seeded
 
 pytestmark = pytest.mark.django_db
 
@@ -43,8 +44,8 @@ def set_health(app, health: str, at: datetime) -> None:
 
 def flapping_app(catalog):
     """Healthy until T0, then Degraded -> Progressing -> Degraded: one episode since T0."""
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, now=T0, since=timedelta(hours=3),
-                   first_seen=T0 - timedelta(hours=3))
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, now=T0, since=timedelta(hours=3),
+                 first_seen=T0 - timedelta(hours=3))
     set_health(app, "Degraded", T0)
     set_health(app, "Progressing", T0 + timedelta(minutes=3))
     set_health(app, "Degraded", T0 + timedelta(minutes=6))
@@ -53,8 +54,8 @@ def flapping_app(catalog):
 
 def test_nothing_within_the_grace_period_then_one_event_per_episode(catalog, channel):
     rule(channel)
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
-                   since=timedelta(minutes=5), first_seen=T0 - timedelta(days=1))
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
+                 since=timedelta(minutes=5), first_seen=T0 - timedelta(days=1))
     assert emit_gitops_events(T0) == []
     assert not Episode.objects.exists()
 
@@ -107,8 +108,8 @@ def test_a_recovery_between_two_scans_still_starts_a_new_episode(catalog, channe
 
 def test_out_of_sync_then_degraded_is_one_episode_from_the_first_state(catalog, channel):
     rule(channel)
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, now=T0, since=timedelta(hours=3),
-                   first_seen=T0 - timedelta(hours=3))
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, now=T0, since=timedelta(hours=3),
+                 first_seen=T0 - timedelta(hours=3))
     change(app, "sync", "Synced", "OutOfSync", T0)
     change(app, "sync", "OutOfSync", "Synced", T0 + timedelta(minutes=4))
     change(app, "health", "Healthy", "Degraded", T0 + timedelta(minutes=4))
@@ -122,10 +123,10 @@ def test_out_of_sync_then_degraded_is_one_episode_from_the_first_state(catalog, 
 def test_the_event_names_the_likeliest_cause_first_and_links_back(catalog, channel):
     rule(channel)
     start = T0
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
-                   now=start, since=timedelta(0), first_seen=start - timedelta(days=3), synced_revision=NEW_SHA,
-                   previous_synced_revision=OLD_SHA, revision_changed_at=start - timedelta(hours=2),
-                   health_message="Deployment payments exceeded its progress deadline")
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
+                 now=start, since=timedelta(0), first_seen=start - timedelta(days=3), synced_revision=NEW_SHA,
+                 previous_synced_revision=OLD_SHA, revision_changed_at=start - timedelta(hours=2),
+                 health_message="Deployment payments exceeded its progress deadline")
     for hours, old, new in ((1, "2.4.0", "2.5.0"), (5, "2.3.1", "2.4.0"), (30, "2.3.0", "2.3.1")):
         VersionChange.objects.create(service=catalog.payments, environment=catalog.prod, cluster=catalog.prod_eu,
                                      app=app, from_version=old, to_version=new, at=start - timedelta(hours=hours))
@@ -162,9 +163,9 @@ def test_the_event_names_the_likeliest_cause_first_and_links_back(catalog, chann
 
 def test_without_a_recent_commit_there_is_no_changes_link_and_the_action_is_the_gitops_list(catalog, channel):
     rule(channel)
-    seed_app(catalog.staging_cluster, "shared-ingress", sync="OutOfSync", now=T0, since=timedelta(minutes=20),
-             first_seen=T0 - timedelta(days=3), previous_synced_revision=OLD_SHA,
-             revision_changed_at=T0 - timedelta(days=2))
+    seeded(catalog.staging_cluster, "shared-ingress", sync="OutOfSync", now=T0, since=timedelta(minutes=20),
+           first_seen=T0 - timedelta(days=3), previous_synced_revision=OLD_SHA,
+           revision_changed_at=T0 - timedelta(days=2))
     emit_gitops_events(T0)
     event = Episode.objects.get().event
     assert event.title == "shared-ingress is OutOfSync on staging-eu-1"
@@ -186,16 +187,16 @@ def test_rules_filter_by_kind_environment_cluster_and_service(catalog, channel):
     rule(channel, "checkout", service=catalog.checkout)
     Rule.objects.create(name="prs only", kinds=[EventKind.PR_CHECKS_FAILED], channel=channel)
     Rule.objects.create(name="off", kinds=[EventKind.APP_ATTENTION], channel=channel, enabled=False)
-    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Missing", now=T0,
-             since=timedelta(minutes=15), first_seen=T0 - timedelta(days=1))
+    seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Missing", now=T0,
+           since=timedelta(minutes=15), first_seen=T0 - timedelta(days=1))
     emit_gitops_events(T0)
     assert set(Delivery.objects.values_list("rule__name", flat=True)) == {r.name for r in matching}
 
 
 def test_a_rule_added_during_an_episode_gets_its_delivery_once(catalog, channel):
     rule(channel, "first")
-    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
-             since=timedelta(minutes=15), first_seen=T0 - timedelta(days=1))
+    seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
+           since=timedelta(minutes=15), first_seen=T0 - timedelta(days=1))
     emit_gitops_events(T0)
     rule(channel, "second")
     emit_gitops_events(T0 + timedelta(minutes=1))

@@ -15,7 +15,7 @@ from gitops.models import VersionChange
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import MAX_ATTEMPTS, scan_and_send
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -41,8 +41,8 @@ def slack(receiver, catalog) -> Channel:
 
 @pytest.fixture
 def degraded(catalog):
-    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
-                   now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2), synced_revision=SHA)
+    app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0", health="Degraded",
+                 now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2), synced_revision=SHA)
     VersionChange.objects.create(service=catalog.payments, environment=catalog.prod, cluster=catalog.prod_eu,
                                  app=app, from_version="2.4.0", to_version="2.5.0", at=T0 - timedelta(hours=1))
     return app
@@ -85,8 +85,8 @@ def test_the_message_is_block_kit_with_url_buttons(receiver, slack, degraded):
 
 
 def test_untrusted_names_cannot_become_slack_links_or_mentions(receiver, slack, catalog):
-    seed_app(catalog.prod_eu, "x", health="Degraded", now=T0, since=timedelta(0), first_seen=T0,
-             health_message="<!channel> see <https://evil.example|here> & more")
+    seeded(catalog.prod_eu, "x", health="Degraded", now=T0, since=timedelta(0), first_seen=T0,
+           health_message="<!channel> see <https://evil.example|here> & more")
     scan_and_send(AT)
     fields = receiver.requests[0].json()["blocks"][2]["fields"]
     assert {"type": "mrkdwn", "text": "*Message*\n&lt;!channel&gt; see &lt;https://evil.example|here&gt; &amp; more"} \

@@ -10,7 +10,7 @@ from gitops.models import VersionChange
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -26,9 +26,9 @@ def test_the_message_is_an_adaptive_card_with_open_url_actions(catalog):
         channel = Channel.objects.create(name="ops-teams", kind=Channel.Kind.TEAMS, url=receiver.url(HOOK_PATH))
         Rule.objects.create(name="payments", kinds=[EventKind.APP_ATTENTION], channel=channel,
                             service=catalog.payments)
-        app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0",
-                       sync="OutOfSync", now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2),
-                       synced_revision=NEW, previous_synced_revision=OLD, revision_changed_at=T0)
+        app = seeded(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.5.0",
+                     sync="OutOfSync", now=T0, since=timedelta(0), first_seen=T0 - timedelta(days=2),
+                     synced_revision=NEW, previous_synced_revision=OLD, revision_changed_at=T0)
         VersionChange.objects.create(service=catalog.payments, environment=catalog.prod, cluster=catalog.prod_eu,
                                      app=app, from_version="2.4.0", to_version="2.5.0", at=T0)
         scan_and_send(T0 + timedelta(minutes=10))
@@ -78,5 +78,5 @@ def test_a_workflow_that_answers_202_counts_as_sent(catalog):
         receiver.respond(202)
         channel = Channel.objects.create(name="ops-teams", kind=Channel.Kind.TEAMS, url=receiver.url(HOOK_PATH))
         Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-        seed_app(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
+        seeded(catalog.prod_eu, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
         assert scan_and_send(T0 + timedelta(minutes=10)).sent == 1

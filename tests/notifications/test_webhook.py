@@ -15,7 +15,7 @@ from portal.notifications.channels import Webhook
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Episode, Rule
 from portal.notifications.senders import scan_and_send
-from tests.fixtures.seed import seed_app
+from tests.notifications.store_rows import seeded
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -46,8 +46,8 @@ def test_the_body_is_the_event_and_the_signature_verifies(receiver, catalog, cap
     channel = Channel.objects.create(name="hook", kind=Channel.Kind.WEBHOOK, url=receiver.url("/portal-events"),
                                      secret=SECRET)
     Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-    seed_app(catalog.prod_us, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
-             since=timedelta(0), first_seen=T0 - timedelta(days=1))
+    seeded(catalog.prod_us, "payments-prod", service=catalog.payments, health="Degraded", now=T0,
+           since=timedelta(0), first_seen=T0 - timedelta(days=1))
     at = T0 + timedelta(minutes=10)
     scan_and_send(at)
     [request] = receiver.requests
@@ -85,7 +85,7 @@ def test_the_timestamp_comes_from_the_clock(receiver):
 def test_a_webhook_without_a_secret_fails_permanently(receiver, catalog):
     channel = Channel.objects.create(name="hook", kind=Channel.Kind.WEBHOOK, url=receiver.url("/x"))
     Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-    seed_app(catalog.prod_us, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
+    seeded(catalog.prod_us, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
     scan_and_send(T0 + timedelta(minutes=10))
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.last_error) == ("failed", "the channel has no signing secret")
@@ -96,7 +96,7 @@ def test_a_response_body_echoing_the_secret_url_is_redacted(receiver, catalog):
     url = receiver.url("/hooks/EchoS3cret")
     channel = Channel.objects.create(name="hook", kind=Channel.Kind.WEBHOOK, url=url, secret=SECRET)
     Rule.objects.create(name="all", kinds=[EventKind.APP_ATTENTION], channel=channel)
-    seed_app(catalog.prod_us, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
+    seeded(catalog.prod_us, "payments-prod", health="Degraded", now=T0, since=timedelta(0), first_seen=T0)
     transport = Webhook(channel)
     error = transport.error_for(400, f"unknown hook {url} (path /hooks/EchoS3cret)".encode())
     assert error.permanent

@@ -1,0 +1,239 @@
+"""Gitops episodes from StateChange rows, each row consumed exactly once.
+
+The store writes a StateChange row whenever an app's sync, health or presence changes.
+A minute's pass claims the rows nobody has consumed yet (`processed` is null: a partial
+index keeps that a handful of rows, however long the history) and moves each app's
+`Trouble` forward with them:
+
+- a row that takes an app out of "in sync and healthy" makes its trouble, dated by the
+  row's time — the episode's "since when";
+- rows while it is in trouble only update the state the trouble knows (Degraded ->
+  Progressing -> Degraded, or OutOfSync -> Synced while still Degraded, stays one episode:
+  people hear about it once);
+- a row that brings it back to in sync and healthy removes the trouble.
+
+A row is claimed as soon as it exists, before its grace period may have passed: the
+claim records the trouble, and the episode opens on the first pass at which the trouble
+has lasted past the grace period while its state needs attention (the one rule,
+`GitOpsApp.needs_attention`, applied to the state dated from the trouble's start). An open
+gitops episode that no trouble points at is over (its app recovered, is gone, or began a
+newer episode) and is closed by the same pass.
+
+Several workers may run the pass at once. A batch is claimed with SELECT … FOR UPDATE and
+stamped with a compare-and-set UPDATE … WHERE processed IS NULL in the same short
+transaction that applies it, so on PostgreSQL a second worker waits for the first's batch
+and then skips its rows, and on SQLite the IMMEDIATE transaction (settings) serialises the
+writers; a batch whose stamp would not cover every row it read is rolled back. Opening an
+episode is idempotent (`emit`: unique key, unique deliveries), so two workers opening the
+same one make one episode and one delivery per rule.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+
+from django.db import transaction
+from django.utils import timezone
+
+from gitops.models import GitOpsApp, StateChange, grace_cutoff
+from portal.notifications.events import EventKind, add_deliveries, emit, enabled_rules
+from portal.notifications.gitops_events import build_event, episode_key, is_resolved
+from portal.notifications.models import Delivery, Episode, Rule, Trouble
+
+# Rows claimed per transaction: a first pass over a long history runs in several short ones.
+BATCH = 2000
+# The state a row is applied to when the app has no trouble: in sync and healthy.
+RESOLVED = ("Synced", "Healthy")
+
+
+@dataclass
+class _State:
+    sync: str
+    health: str
+    since: datetime
+    episode_id: int | None = None
+
+
+class _ClaimLost(Exception):
+    """Another worker stamped part of the batch first: roll this one back."""
+
+
+def emit_gitops_events(at: datetime | None = None) -> list[Episode]:
+    """One pass as of `at`: consume new StateChange rows, open due episodes, close ended ones.
+
+    Returns the episodes opened by this pass.
+    """
+    at = at or timezone.now()
+    after = 0
+    while True:
+        claimed, after = consume_batch(at, after)
+        if claimed < BATCH:
+            break
+    rules = enabled_rules()
+    opened = open_due_episodes(at, rules)
+    close_ended_episodes(at)
+    add_deliveries_for_new_rules(at, rules)
+    return opened
+
+
+def consume_batch(at: datetime, after: int = 0) -> tuple[int, int]:
+    """Claim up to BATCH unconsumed rows (those that happened by `at`, with ids above `after`)
+    and apply them; how many, and the last id claimed.
+
+    `after` lets one pass walk a long backlog forward instead of stepping again over the
+    index entries of the rows it has just stamped (dead until PostgreSQL vacuums them).
+    """
+    try:
+        with transaction.atomic():
+            rows = list(
+                StateChange.objects.select_for_update()
+                .filter(processed__isnull=True, at__lte=at, id__gt=after)
+                .order_by("id")
+                .values_list("id", "app_id", "field", "old", "new", "at")[:BATCH]
+            )
+            if not rows:
+                return 0, after
+            ids = [row[0] for row in rows]
+            if StateChange.objects.filter(id__in=ids, processed__isnull=True).update(processed=at) != len(ids):
+                raise _ClaimLost
+            _apply(rows)
+    except _ClaimLost:
+        return 0, after
+    return len(rows), ids[-1]
+
+
+def _apply(rows: list[tuple]) -> None:
+    by_app: dict[int, list[tuple]] = defaultdict(list)
+    for row in rows:
+        if row[1] is not None and row[2] in ("sync", "health", "presence"):
+            by_app[row[1]].append(row)
+    if not by_app:
+        return
+    troubles = {t.app_id: t for t in Trouble.objects.filter(app_id__in=list(by_app))}
+    appeared = [app_id for app_id, changes in by_app.items() if any(c[2] == "presence" for c in changes)]
+    current = {
+        app_id: (sync, health)
+        for app_id, sync, health in GitOpsApp.objects.filter(id__in=appeared).values_list(
+            "id", "sync_status", "health_status"
+        )
+    }
+    final: dict[int, _State | None] = {}
+    for app_id, changes in by_app.items():
+        changes.sort(key=lambda c: (c[5], c[0]))
+        known = troubles.get(app_id)
+        state = _State(known.sync_status, known.health_status, known.since, known.episode_id) if known else None
+        # The changes of one poll share their time: they are applied together, so OutOfSync ->
+        # Synced written with Healthy -> Degraded is no recovery in between.
+        for when, group in groupby(changes, key=lambda c: c[5]):
+            state = _step(state, list(group), when, current.get(app_id), changes)
+        final[app_id] = state
+    _save(final, troubles)
+
+
+def _step(state: _State | None, group: list[tuple], when: datetime, current: tuple[str, str] | None,
+          changes: list[tuple]) -> _State | None:
+    """The trouble after one poll's changes: made, updated or over."""
+    sync, health = (state.sync, state.health) if state else RESOLVED
+    for change in group:
+        field, new = change[2], change[4]
+        if field == "presence" and new == "present":
+            sync, health = _state_when_seen(current, changes[changes.index(change) + 1:])
+        elif field == "sync":
+            sync = new
+        elif field == "health":
+            health = new
+    if is_resolved(sync, health):
+        return None
+    if state is None:
+        return _State(sync, health, when)
+    state.sync, state.health = sync, health
+    return state
+
+
+def _state_when_seen(current: tuple[str, str] | None, later: list[tuple]) -> tuple[str, str]:
+    """The state an app was first seen in: its state now, undone by the changes after it."""
+    sync, health = current or RESOLVED
+    for field in ("sync", "health"):
+        first = next((c for c in later if c[2] == field), None)
+        if first is not None:
+            sync, health = (first[3], health) if field == "sync" else (sync, first[3])
+    return sync, health
+
+
+def _save(final: dict[int, _State | None], troubles: dict[int, Trouble]) -> None:
+    gone = [troubles[app_id].pk for app_id, state in final.items() if state is None and app_id in troubles]
+    Trouble.objects.filter(pk__in=gone).delete()
+    new: list[Trouble] = []
+    changed: list[Trouble] = []
+    for app_id, state in final.items():
+        if state is None:
+            continue
+        trouble = troubles.get(app_id) or Trouble(app_id=app_id)
+        trouble.sync_status, trouble.health_status = state.sync, state.health
+        trouble.since, trouble.episode_id = state.since, state.episode_id
+        (changed if trouble.pk is not None else new).append(trouble)
+    Trouble.objects.bulk_create(new)
+    Trouble.objects.bulk_update(changed, ["sync_status", "health_status", "since", "episode"])
+
+
+def due_troubles(at: datetime) -> list[Trouble]:
+    """Troubles without an episode that have lasted past the grace period in an attention state."""
+    waiting = Trouble.objects.filter(episode__isnull=True, since__lte=grace_cutoff(at))
+    due = [t for t in waiting.only("id", "app_id", "since", "sync_status", "health_status") if _needs_attention(t, at)]
+    if not due:
+        return []
+    apps = GitOpsApp.objects.select_related("cluster", "cluster__environment").prefetch_related("services")
+    by_id = apps.in_bulk([t.app_id for t in due])
+    for trouble in due:
+        trouble.app = by_id[trouble.app_id]
+    return due
+
+
+def _needs_attention(trouble: Trouble, at: datetime) -> bool:
+    # The app's state as the rows tell it, dated from the trouble's start, judged by the one rule.
+    state = GitOpsApp(sync_status=trouble.sync_status, health_status=trouble.health_status,
+                      sync_since=trouble.since, health_since=trouble.since)
+    return state.needs_attention(at)
+
+
+def open_due_episodes(at: datetime, rules: list[Rule]) -> list[Episode]:
+    opened = []
+    for trouble in due_troubles(at):
+        app = trouble.app
+        existing = Episode.objects.filter(key=episode_key(app, trouble.since)).first()
+        # An episode already recorded keeps its first words; only a new one is described afresh.
+        event = existing.event if existing is not None else build_event(app, trouble.since, at)
+        episode = emit(event, at=at, app_id=app.id, rules=rules)
+        # Compare-and-set on the start: a trouble replaced meanwhile keeps its own episode.
+        Trouble.objects.filter(pk=trouble.pk, since=trouble.since, episode__isnull=True).update(episode=episode)
+        opened.append(episode)
+    return opened
+
+
+def close_ended_episodes(at: datetime) -> int:
+    """Close the open gitops episodes no trouble points at: recovered, gone, or superseded."""
+    current = Trouble.objects.filter(episode__isnull=False).values("episode_id")
+    return (
+        Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True)
+        .exclude(id__in=current)
+        .update(ended_at=at)
+    )
+
+
+def add_deliveries_for_new_rules(at: datetime, rules: Iterable[Rule]) -> None:
+    """A rule made (or enabled) during an episode gets its delivery for it, once."""
+    candidates = [rule for rule in rules if EventKind.APP_ATTENTION in rule.kinds]
+    if not candidates:
+        return
+    episodes = list(Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True).only("id", "payload"))
+    have: dict[int, set[int]] = defaultdict(set)
+    for episode_id, rule_id in Delivery.objects.filter(
+        episode__in=[e.id for e in episodes]
+    ).values_list("episode_id", "rule_id"):
+        have[episode_id].add(rule_id)
+    for episode in episodes:
+        add_deliveries(episode, [r for r in candidates if r.id not in have[episode.id]], at)

@@ -1,0 +1,56 @@
+"""notifications.0003: the StateChange consumer starts from the fleet as it is. History is
+marked consumed; an app in trouble keeps its open episode (nobody hears of it twice) or is
+dated from the state that is wrong; a healthy app has no trouble."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+BEFORE = [("notifications", "0002_trouble")]
+AFTER = [("notifications", "0003_troubles_from_current_state")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_history_is_consumed_and_troubles_start_from_the_current_state() -> None:
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    old = executor.loader.project_state(BEFORE).apps
+    now = timezone.now()
+    env = old.get_model("catalog", "Environment").objects.create(name="prod")
+    cluster = old.get_model("catalog", "Cluster").objects.create(name="prod-eu-1", environment=env)
+    App = old.get_model("gitops", "GitOpsApp")
+
+    def app(name, sync, health, hours):
+        return App.objects.create(cluster=cluster, tool="argo", kind="Application", namespace="argocd", name=name,
+                                  sync_status=sync, health_status=health, sync_since=now - timedelta(hours=hours),
+                                  health_since=now - timedelta(hours=hours + 1), first_seen=now - timedelta(days=3))
+
+    healthy, announced, degraded = app("ok", "Synced", "Healthy", 5), app("a", "Synced", "Degraded", 3), \
+        app("d", "OutOfSync", "Missing", 2)
+    old.get_model("gitops", "StateChange").objects.create(
+        cluster=cluster, app=degraded, field="health", old="Healthy", new="Missing", at=now - timedelta(hours=3),
+        object_key="argo/Application/argocd/d")
+    started = now - timedelta(hours=4)
+    episode = old.get_model("notifications", "Episode").objects.create(
+        kind="app_attention", key="gitops:prod-eu-1/a@x", started_at=started, emitted_at=started, app=announced)
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(AFTER)
+    new = executor.loader.project_state(AFTER).apps
+    assert not new.get_model("gitops", "StateChange").objects.filter(processed__isnull=True).exists()
+    troubles = {t.app_id: t for t in new.get_model("notifications", "Trouble").objects.all()}
+    assert set(troubles) == {announced.id, degraded.id}
+    assert (troubles[announced.id].since, troubles[announced.id].episode_id) == (started, episode.id)
+    # OutOfSync since 2 h, Missing since 3 h: the trouble began with the older of the two.
+    assert troubles[degraded.id].since == now - timedelta(hours=3)
+    assert troubles[degraded.id].episode_id is None
+    assert (troubles[degraded.id].sync_status, troubles[degraded.id].health_status) == ("OutOfSync", "Missing")
+    assert healthy.id not in troubles
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -112,7 +112,7 @@ class DemoForge(Forge):
         return NONE
 
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
-        # The demo has one local repository, the GitOps one; no service's code lives there,
+        # The demo has one local repository, the GitOps one; no application's code lives there,
         # so there are no release notes to show (never invented ones).
         return []
 

@@ -6,12 +6,8 @@ it, the pull request, its reviewers and labels, and removing the branch again wh
 open fails half way). It has no merge and no way to push to an existing branch other
 than the one it created: the portal proposes, people merge.
 
-Rate limits and transient errors are handled in one place, `RetryPolicy`: a forge
-says "wait" (GitHub: 403/429 with `Retry-After`, `X-RateLimit-Remaining: 0` or a
-secondary-limit message; GitLab and a proxy in front of Gitea: 429) and the policy
-sleeps through an injected sleeper until the reset, within a bound; past the bound it
-raises `RateLimited` instead of blocking a worker for an hour. 5xx answers are retried
-only for requests that are safe to repeat.
+Rate limits and transient errors are handled in one place, `forges.retry`, by the same
+policy for every client; `RateLimited` is the error it raises past its bound.
 """
 
 from __future__ import annotations
@@ -19,14 +15,11 @@ from __future__ import annotations
 import abc
 import json
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
-
-import requests
 
 from forges.pins import pin_format
 from forges.repourls import RepoRef, release_url
@@ -44,9 +37,7 @@ RUNNING = "running"
 FAIL = "fail"
 NONE = "none"
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-
-# Release notes matter for the versions a service may move to, which are recent: the
+# Release notes matter for the versions people move to, which are recent: the
 # newest hundred releases are plenty, and one or two pages on every forge.
 MAX_RELEASES = 100
 
@@ -197,114 +188,6 @@ def error_message(body: Any) -> str:
     if details:
         text = f"{text}: {'; '.join(details)}" if text else "; ".join(details)
     return text[:300]
-
-
-@dataclass
-class RetryPolicy:
-    """How long and how often to wait on a forge. Sleeper and clock are injectable for tests."""
-
-    max_attempts: int = 5  # requests in all, the first included
-    max_wait: float = 900.0  # the longest single wait; a later reset raises RateLimited
-    backoff: float = 1.0  # first wait after a 5xx or a limit with no hint; doubles each time
-    secondary_wait: float = 60.0  # GitHub's advice for a secondary limit without Retry-After
-    sleeper: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.time
-
-    def wait_before_retry(
-        self, method: str, status: int, headers: Mapping[str, str], body: Any, attempt: int
-    ) -> float | None:
-        """Seconds to wait before trying again, None to give up now; RateLimited past the bound."""
-        limited = self._rate_limit_wait(status, headers, body, attempt)
-        if limited is not None:
-            if limited > self.max_wait:
-                raise RateLimited(
-                    f"rate limited (HTTP {status}); the limit resets in {limited:.0f} s, "
-                    f"longer than the {self.max_wait:.0f} s this portal waits",
-                    wait=limited,
-                    status=status,
-                )
-            if attempt >= self.max_attempts:
-                raise RateLimited(f"still rate limited (HTTP {status}) after {attempt} attempts", status=status)
-            return limited
-        if status in (500, 502, 503, 504) and method.upper() in SAFE_METHODS and attempt < self.max_attempts:
-            return self.backoff * 2 ** (attempt - 1)
-        return None
-
-    def _rate_limit_wait(self, status: int, headers: Mapping[str, str], body: Any, attempt: int) -> float | None:
-        if status not in (403, 429):
-            return None
-        lowered = {k.lower(): v for k, v in headers.items()}
-        retry_after = lowered.get("retry-after", "")
-        if retry_after.strip().isdigit():
-            return float(retry_after)
-        message = error_message(body).lower()
-        secondary = "secondary rate limit" in message or "abuse" in message
-        remaining = lowered.get("x-ratelimit-remaining", lowered.get("ratelimit-remaining", ""))
-        reset = lowered.get("x-ratelimit-reset", lowered.get("ratelimit-reset", ""))
-        if remaining.strip() == "0" and reset.strip().isdigit() and not secondary:
-            # Epoch seconds; plus one because the reset happens somewhere in that second.
-            return max(0.0, int(reset) - self.clock()) + 1
-        if secondary:
-            return self.secondary_wait
-        if status == 429 or "rate limit" in message:
-            return self.backoff * 2 ** (attempt - 1)
-        return None  # a plain 403: permissions, not a limit
-
-    def call(
-        self,
-        method: str,
-        send: Callable[[], Any],
-        describe: Callable[[BaseException], tuple[int, Mapping[str, str], Any] | None],
-    ) -> Any:
-        """Run `send` until it succeeds or the policy gives up; `describe` reads an error's status."""
-        attempt = 1
-        while True:
-            try:
-                return send()
-            except RateLimited:
-                raise
-            except Exception as error:
-                facts = describe(error)
-                if facts is None:
-                    raise
-                status, headers, body = facts
-                wait = self.wait_before_retry(method, status, headers, body, attempt)
-                if wait is None:
-                    raise
-            log.info("forge answered %s; retrying in %.0f s (attempt %d)", status, wait, attempt)
-            self.sleeper(wait)
-            attempt += 1
-
-
-class RetryingSession(requests.Session):
-    """A requests session that waits out rate limits and retries transient 5xx (GitLab, Gitea)."""
-
-    def __init__(self, policy: RetryPolicy, secrets: Iterable[str] = ()) -> None:
-        super().__init__()
-        self.policy = policy
-        self._secrets = tuple(s for s in secrets if s)
-
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
-        attempt = 1
-        while True:
-            try:
-                response = super().send(request, **kwargs)
-            except requests.ConnectionError as error:
-                # Only the host part: a URL may carry a token in its query for some clients.
-                if request.method not in SAFE_METHODS or attempt >= self.policy.max_attempts:
-                    raise ForgeError(f"cannot reach the forge: {type(error).__name__}") from None
-                wait = self.policy.backoff * 2 ** (attempt - 1)
-            else:
-                wait_or_none = self.policy.wait_before_retry(
-                    request.method or "GET", response.status_code, response.headers, response.content, attempt
-                )
-                if wait_or_none is None:
-                    return response
-                wait = wait_or_none
-                response.close()
-            log.info("forge answered; retrying %s in %.0f s (attempt %d)", request.method, wait, attempt)
-            self.policy.sleeper(wait)
-            attempt += 1
 
 
 class Forge(abc.ABC):

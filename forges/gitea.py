@@ -9,7 +9,6 @@ full and filtered here.
 from __future__ import annotations
 
 import base64
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -31,8 +30,6 @@ from forges.forge import (
     PullRequestExists,
     PullRequestInfo,
     ReleaseInfo,
-    RetryingSession,
-    RetryPolicy,
     TreeEntry,
     error_message,
     fold_checks,
@@ -41,6 +38,8 @@ from forges.forge import (
     release_page,
 )
 from forges.repourls import GITEA, RepoRef
+from forges.retry import RetryingSession, RetryPolicy
+from portal.timestamps import parse_time
 
 _PAGE = 50
 _MAX_PAGES = 1000  # a bound on any paged walk, far beyond a real repository
@@ -268,9 +267,9 @@ def _pr(data: dict[str, Any]) -> PullRequestInfo:
         head_branch=head.get("ref", ""),
         base_branch=(data.get("base") or {}).get("ref", ""),
         head_sha=head.get("sha", ""),
-        merged_at=_time(data.get("merged_at")),
-        closed_at=_time(data.get("closed_at")),
-        created_at=_time(data.get("created_at")),
+        merged_at=parse_time(data.get("merged_at")),
+        closed_at=parse_time(data.get("closed_at")),
+        created_at=parse_time(data.get("created_at")),
     )
 
 
@@ -281,12 +280,6 @@ def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
         title=data.get("name") or tag,
         url=release_page(data.get("html_url"), repo, tag),
         body=data.get("body") or "",
-        published_at=_time(data.get("published_at") or data.get("created_at")),
+        published_at=parse_time(data.get("published_at") or data.get("created_at")),
         prerelease=bool(data.get("prerelease")),
     )
-
-
-def _time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -1,7 +1,7 @@
 """GitHub and GitHub Enterprise (Server and ghe.com) through PyGithub.
 
 PyGithub's own retry and throttling sleep on the wall clock, so both are switched off
-(`retry=0`, no pauses between requests) and every call goes through `RetryPolicy`,
+(`retry=0`, no pauses between requests) and every call goes through `forges.retry.RetryPolicy`,
 which reads the same signals (Retry-After, X-RateLimit-Remaining/Reset, the
 secondary-limit message) with an injectable sleeper. Each call is a closure that reads
 every attribute it needs, so PyGithub's lazy objects never fetch outside the policy.
@@ -35,7 +35,6 @@ from forges.forge import (
     PullRequestExists,
     PullRequestInfo,
     ReleaseInfo,
-    RetryPolicy,
     TreeEntry,
     error_message,
     fold_checks,
@@ -44,6 +43,7 @@ from forges.forge import (
     release_page,
 )
 from forges.repourls import GITHUB, RepoRef
+from forges.retry import RetryPolicy
 
 DEFAULT_API = "https://api.github.com"
 _T = TypeVar("_T")

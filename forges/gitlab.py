@@ -1,16 +1,16 @@
 """GitLab (gitlab.com or self-managed) through python-gitlab.
 
-python-gitlab's own rate-limit handling sleeps on the wall clock, so it gets a
-`RetryingSession` instead: 429 with Retry-After (or RateLimit-Reset) and transient 5xx
-are waited out there, with the injected sleeper, and past the bound the session raises
-`RateLimited`, which python-gitlab lets through untouched.
+python-gitlab's own rate-limit handling sleeps on the wall clock and its transient retry
+repeats writes, so it gets a `forges.retry.RetryingSession` instead: 429 with Retry-After
+(or RateLimit-Reset) and transient 5xx on reads are waited out there, with the injected
+sleeper, and past the bound the session raises `RateLimited`, which python-gitlab lets
+through untouched (it never sees a 429 to sleep on itself).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -35,8 +35,6 @@ from forges.forge import (
     PullRequestExists,
     PullRequestInfo,
     ReleaseInfo,
-    RetryingSession,
-    RetryPolicy,
     TreeEntry,
     error_message,
     newest_first,
@@ -44,6 +42,8 @@ from forges.forge import (
     release_page,
 )
 from forges.repourls import GITLAB, RepoRef
+from forges.retry import RetryingSession, RetryPolicy
+from portal.timestamps import parse_time
 
 DEFAULT_URL = "https://gitlab.com"
 _T = TypeVar("_T")
@@ -214,9 +214,9 @@ def _mr(data: dict[str, Any]) -> PullRequestInfo:
         head_branch=data.get("source_branch", ""),
         base_branch=data.get("target_branch", ""),
         head_sha=data.get("sha") or "",
-        merged_at=_time(data.get("merged_at")),
-        closed_at=_time(data.get("closed_at")),
-        created_at=_time(data.get("created_at")),
+        merged_at=parse_time(data.get("merged_at")),
+        closed_at=parse_time(data.get("closed_at")),
+        created_at=parse_time(data.get("created_at")),
     )
 
 
@@ -229,11 +229,5 @@ def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
         title=data.get("name") or tag,
         url=release_page(links.get("self"), repo, tag),
         body=data.get("description") or "",
-        published_at=_time(data.get("released_at") or data.get("created_at")),
+        published_at=parse_time(data.get("released_at") or data.get("created_at")),
     )
-
-
-def _time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

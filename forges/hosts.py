@@ -1,4 +1,4 @@
-"""Which forge serves a repository, and with which token: all from the environment.
+"""Which forge serves a repository, and with which token: all from portal.settings.
 
     PORTAL_GITOPS_TOKEN          + PORTAL_GITOPS_GITHUB_API (default https://api.github.com)
     PORTAL_GITOPS_GITLAB_TOKEN   + PORTAL_GITLAB_URL        (default https://gitlab.com)
@@ -8,23 +8,31 @@ Each API base names one host (a GitHub API base its web host: `api.github.com` i
 github.com, `https://HOST/api/v3` is HOST, `api.SUB.ghe.com` is SUB.ghe.com), so
 several forges can be configured at once and a repository URL goes to the forge of its
 host. A GitLab or Gitea base with a sub-path (`https://example.com/gitea`) is matched
-with that sub-path. Tokens are read when a forge is built and never stored elsewhere.
-In demo mode every repository reads from the local demo repository instead.
+with that sub-path. The same hosts, plus the link-only PORTAL_FORGE_HOSTS, are what web
+links are built for (`link_hosts`), so a self-hosted forge is configured once.
+
+Functions that take `environ` read those names from it instead (tests, and a caller that
+holds its own configuration); without it they read the settings. Tokens are read when a
+forge is built and never stored elsewhere. In demo mode every repository reads from the
+local demo repository instead.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from forges.forge import Forge, NotConfigured, RetryPolicy
+from forges.forge import Forge, NotConfigured
 from forges.repourls import FORGEJO, GITEA, GITHUB, GITLAB, RepoRef, parse_repo_url
+from forges.retry import RetryPolicy
 
 GITHUB_TOKEN = "PORTAL_GITOPS_TOKEN"
 GITLAB_TOKEN = "PORTAL_GITOPS_GITLAB_TOKEN"
 GITEA_TOKEN = "PORTAL_GITOPS_GITEA_TOKEN"
+GITHUB_API = "PORTAL_GITOPS_GITHUB_API"
+GITLAB_URL = "PORTAL_GITLAB_URL"
+GITEA_URL = "PORTAL_GITEA_URL"
 
 
 @dataclass(frozen=True)
@@ -36,13 +44,13 @@ class ForgeConfig:
 
 
 def configured(environ: Mapping[str, str] | None = None) -> list[ForgeConfig]:
-    env = os.environ if environ is None else environ
+    env = _settings() if environ is None else environ
     configs = []
-    github_api = (env.get("PORTAL_GITOPS_GITHUB_API") or "https://api.github.com").rstrip("/")
+    github_api = (env.get(GITHUB_API) or "https://api.github.com").rstrip("/")
     configs.append(ForgeConfig(GITHUB, _github_host(github_api), github_api, GITHUB_TOKEN))
-    gitlab_url = (env.get("PORTAL_GITLAB_URL") or "https://gitlab.com").rstrip("/")
+    gitlab_url = (env.get(GITLAB_URL) or "https://gitlab.com").rstrip("/")
     configs.append(ForgeConfig(GITLAB, _host_key(gitlab_url), gitlab_url, GITLAB_TOKEN))
-    gitea_url = (env.get("PORTAL_GITEA_URL") or "").rstrip("/")
+    gitea_url = (env.get(GITEA_URL) or "").rstrip("/")
     if gitea_url:
         configs.append(ForgeConfig(GITEA, _host_key(gitea_url), gitea_url, GITEA_TOKEN))
     return configs
@@ -55,6 +63,21 @@ def host_kinds(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def parse(url: str, environ: Mapping[str, str] | None = None) -> RepoRef | None:
     return parse_repo_url(url, host_kinds(environ))
+
+
+def link_hosts() -> dict[str, str]:
+    """Hosts web links are built for: the link-only PORTAL_FORGE_HOSTS, then every configured forge's."""
+    from django.conf import settings
+
+    return {**settings.PORTAL_FORGE_HOSTS, **host_kinds()}
+
+
+def _settings() -> dict[str, str]:
+    """The forge settings under their variables' names, as `environ` would hold them."""
+    from django.conf import settings
+
+    names = (GITHUB_API, GITLAB_URL, GITEA_URL, GITHUB_TOKEN, GITLAB_TOKEN, GITEA_TOKEN)
+    return {name: getattr(settings, name) for name in names}
 
 
 def forge_for(
@@ -72,7 +95,7 @@ def forge_for(
         from forges.demo import DemoForge
 
         return DemoForge.for_repository(repository)
-    env = os.environ if environ is None else environ
+    env = _settings() if environ is None else environ
     ref = parse(repository, env)
     if ref is None:
         raise NotConfigured(f"{_safe(repository)} is not a repository on a configured forge")

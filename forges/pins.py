@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from forges.pinformats import BARE, PLAIN, FormatError, Mapping, Node, Scalar, Sequence, hcltree, jsontree, yamltree
-from portal.catalog.images import parse_image
+from portal.imagerefs import parse_image
 
 IMAGE = "image"  # a whole image reference in one string
 HELM = "helm"  # repository/tag fields of a Helm values map
@@ -216,14 +216,6 @@ def find(files: MappingType[str, str], image: str, tag: str | None = None) -> li
     if wanted is None:
         return []
     return [p for p in scan(files).pins if p.image == wanted and (tag is None or p.tag == tag)]
-
-
-def images_in(files: MappingType[str, str]) -> dict[str, list[str]]:
-    """Image name -> the tags (or digests, for digest-only pins) the tree pins it at."""
-    found: dict[str, set[str]] = {}
-    for pin in scan(files).pins:
-        found.setdefault(pin.image, set()).add(pin.version)
-    return {image: sorted(tags) for image, tags in sorted(found.items())}
 
 
 def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:

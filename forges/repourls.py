@@ -126,22 +126,6 @@ def compare_url(ref: RepoRef, base: str, head: str) -> str:
     return f"{_base(ref)}/compare/{_ref(base)}...{_ref(head)}"
 
 
-def file_url(ref: RepoRef, revision: str, path: str) -> str:
-    """A file (or directory) at a branch, tag or commit; Gitea links a non-SHA as a branch."""
-    file_path = quote(path.strip("/"), safe="/")
-    if ref.kind == GITLAB:
-        return f"{_base(ref)}/-/blob/{_ref(revision)}/{file_path}"
-    if ref.kind in (GITEA, FORGEJO):
-        where = "commit" if _is_full_sha(revision) else "branch"
-        return f"{_base(ref)}/src/{where}/{_ref(revision)}/{file_path}"
-    if ref.kind == BITBUCKET:
-        return f"{_base(ref)}/src/{_ref(revision)}/{file_path}"
-    if ref.kind == BITBUCKET_SERVER:
-        at = revision if _is_full_sha(revision) else _qualified(revision)
-        return f"{_base(ref)}/browse/{file_path}?{urlencode({'at': at})}"
-    return f"{_base(ref)}/blob/{_ref(revision)}/{file_path}"
-
-
 def release_url(ref: RepoRef, tag: str) -> str | None:
     """The page of the release made from `tag`; None on Bitbucket, which has no releases."""
     if ref.kind == GITLAB:
@@ -149,31 +133,6 @@ def release_url(ref: RepoRef, tag: str) -> str | None:
     if ref.kind in (GITHUB, GITEA, FORGEJO):
         return f"{_base(ref)}/releases/tag/{_ref(tag)}"
     return None
-
-
-def pull_request_url(ref: RepoRef, number: int) -> str:
-    if ref.kind == GITLAB:
-        return f"{_base(ref)}/-/merge_requests/{int(number)}"
-    if ref.kind in (GITEA, FORGEJO):
-        return f"{_base(ref)}/pulls/{int(number)}"
-    if ref.kind in (BITBUCKET, BITBUCKET_SERVER):
-        return f"{_base(ref)}/pull-requests/{int(number)}"
-    return f"{_base(ref)}/pull/{int(number)}"
-
-
-def new_pull_request_url(ref: RepoRef, base: str, head: str) -> str:
-    """The page that opens a pull/merge request from `head` into `base`."""
-    if ref.kind == GITLAB:
-        query = urlencode({"merge_request[source_branch]": head, "merge_request[target_branch]": base})
-        return f"{_base(ref)}/-/merge_requests/new?{query}"
-    if ref.kind in (GITEA, FORGEJO):
-        return f"{_base(ref)}/compare/{_ref(base)}...{_ref(head)}"
-    if ref.kind == BITBUCKET:
-        return f"{_base(ref)}/pull-requests/new?{urlencode({'source': head, 'dest': base})}"
-    if ref.kind == BITBUCKET_SERVER:
-        query = urlencode({"sourceBranch": _qualified(head), "targetBranch": _qualified(base)})
-        return f"{_base(ref)}/pull-requests?create&{query}"
-    return f"{_base(ref)}/compare/{_ref(base)}...{_ref(head)}?expand=1"
 
 
 # --- parsing -----------------------------------------------------------------------
@@ -303,7 +262,3 @@ def _ref(revision: str) -> str:
 
 def _qualified(branch: str) -> str:
     return branch if branch.startswith("refs/") else f"refs/heads/{branch}"
-
-
-def _is_full_sha(revision: str) -> bool:
-    return bool(re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", revision or ""))

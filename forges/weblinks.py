@@ -1,17 +1,15 @@
 """Web pages of a repository, a commit and a compare on the forge that serves a clone URL.
 
 Only http(s) URLs built from a parsed `RepoRef` (forges.repourls); any other repository
-URL links as written, less credentials, query and fragment. Self-hosted forges are named
-by settings.PORTAL_FORGE_HOSTS."""
+URL links as written, less credentials, query and fragment. Self-hosted forges are the
+configured ones and PORTAL_FORGE_HOSTS (`forges.hosts.link_hosts`)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
-from django.conf import settings
-
-from forges import repourls
+from forges import hosts, repourls
 from portal.links import safe_http_url
 
 
@@ -21,7 +19,7 @@ def _parse(repo_url: str, hosts: tuple[tuple[str, str], ...]) -> repourls.RepoRe
 
 
 def _repo(repo_url: str) -> repourls.RepoRef | None:
-    return _parse(repo_url or "", tuple(sorted(settings.PORTAL_FORGE_HOSTS.items())))
+    return _parse(repo_url or "", tuple(sorted(hosts.link_hosts().items())))
 
 
 def commit_url(repo_url: str, commit: str | None) -> str | None:

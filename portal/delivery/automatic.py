@@ -23,12 +23,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from forges.forge import Forge
-from gitops.models import GitOpsApp
-from portal.delivery.changes import ChangeError, change_for_upgrade, open_change
+from portal.delivery.changes import ChangeError, change_for_upgrade, open_change, window_blocks
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.policy import PolicyError
 from portal.delivery.upgrades import Behind, behind
+from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,6 @@ class AutoReport:
     failed: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # failed before; retried after `retry_after`
     beyond_policy: list[str] = field(default_factory=list)
-
-
-def window_blocks(app: GitOpsApp, at: datetime) -> bool:
-    """A sync window blocks the application now (until a known time, or with no end in sight)."""
-    return bool(app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > at))
 
 
 def run(
@@ -87,7 +82,7 @@ def _consider(
         return
     freezes = freezes_in_effect(line.environment, at)
     if freezes:
-        report.held.append(f"{label}: change freeze until {freezes[0].ends_at:%Y-%m-%d %H:%M} UTC")
+        report.held.append(f"{label}: change freeze until {utc_stamp(freezes[0].ends_at)}")
         return
     if window_blocks(line.app, at):
         report.held.append(f"{label}: a sync window blocks {line.app.name}")
@@ -96,7 +91,7 @@ def _consider(
     if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
         return  # opened before and since closed or merged: not reopened automatically
     if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
-        report.waiting.append(f"{label}: retried after {attempt.retry_after:%Y-%m-%d %H:%M} UTC")
+        report.waiting.append(f"{label}: retried after {utc_stamp(attempt.retry_after)}")
         return
     try:
         change = change_for_upgrade(line.app, line.service, line.target)

@@ -1,48 +1,35 @@
 """From "move this service to that version here" to a previewed, then opened, pull request.
 
 Every flow (upgrade, promotion, rollback; by hand or automatic) goes through here:
-a builder turns an application and a service into a `forges.planning.Change`,
+a builder turns an application and a service into a `portal.delivery.planner.Change`,
 `preview_change` reads the application's files from its one repository and plans the
-edit (adding what a person must know first: a freeze, a sync window, a manual-sync
-application, pins by digest), and `open_change` previews again and opens the pull
-request through `forges.opening` (claimed once, audited, never merged).
+pull request with the one planner (adding what a person must know first: a freeze, a sync
+window, a manual-sync application, pins by digest), and `open_change` previews again and
+opens it through `portal.delivery.pull_requests` (claimed once, audited, never merged).
 
 Several changes to one repository, branch and environment (several services of one
-application, or ticked lines on the Updates page) make one pull request: each change is
-planned over the files as the previous ones left them, and the edits are merged per file.
-Rollbacks are never held and never carry a freeze note.
+application, or ticked lines on the Updates page) make one pull request; one change is a
+group of one. Rollbacks are never held and never carry a freeze note.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError
 from forges.hosts import forge_for
-from forges.opening import REFUSED, OpenResult, open_pull_request
-from forges.pins import Pin, unified_diff
-from forges.planning import (
-    PROMOTION,
-    ROLLBACK,
-    UPGRADE,
-    Change,
-    ChangedLine,
-    FileEdit,
-    Preview,
-    branch_prefix,
-    plan,
-    quoted,
-)
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
+from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
 from portal.releases.excerpts import notes_for
+from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +195,11 @@ def _path_spellings(path: str) -> list[str]:
     return [clean, f"{clean}/", f"/{clean}", f"./{clean}"] if clean else ["", ".", "/", "./"]
 
 
+def window_blocks(app: GitOpsApp, at: datetime) -> bool:
+    """A sync window blocks the application now (until a known time, or with no end in sight)."""
+    return bool(app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > at))
+
+
 def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datetime) -> list[str]:
     """What a person should read before opening (and what the description repeats)."""
     first = changes[0]
@@ -215,12 +207,12 @@ def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datet
     if first.kind != ROLLBACK:
         for freeze in freezes_in_effect(first.environment, at):
             warnings.append(
-                f"A change freeze is in effect until {freeze.ends_at:%Y-%m-%d %H:%M} UTC: {freeze.reason}. "
+                f"A change freeze is in effect until {utc_stamp(freeze.ends_at)}: {freeze.reason}. "
                 + FREEZE_DECISION
             )
     for app in apps:
-        if app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > at):
-            until = f" until {app.sync_blocked_until:%Y-%m-%d %H:%M} UTC" if app.sync_blocked_until else ""
+        if window_blocks(app, at):
+            until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
             warnings.append(
                 f"A sync window holds {app.name} on {app.cluster.name}{until}: merging will not deploy it yet."
             )
@@ -243,7 +235,7 @@ def preview_change(
 
     Several changes must share repository, branch, environment and path (see `group_changes`);
     they become one pull request."""
-    changes = (change,) if isinstance(change, Change) else tuple(change)
+    changes = group_of(change)
     if not changes:
         raise ChangeError("nothing to change")
     if len(changes) > MAX_CHANGES_PER_PR:
@@ -258,7 +250,7 @@ def preview_change(
         entries, files = forge.pin_files(changes[0].path, changes[0].base_branch)
     except (ForgeError, RuntimeError) as error:
         return DeliveryPreview(changes, None, warnings, error=f"Could not read the repository: {error}")
-    preview = _plan_all(changes, entries, files)
+    preview = plan(changes, entries, files)
     if preview.digest_pinned:
         warnings.append(
             "Pinned by digest, left for a person: "
@@ -266,120 +258,6 @@ def preview_change(
         )
     preview.description = _with_notes(preview.description, changes, warnings, automatic)
     return DeliveryPreview(changes, preview, warnings)
-
-
-def _plan_all(changes: tuple[Change, ...], entries, files) -> Preview:
-    if len(changes) == 1:
-        return plan(changes[0], entries, files)
-    current = dict(files)
-    originals = dict(files)
-    digest_pinned: list[Pin] = []
-    problems: list[str] = []
-    touched: list[str] = []
-    by_path = {entry.path: entry for entry in entries}
-    for change in changes:
-        step = plan(change, entries, current)
-        digest_pinned += step.digest_pinned
-        problems += [f"{', '.join(change.services)}: {p}" for p in step.problems]
-        for edit in step.edits:
-            current[edit.path] = edit.after
-            if edit.path not in touched:
-                touched.append(edit.path)
-    edits = []
-    for path in sorted(touched):
-        before, after = originals[path], current[path]
-        entry = by_path.get(path)
-        edits.append(
-            FileEdit(
-                path=path,
-                before=before,
-                after=after,
-                diff=unified_diff(path, before, after),
-                lines=_changed_lines(before, after),
-                sha=entry.sha if entry else "",
-                mode=entry.mode if entry else "100644",
-            )
-        )
-    combined = _combined_change(changes)
-    title = _combined_title(changes)
-    lines = [
-        f"**What**: {_verb(combined.kind)} {len(changes)} services in environment `{combined.environment or '-'}` "
-        f"(`{combined.path or '/'}` on `{combined.base_branch}`):",
-        "",
-    ]
-    lines += [f"- {', '.join(c.services)} (`{c.image}`): `{c.from_version}` → `{c.to_version}`" for c in changes]
-    if edits:
-        lines += ["", "Files changed:"]
-        lines += [f"- `{e.path}` (lines {', '.join(str(c.line) for c in e.lines)})" for e in edits]
-    if digest_pinned:
-        lines += ["", "Pinned by digest, left for a person to update:"]
-        lines += [f"- `{p.path}` line {p.line}" for p in digest_pinned]
-    if problems:
-        lines += ["", "Not changed:"] + [f"- {p}" for p in problems]
-    for change in changes:
-        if change.release_notes.strip():
-            heading = f"Release notes for {', '.join(change.services)} {change.to_version}:"
-            lines += ["", heading, "", quoted(change.release_notes)]
-    lines += ["", "Opened by the GitOps portal, which never merges: review, then merge when ready."]
-    summary = "; ".join(f"{', '.join(c.services)} {c.from_version} -> {c.to_version}" for c in changes)
-    return Preview(
-        change=combined,
-        branch=_combined_branch(changes),
-        title=title,
-        description="\n".join(lines) + "\n",
-        commit_message=f"{title}\n\n{summary}.\n",
-        edits=edits,
-        digest_pinned=digest_pinned,
-        problems=problems,
-    )
-
-
-def _combined_change(changes: tuple[Change, ...]) -> Change:
-    first = changes[0]
-    services = tuple(s for c in changes for s in c.services)
-    clusters = tuple(dict.fromkeys(cl for c in changes for cl in c.clusters))
-    to_versions = {c.to_version for c in changes}
-    from_versions = {c.from_version for c in changes}
-    # One version when all agree; otherwise each service's, so the stored row still says what moved.
-    to_version = first.to_version if len(to_versions) == 1 else ",".join(c.to_version for c in changes)[:128]
-    from_version = first.from_version if len(from_versions) == 1 else ",".join(c.from_version for c in changes)[:128]
-    return replace(first, services=services, clusters=clusters, to_version=to_version, from_version=from_version)
-
-
-def _combined_title(changes: tuple[Change, ...]) -> str:
-    first = changes[0]
-    parts = ", ".join(f"{', '.join(c.services)} to {c.to_version}" for c in changes)
-    where = f" in {first.environment}" if first.environment else ""
-    if first.kind == PROMOTION:
-        return f"Promote {parts} to {first.environment}"[:300]
-    if first.kind == ROLLBACK:
-        return f"Roll back {parts}{where}"[:300]
-    return f"Update {parts}{where}"[:300]
-
-
-def _combined_branch(changes: tuple[Change, ...]) -> str:
-    from forges.planning import _ref_part
-
-    first = changes[0]
-    subject = "-".join(_ref_part(f"{s}-{c.to_version}") for c in changes for s in c.services)
-    name = f"{subject}-{_ref_part(first.environment)}" if first.environment else subject
-    if len(name) > 180:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-        name = f"{name[:160].rstrip('-.')}-{digest}"
-    return branch_prefix() + name
-
-
-def _changed_lines(before: str, after: str) -> tuple[ChangedLine, ...]:
-    old, new = before.split("\n"), after.split("\n")
-    return tuple(
-        ChangedLine(number, a.rstrip("\r"), b.rstrip("\r"))
-        for number, (a, b) in enumerate(zip(old, new, strict=False), start=1)
-        if a != b
-    )
-
-
-def _verb(kind: str) -> str:
-    return {UPGRADE: "update", PROMOTION: "promote", ROLLBACK: "roll back"}[kind]
 
 
 def _with_notes(description: str, changes: tuple[Change, ...], warnings: list[str], automatic: bool) -> str:
@@ -398,8 +276,7 @@ def _with_notes(description: str, changes: tuple[Change, ...], warnings: list[st
     ]
     if not notes:
         return description
-    closing = "Opened by the GitOps portal"
-    head, sep, tail = description.rpartition(closing)
+    head, sep, tail = description.rpartition(CLOSING)
     block = "\n".join(notes) + "\n\n"
     return f"{head}{block}{sep}{tail}" if sep else description + "\n" + block
 
@@ -416,7 +293,7 @@ def open_change(
     now: Callable[[], datetime] = timezone.now,
 ) -> OpenResult:
     """Preview afresh, then open (or link) the pull request. `user` None acts as "system"."""
-    changes = (change,) if isinstance(change, Change) else tuple(change)
+    changes = group_of(change)
     try:
         forge = forge or forge_for(changes[0].repository)
     except ForgeError as error:
@@ -425,7 +302,7 @@ def open_change(
     if delivery.preview is None:
         return OpenResult(REFUSED, delivery.error)
     reviewers, labels = _reviewers_and_labels(changes)
-    return open_pull_request(
+    return open_planned(
         forge,
         delivery.preview,
         user=user,

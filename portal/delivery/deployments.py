@@ -24,15 +24,16 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import GitOpsApp, RunningVersion, VersionChange
 from gitops.revisions import short_revision
 from portal.delivery import rollbacks, signals
+from portal.delivery.models import PullRequest
+from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def why_not(app: AppFacts, merged_at: datetime, now: datetime) -> str:
     tool = TOOL_NAMES.get(app.tool, app.tool)
     if app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > now):
         name = f" '{app.window}'" if app.window else ""
-        until = f" until {app.sync_blocked_until.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if app.sync_blocked_until else ""
+        until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
         return f"a sync window{name} holds {app.name}{until}"
     if app.suspended:
         return f"Flux has {app.name} suspended"
@@ -296,9 +297,7 @@ def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
 
 def announce_rollbacks(now: datetime) -> int:
     """Announce "rollback offered" once per offer (the key names the offer and its episode)."""
-    apps = GitOpsApp.objects.filter(
-        health_status__in=("Degraded", "Missing"), health_since__lte=now - rollbacks.grace()
-    ).select_related("cluster", "cluster__environment")
+    apps = rollbacks.failing_apps(now).select_related("cluster", "cluster__environment")
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:

@@ -1,9 +1,9 @@
 """When to offer a rollback, and to which version.
 
 An application that turns Degraded or Missing within a day of one of its services'
-versions replacing another on that cluster, and stays so past the grace period
-(PORTAL_ATTENTION_GRACE_MINUTES, default 10 min), is offered "Rollback PR → <previous>":
-the version that ran before. `decide` is pure (plain rows and an injected `now`);
+versions replacing another on that cluster, and stays so past the grace period (the one
+rule of `gitops.models`: ATTENTION_HEALTH, `grace_cutoff`), is offered "Rollback PR →
+<previous>": the version that ran before. `decide` is pure (plain rows and an injected `now`);
 `offers_for_apps` loads what it needs for a page in two queries, whatever the number of apps.
 
 Not offered when the trouble began before the version changed (the new version is not
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from django.conf import settings
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
+from portal.delivery.models import PullRequest
 
 WINDOW = timedelta(days=1)  # how long after a version change new trouble is blamed on it
 
@@ -77,10 +77,6 @@ class RollbackOffer:
             f"delivery:rollback:{self.cluster}/{self.app}/{self.service}:{self.current}->{self.previous}"
             f"@{self.failing_since.isoformat()}"
         )
-
-
-def grace() -> timedelta:
-    return timedelta(minutes=settings.PORTAL_ATTENTION_GRACE_MINUTES)
 
 
 def _single(versions: str) -> str | None:
@@ -163,7 +159,7 @@ def app_health(app: GitOpsApp) -> AppHealth:
 def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> dict[int, list[RollbackOffer]]:
     """app id -> its rollback offers, for apps loaded with `cluster__environment`. One query at most."""
     now = now or timezone.now()
-    cutoff = now - grace()
+    cutoff = grace_cutoff(now)
     candidates = [
         app
         for app in apps
@@ -181,10 +177,15 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
     replacements = [Replacement(*row) for row in rows]
     offers: dict[int, list[RollbackOffer]] = {}
     for app in candidates:
-        found = decide(app_health(app), replacements, now, grace())
+        found = decide(app_health(app), replacements, now, now - cutoff)
         if found:
             offers[app.id] = found
     return offers
+
+
+def failing_apps(now: datetime) -> QuerySet[GitOpsApp]:
+    """Applications degraded or missing past the grace period (the rule of `gitops.models`)."""
+    return GitOpsApp.objects.filter(health_status__in=ATTENTION_HEALTH, health_since__lte=grace_cutoff(now))
 
 
 def open_rollbacks(offers: Iterable[RollbackOffer]) -> dict[tuple[str, str, str], PullRequest]:

@@ -6,7 +6,7 @@ subject; receivers must be idempotent, as the next run sends again while the fac
 from django.dispatch import Signal
 
 # A merged portal PR still not running everywhere it should, an hour or more after its merge:
-# `pull_request=` (forges.models.PullRequest), `progress=` (deployments.Progress), `at=`.
+# `pull_request=` (portal.delivery.models.PullRequest), `progress=` (deployments.Progress), `at=`.
 merged_not_deployed = Signal()
 
 # An open portal PR whose checks forge tracking marked failing (checks_failed_notified_at):

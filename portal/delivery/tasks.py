@@ -1,5 +1,6 @@
 """Delivery's periodic work: Git pins (one task per application), automatic PRs, the matrix's
-read model, and following merged PRs to "running in production". Each task reads the store or
+read model, the portal's pull requests on their forges, and following merged PRs to "running
+in production". Each task reads the store or
 one repository; no page ever waits for them."""
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ def refresh_placements() -> int:
     if mended:
         log.warning("the matrix's read model was mended on %d placements", mended)
     return mended
+
+
+@shared_task(name="delivery.track_pull_requests", ignore_result=True)
+def track_pull_requests() -> dict[str, int]:
+    """Every open portal PR's state, merge time and checks, read from its forge (every 30 minutes)."""
+    from portal.delivery.tracking import refresh_open
+
+    return asdict(refresh_open())
 
 
 @shared_task(name="delivery.track_deployments", ignore_result=True)

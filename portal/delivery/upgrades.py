@@ -13,11 +13,10 @@ from datetime import date, timedelta
 
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
 from portal.delivery.gitpins import pinned_versions
-from portal.delivery.models import ServicePolicy
+from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
 from portal.releases.models import Release

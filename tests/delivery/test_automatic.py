@@ -8,10 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from forges.models import PullRequest
 from portal.audit.models import AuditLog
 from portal.delivery.automatic import run
-from portal.delivery.models import AutoPRAttempt, ChangeFreeze, ServicePolicy
+from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest, ServicePolicy
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving

@@ -12,10 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.delivery import leadtimes, placements
 from portal.delivery.deployments import AppFacts, progress, running_since, track, why_not
+from portal.delivery.models import PullRequest
 from portal.delivery.tasks import track_deployments
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode

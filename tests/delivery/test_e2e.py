@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
-from forges.pr_state import refresh_open
 from gitops import kinds
 from gitops.models import GitOpsApp, VersionChange
 from gitops.polling import poll
 from portal.catalog.fleetfile import load_fleet
 from portal.catalog.models import Cluster, Service
 from portal.delivery.deployments import track
+from portal.delivery.models import PullRequest
+from portal.delivery.tracking import refresh_open
 from portal.delivery.upgrades import behind
 from portal.releases.models import Release
 from portal.releases.tasks import poll_registry
@@ -68,8 +69,8 @@ def github(monkeypatch, open_registry: Registry):
 def world(db, kube_emulator, monkeypatch, open_registry: Registry, github):
     """prod-eu-1 of the demo fleet on the emulator, its checkout app following the fake's repository
     and running the registry's image at 3.3.1."""
-    monkeypatch.setenv("PORTAL_REGISTRY_PLAIN_HTTP", open_registry.host)
-    monkeypatch.delenv("PORTAL_REGISTRY_AUTH", raising=False)
+    monkeypatch.setattr(settings, "PORTAL_REGISTRY_PLAIN_HTTP", [open_registry.host])
+    monkeypatch.setattr(settings, "PORTAL_REGISTRY_AUTH", "")
     load_fleet(ROOT / "examples" / "fleet.yaml")
     image = open_registry.image(REPOSITORY)
     Service.objects.filter(name="checkout").update(image_repository=image, image_aliases=[])

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -56,6 +57,7 @@ def test_a_failed_read_is_recorded_and_keeps_the_pins_already_stored(catalog, gi
                    repo_url=github.repository, path=PROD)
     assert read_app_pins(app).ok
     monkeypatch.delenv("PORTAL_GITOPS_TOKEN")
+    monkeypatch.setattr(settings, "PORTAL_GITOPS_TOKEN", "")
 
     report = read_app_pins(app)
 

@@ -11,10 +11,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.catalog.models import Environment
 from portal.delivery import placements
+from portal.delivery.models import PullRequest
 from portal.delivery.promotions import Running, groups, load, staging_for, waiting
 from tests.fixtures.seed import seed_app
 

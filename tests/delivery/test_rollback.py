@@ -13,9 +13,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import GitOpsApp, VersionChange
 from portal.delivery.deployments import announce_rollbacks
+from portal.delivery.models import PullRequest
 from portal.delivery.rollbacks import AppHealth, Replacement, decide, offers_for_apps, preview_url
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode

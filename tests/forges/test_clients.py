@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from forges.forge import FAIL, NONE, PASS, RUNNING, ForgeError, NotFound, RateLimited
-from forges.models import PullRequest
-from forges.opening import OPENED, open_pull_request
-from forges.planning import preview
-from forges.pr_state import refresh_open
-from forges.tasks import track_pull_requests
-from portal.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import KINDS, NOW, TOKEN, Harness, running
-
-BRANCH_PATH = {"github": r"/branches/main$", "gitlab": r"/repository/branches/main$", "gitea": r"/branches/main$"}
-PR_CREATE = {"github": r"/pulls$", "gitlab": r"/merge_requests$", "gitea": r"/pulls$"}
+from tests.forge_fakes.harness import BRANCH_PATH, KINDS, NOW, PR_CREATE, Harness, running
 
 
 @pytest.fixture(params=KINDS)
@@ -159,80 +148,7 @@ def test_gitea_labels_go_by_id_and_missing_ones_are_created() -> None:
         assert [lb["name"] for lb in forge.model.labels] == ["portal"]  # only the missing one was created
 
 
-# --- tracking ----------------------------------------------------------------------
-
-
-def set_checks(forge: Harness, sha: str, state: str) -> None:
-    model = forge.model
-    if forge.kind == "github":
-        run = {"pass": ("completed", "success"), "running": ("in_progress", None), "fail": ("completed", "failure")}
-        status, conclusion = run[state]
-        model.check_runs[sha] = [{"id": 1, "name": "build", "status": status, "conclusion": conclusion}]
-    elif forge.kind == "gitlab":
-        model.pipelines[sha] = {"pass": "success", "running": "running", "fail": "failed"}[state]
-    else:
-        model.statuses[sha] = [{"pass": "success", "running": "pending", "fail": "failure"}[state]]
-
-
-def opened(forge: Harness) -> PullRequest:
-    result = open_pull_request(forge.forge, preview(forge.forge, forge.change(), prefix="portal/"))
-    assert result.status == OPENED
-    return PullRequest.objects.get()
-
-
-def test_tracking_follows_checks_and_the_merge(forge: Harness, db: None) -> None:
-    row = opened(forge)
-    head = forge.model.branches[row.branch]
-    by_url = {forge.repository.removesuffix(".git"): forge.forge}
-    t0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-
-    refresh_open(by_url.__getitem__, now=t0)
-    row.refresh_from_db()
-    assert (row.state, row.checks, row.checks_failed_notified_at) == ("open", NONE, None)
-
-    set_checks(forge, head, "running")
-    refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=30))
-    row.refresh_from_db()
-    assert row.checks == RUNNING
-
-    set_checks(forge, head, "fail")
-    report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=60))
-    row.refresh_from_db()
-    assert (row.checks, row.checks_failed_notified_at, report.checks_failed) == (FAIL, t0 + timedelta(minutes=60), 1)
-
-    report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=90))
-    row.refresh_from_db()
-    assert row.checks_failed_notified_at == t0 + timedelta(minutes=60)  # marked once per pull request
-    assert report.checks_failed == 0
-
-    set_checks(forge, head, "pass")
-    pull = forge.model.pull(row.number)
-    pull.state, pull.merged_at, pull.closed_at = "closed", t0 + timedelta(minutes=95), t0 + timedelta(minutes=95)
-    report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=120))
-    row.refresh_from_db()
-    assert (row.state, row.checks, row.merged_at, report.merged) == ("merged", PASS, t0 + timedelta(minutes=95), 1)
-
-
-def test_tracking_a_pull_request_closed_without_merging(forge: Harness, db: None) -> None:
-    row = opened(forge)
-    pull = forge.model.pull(row.number)
-    pull.state, pull.closed_at = "closed", datetime(2026, 1, 6, tzinfo=UTC)
-
-    refresh_open(lambda url: forge.forge)
-
-    row.refresh_from_db()
-    assert (row.state, row.closed_at, row.merged_at) == ("closed", datetime(2026, 1, 6, tzinfo=UTC), None)
-
-
-def test_a_forge_error_during_tracking_keeps_the_last_state(forge: Harness, db: None) -> None:
-    row = opened(forge)
-    forge.server.faults.append(Fault("GET", r"/(pulls|merge_requests)/\d+$", 404, body={"message": "Not Found"}))
-
-    report = refresh_open(lambda url: forge.forge)
-
-    row.refresh_from_db()
-    assert (report.errors, row.state) == (1, "open")
-    assert "404" in row.last_error
+# --- pull request state and checks --------------------------------------------------
 
 
 def test_github_actions_only_repository_reads_checks_from_check_runs() -> None:
@@ -249,46 +165,3 @@ def test_github_actions_only_repository_reads_checks_from_check_runs() -> None:
         assert forge.forge.checks(info) == RUNNING
         forge.model.statuses[sha] = ["success", "error"]
         assert forge.forge.checks(info) == FAIL
-
-
-def test_the_celery_task_runs_the_tracking(db: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    with running("gitea") as forge:
-        row = opened(forge)
-        set_checks(forge, forge.model.branches[row.branch], "fail")
-        for name, value in forge.environ.items():
-            monkeypatch.setenv(name, value)
-
-        result = track_pull_requests.apply().get()
-
-        row.refresh_from_db()
-        assert result["refreshed"] == 1 and row.checks == FAIL
-
-
-# --- secrets -----------------------------------------------------------------------
-
-
-def test_the_token_never_reaches_logs_errors_or_the_database(
-    forge: Harness, db: None, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG)
-    echo = {"message": f"token {TOKEN} is not allowed to do this"}
-    forge.server.faults += [
-        Fault("GET", BRANCH_PATH[forge.kind], 429, {"Retry-After": "1"}, echo),
-        Fault("POST", PR_CREATE[forge.kind], 403, body=echo),
-    ]
-    errors: list[str] = []
-    try:
-        forge.forge.read_file("missing.yaml", "main")
-    except ForgeError as error:
-        errors.append(str(error))
-    result = open_pull_request(forge.forge, preview(forge.forge, forge.change(), prefix="portal/"))
-    errors.append(result.message)
-    forge.server.faults.append(Fault("GET", r"/(pulls|merge_requests)/\d+$", 500, body=echo, times=9))
-    assert open_pull_request(forge.forge, preview(forge.forge, forge.change(), prefix="portal/")).status == OPENED
-    refresh_open(lambda url: forge.forge)
-
-    assert result.status == "failed" and "***" in result.message
-    stored = [str(a.details) for a in AuditLog.objects.all()] + [p.last_error for p in PullRequest.objects.all()]
-    assert any("***" in text for text in stored)
-    for text in [*errors, caplog.text, *stored]:
-        assert TOKEN not in text

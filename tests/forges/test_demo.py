@@ -10,10 +10,10 @@ import pytest
 from forges.demo import DEMO_SOURCE, DemoForge, build_demo_repo
 from forges.forge import NotFound, WritesRefused
 from forges.hosts import forge_for
-from forges.models import PullRequest
-from forges.opening import DEMO_REFUSAL, REFUSED, open_pull_request
-from forges.planning import Change, preview
 from portal.audit.models import AuditLog
+from portal.delivery.models import PullRequest
+from portal.delivery.pull_requests import DEMO_REFUSAL, REFUSED, open_planned
+from portal.delivery.planner import Change, plan
 
 CATALOG_PROD = "apps/catalog/overlays/prod/kustomization.yaml"
 
@@ -59,11 +59,11 @@ def test_a_preview_works_in_demo_mode_and_opening_is_refused(demo_repo: Path, db
         to_version="9.9.9",
     )
 
-    result = preview(forge, change)
+    result = plan(change, *forge.pin_files(change.path, change.base_branch))
 
     assert [e.path for e in result.edits] == [CATALOG_PROD]
     assert 'newTag: "9.9.9"' in result.edits[0].after
-    opened = open_pull_request(forge, result)
+    opened = open_planned(forge, result)
     assert (opened.status, opened.message) == (REFUSED, DEMO_REFUSAL)
     assert not PullRequest.objects.exists()
     assert AuditLog.objects.filter(action="pull_request.refused").count() == 1

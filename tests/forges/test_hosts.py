@@ -1,14 +1,18 @@
-"""Host -> forge and token from the environment; the retry policy's arithmetic; error bodies."""
+"""Host -> forge and token from the settings (or a given environment); the retry policy's arithmetic; error bodies."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from forges.forge import FAIL, NONE, PASS, RUNNING, NotConfigured, RateLimited, RetryPolicy, error_message, fold_checks
+from forges import weblinks
+from forges.forge import FAIL, NONE, PASS, RUNNING, NotConfigured, RateLimited, error_message, fold_checks
 from forges.gitea import GiteaForge
 from forges.github import GitHubForge
 from forges.gitlab import GitLabForge
 from forges.hosts import forge_for, host_kinds
+from forges.retry import RetryPolicy
 
 SECRET = "tok-registry-0a1b2c3d"
 ENV = {
@@ -45,6 +49,29 @@ def test_api_bases_name_their_web_hosts() -> None:
         "gitlab.corp.example": "gitlab",
         "https://example.com/gitea": "gitea",
     }
+
+
+def test_without_an_environ_the_forges_come_from_the_settings(settings: Any) -> None:
+    for name, value in ENV.items():
+        setattr(settings, name, value)
+
+    forge = forge_for("https://gitlab.corp.example/platform/gitops.git", demo=False)
+
+    assert isinstance(forge, GitLabForge) and forge.repo.path == "platform/gitops"
+
+
+def test_a_self_hosted_forge_configured_for_its_client_gets_links_without_forge_hosts(settings: Any) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    settings.PORTAL_FORGE_HOSTS = {}
+    settings.PORTAL_GITLAB_URL = "https://git.corp.example"
+    assert weblinks.commit_url("git@git.corp.example:platform/gitops.git", sha) == (
+        f"https://git.corp.example/platform/gitops/-/commit/{sha}"
+    )
+    # A forge the portal only links to is still named by PORTAL_FORGE_HOSTS.
+    settings.PORTAL_FORGE_HOSTS = {"code.corp.example": "gitea"}
+    assert weblinks.commit_url("https://code.corp.example/acme/app.git", sha) == (
+        f"https://code.corp.example/acme/app/commit/{sha}"
+    )
 
 
 def test_a_missing_token_or_forge_is_named_without_any_secret() -> None:

@@ -1,24 +1,22 @@
-"""Preview, open, de-duplicate and clean up, against each forge's fake over real HTTP."""
+"""The one forge write: previewed edits opened as a pull request, idempotent, never leaving a half-made
+branch, audited; against each forge's fake over real HTTP. (Claiming it once across workers and
+keeping it as a row: tests/delivery/test_opening.py.)"""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection, transaction
 
-from forges.models import PullRequest
-from forges.opening import FAILED, IN_PROGRESS, LINKED, OPENED, REFUSED, open_pull_request
-from forges.planning import preview
+from forges.edits import Retag, retag_files
+from forges.opening import FAILED, LINKED, OPENED, REFUSED, Opened, open_pull_request
 from portal.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import KINDS, Harness, running
+from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 
-PR_CREATE = {"github": r"/pulls$", "gitlab": r"/merge_requests$", "gitea": r"/pulls$"}
-COMMIT = {"github": r"/git/commits$", "gitlab": r"/repository/commits$", "gitea": r"/contents$"}
-BRANCH = "portal/checkout-1.7.0-prod"
-PROD = "apps/checkout/overlays/prod"
+TITLE = "Update checkout to 1.7.0 in prod"
+BODY = "Move `ghcr.io/acme/checkout` from `1.6.0` to `1.7.0`."
 
 
 @pytest.fixture(params=KINDS)
@@ -27,42 +25,54 @@ def forge(request: pytest.FixtureRequest) -> Iterator[Harness]:
         yield harness
 
 
-def test_preview_reads_the_files_and_writes_nothing(forge: Harness) -> None:
-    result = preview(forge.forge, forge.change(), prefix="portal/")
+def edits_of(forge: Harness) -> Retag:
+    entries, files = forge.forge.pin_files(PROD, "main")
+    return retag_files(files, entries, "ghcr.io/acme/checkout", "1.6.0", "1.7.0", PROD)
 
-    assert result.branch == BRANCH
-    assert result.title == "Update checkout to 1.7.0 in prod"
-    assert [e.path for e in result.edits] == [f"{PROD}/kustomization.yaml", f"{PROD}/values.yaml"]
-    kustomization = result.edits[0]
+
+def opening(forge: Harness, **extra: Any) -> Opened:
+    edits = extra.pop("edits") if "edits" in extra else edits_of(forge).edits
+    repository = forge.repository.removesuffix(".git")
+    return open_pull_request(forge.forge, repository, "main", BRANCH, TITLE, BODY, edits, **extra)
+
+
+def test_the_edits_are_read_from_the_forge_and_nothing_is_written(forge: Harness) -> None:
+    found = edits_of(forge)
+
+    assert [e.path for e in found.edits] == [f"{PROD}/kustomization.yaml", f"{PROD}/values.yaml"]
+    kustomization = found.edits[0]
     assert kustomization.after.endswith('    newTag: "1.7.0" # bumped by the portal\n')
     assert [(c.line, c.before.strip(), c.after.strip()) for c in kustomization.lines] == [
         (7, 'newTag: "1.6.0" # bumped by the portal', 'newTag: "1.7.0" # bumped by the portal')
     ]
     assert '-    newTag: "1.6.0"' in kustomization.diff and '+    newTag: "1.7.0"' in kustomization.diff
-    assert [p.path for p in result.digest_pinned] == [f"{PROD}/migrations.yaml"]
-    assert "left for a person" in result.description and "Faster checkout" in result.description
+    assert all(e.sha for e in found.edits)  # Gitea updates a file by its blob SHA
+    assert [p.path for p in found.digest_pinned] == [f"{PROD}/migrations.yaml"]
     assert {method for method, _path, _status in forge.server.log} == {"GET"}
 
 
 def test_open_makes_one_branch_one_commit_and_the_pull_request(forge: Harness, db: None) -> None:
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
     main_before = forge.model.branches["main"]
+    edits = edits_of(forge).edits
 
-    result = open_pull_request(
-        forge.forge, plan, reviewers=["alice", "ghost", "@acme/platform"], labels=["portal", "dependencies"]
+    result = opening(
+        forge,
+        reviewers=["alice", "ghost", "@acme/platform"],
+        labels=["portal", "dependencies"],
+        commit_message=f"{TITLE}\n\nUpdate ghcr.io/acme/checkout from 1.6.0 to 1.7.0.\n",
+        details={"kind": "upgrade"},
     )
 
     assert result.status == OPENED, result.message
     model = forge.model
-    assert model.branches["main"] == main_before  # the followed branch is never written
+    assert model.branches["main"] == main_before  # the base branch is never written
     commits = model.commits_between("main", BRANCH)
-    assert len(commits) == 1 and commits[0].message.startswith("Update checkout to 1.7.0 in prod")
+    assert len(commits) == 1 and commits[0].message.startswith(f"{TITLE}\n\nUpdate ghcr.io/acme/checkout")
     on_branch = model.files_at(BRANCH)
-    assert on_branch[f"{PROD}/values.yaml"] == plan.edits[1].after
+    assert on_branch[f"{PROD}/values.yaml"] == edits[1].after
     assert on_branch[f"{PROD}/migrations.yaml"] == model.files_at("main")[f"{PROD}/migrations.yaml"]
     [pull] = model.open_pulls()
-    assert (pull.title, pull.head, pull.base) == ("Update checkout to 1.7.0 in prod", BRANCH, "main")
-    assert "`ghcr.io/acme/checkout` from `1.6.0` to `1.7.0`" in pull.body
+    assert (pull.title, pull.head, pull.base, pull.body) == (TITLE, BRANCH, "main", BODY)
     assert sorted(pull.labels) == ["dependencies", "portal"]
     assert "alice" in pull.reviewers and "ghost" not in pull.reviewers
     assert "ghost" in result.skipped
@@ -70,145 +80,75 @@ def test_open_makes_one_branch_one_commit_and_the_pull_request(forge: Harness, d
         assert "@acme/platform" in result.skipped  # GitLab has no group reviewers over REST
     else:
         assert pull.team_reviewers == ["platform"]
-    row = PullRequest.objects.get()
-    assert (row.state, row.number, row.branch, row.forge_kind) == ("open", pull.number, BRANCH, forge.kind)
-    assert (row.image, row.from_version, row.to_version, row.opened_outside) == (
-        "ghcr.io/acme/checkout",
-        "1.6.0",
-        "1.7.0",
-        False,
-    )
-    assert row.url.endswith(str(pull.number))
-    assert AuditLog.objects.filter(action="pull_request.opened", target=row.url).count() == 1
+    assert result.pull.number == pull.number and not result.outside
+    [audit] = AuditLog.objects.filter(action="pull_request.opened")
+    assert audit.target == result.pull.url
+    assert (audit.details["kind"], audit.details["branch"], audit.details["number"]) == ("upgrade", BRANCH, pull.number)
 
 
 @pytest.mark.parametrize("step", ["commit", "pull request"])
 def test_a_failure_after_the_branch_exists_removes_the_branch(forge: Harness, db: None, step: str) -> None:
     pattern = COMMIT[forge.kind] if step == "commit" else PR_CREATE[forge.kind]
     forge.server.faults.append(Fault("POST", pattern, 422, body={"message": "Validation Failed"}))
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
 
-    result = open_pull_request(forge.forge, plan)
+    result = opening(forge)
 
-    assert result.status == FAILED
+    assert result.status == FAILED and result.pull is None
     assert "Validation Failed" in result.message
     assert BRANCH not in forge.model.branches
     assert forge.model.pulls == []
-    assert not PullRequest.objects.exists()  # the claim is released: a retry may open it
     assert AuditLog.objects.filter(action="pull_request.failed").count() == 1
-    assert open_pull_request(forge.forge, plan).status == OPENED
+    assert opening(forge).status == OPENED
 
 
-@pytest.mark.parametrize(
-    ("title", "head"),
-    [
-        ("Update ghcr.io/acme/checkout Docker tag to v1.7.0", "renovate/ghcr.io-acme-checkout-1.x"),
-        ("chore(deps): update ghcr.io/acme/checkout docker tag to v1.7.0", "renovate/ghcr.io-acme-checkout-1.x"),
-        (
-            "Bump acme/checkout from 1.6.0 to 1.7.0 in /apps/checkout/overlays/prod",
-            "dependabot/docker/apps/checkout/overlays/prod/acme/checkout-1.7.0",
-        ),
-        ("checkout 1.7.0 for prod (hotfix)", "alice/checkout"),
-    ],
-)
-def test_an_open_pull_request_from_someone_else_is_linked(forge: Harness, db: None, title: str, head: str) -> None:
+def test_opening_again_finds_our_pull_request_and_writes_nothing(forge: Harness, db: None) -> None:
+    first = opening(forge)
+    writes = [entry for entry in forge.server.log if entry[0] != "GET"]
+
+    again = opening(forge)
+
+    assert (again.status, again.pull.number, again.outside) == (LINKED, first.pull.number, False)
+    assert [entry for entry in forge.server.log if entry[0] != "GET"] == writes
+    assert len(forge.model.pulls) == 1
+
+
+def test_a_pull_request_the_caller_recognises_is_linked_instead(forge: Harness, db: None) -> None:
+    head = "renovate/ghcr.io-acme-checkout-1.x"
     forge.model.branches[head] = forge.model.branches["main"]
-    outside = forge.model.add_pull(title, head, author="renovate[bot]")
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
+    outside = forge.model.add_pull("Update ghcr.io/acme/checkout Docker tag to v1.7.0", head)
+    forge.model.branches["other"] = forge.model.branches["main"]
+    forge.model.add_pull("Something else", "other")
 
-    result = open_pull_request(forge.forge, plan)
+    result = opening(forge, same_change=lambda title: "checkout" in title)
 
-    assert result.status == LINKED, result.message
-    assert BRANCH not in forge.model.branches and len(forge.model.pulls) == 1
-    row = PullRequest.objects.get()
-    assert (row.number, row.opened_outside, row.state) == (outside.number, True, "open")
-    # Asked again, the same row answers; still nothing is created.
-    assert open_pull_request(forge.forge, plan).status == LINKED
-    assert len(forge.model.pulls) == 1
+    assert (result.status, result.pull.number, result.outside) == (LINKED, outside.number, True)
+    assert BRANCH not in forge.model.branches and len(forge.model.pulls) == 2
+    assert AuditLog.objects.filter(action="pull_request.linked").count() == 1
 
 
-def test_titles_for_another_version_or_environment_are_not_linked(forge: Harness, db: None) -> None:
-    main = forge.model.branches["main"]
-    for head, title in [
-        ("r1", "Update ghcr.io/acme/checkout Docker tag to v1.6.1"),
-        ("d1", "Bump acme/other from 1.6.0 to 1.7.0"),
-        ("p1", "Update checkout to 1.7.0 in staging"),
-    ]:
-        forge.model.branches[head] = main
-        forge.model.add_pull(title, head)
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
+def test_a_branch_left_by_a_dead_attempt_is_started_again_from_the_base(forge: Harness, db: None) -> None:
+    forge.model.branches[BRANCH] = forge.model.branches["main"]  # no pull request uses it
 
-    assert open_pull_request(forge.forge, plan).status == OPENED
-    assert len(forge.model.pulls) == 4
+    result = opening(forge)
 
-
-def test_a_closed_pull_request_is_not_reopened_automatically(forge: Harness, db: None) -> None:
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
-    assert open_pull_request(forge.forge, plan, automatic=True).status == OPENED
-    PullRequest.objects.update(state="closed")
-
-    result = open_pull_request(forge.forge, plan, automatic=True)
-
-    assert result.status == REFUSED and "not reopened automatically" in result.message
-    assert len(forge.model.pulls) == 1
-
-
-@pytest.mark.django_db(transaction=True)
-def test_two_concurrent_opens_make_exactly_one_pull_request(forge: Harness) -> None:
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
-    barrier = threading.Barrier(2)
-    results: list[str] = []
-
-    def click() -> None:
-        try:
-            own = forge.new_forge()  # each worker has its own client, as two processes would
-            barrier.wait()
-            results.append(open_pull_request(own, plan).status)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=click) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert sorted(results) == [LINKED, OPENED], results
-    assert len(forge.model.pulls) == 1
-    assert PullRequest.objects.count() == 1
+    assert result.status == OPENED, result.message
     assert len(forge.model.commits_between("main", BRANCH)) == 1
 
 
-def test_a_claim_held_by_another_worker_is_respected(forge: Harness, db: None) -> None:
-    plan = preview(forge.forge, forge.change(), prefix="portal/")
-    # What another process leaves while it talks to the forge: the claim row, no number yet.
-    PullRequest.objects.create(
-        kind="upgrade",
-        services=["checkout"],
-        repository=forge.repository.removesuffix(".git"),
-        forge_kind=forge.kind,
-        title=plan.title,
-        branch=plan.branch,
-        base_branch="main",
-    )
+def test_a_forge_that_cannot_list_pull_requests_gets_no_write(forge: Harness, db: None) -> None:
+    forge.server.faults.append(Fault("GET", r"/(pulls|merge_requests)$", 404, body={"message": "Not Found"}))
 
-    result = open_pull_request(forge.forge, plan)
+    result = opening(forge)
 
-    assert result.status == IN_PROGRESS
+    assert result.status == FAILED and "Could not list open pull requests" in result.message
+    assert {method for method, _path, _status in forge.server.log} == {"GET"}
+
+
+def test_nothing_to_write_is_refused_before_the_forge_is_asked(forge: Harness, db: None) -> None:
+    forge.server.log.clear()
+
+    result = opening(forge, edits=[])
+
+    assert (result.status, result.pull) == (REFUSED, None)
+    assert forge.server.log == []
     assert forge.model.pulls == [] and BRANCH not in forge.model.branches
-    assert {method for method, _path, _status in forge.server.log} <= {"GET"}
-
-
-def test_the_database_refuses_a_second_row_for_one_branch(db: None) -> None:
-    fields = {
-        "kind": "upgrade",
-        "repository": "https://github.com/acme/gitops",
-        "forge_kind": "github",
-        "title": "t",
-        "branch": BRANCH,
-        "base_branch": "main",
-    }
-    PullRequest.objects.create(**fields)
-
-    with pytest.raises(IntegrityError), transaction.atomic():
-        PullRequest.objects.create(**fields)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forges.pins import find, images_in, retag, retag_with_reason, scan, unified_diff
+from forges.pins import find, retag, retag_with_reason, scan, unified_diff
 
 DATA = Path(__file__).parent.parent / "data" / "pins"
 DIGEST = "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -514,17 +514,18 @@ def test_find_line_numbers_with_crlf_and_bom():
     ]
 
 
-def test_images_in_lists_every_image_with_its_tags():
+def test_scan_finds_every_image_with_its_tags_across_formats():
     files = {
         "base/deploy.yaml": "containers:\n- image: nginx:1.25\n- image: docker.io/library/nginx:1.27\n",
         "job.nomad": 'task "x" {\n  config {\n    image = "hashicorp/vault:1.17.2"\n  }\n}\n',
         "values.yaml": f"image:\n  repository: ghcr.io/acme/api\n  digest: {DIGEST}\n",
     }
-    assert images_in(files) == {
-        "docker.io/hashicorp/vault": ["1.17.2"],
-        "docker.io/library/nginx": ["1.25", "1.27"],
-        "ghcr.io/acme/api": [DIGEST],
-    }
+    assert sorted({(pin.image, pin.version) for pin in scan(files).pins}) == [
+        ("docker.io/hashicorp/vault", "1.17.2"),
+        ("docker.io/library/nginx", "1.25"),
+        ("docker.io/library/nginx", "1.27"),
+        ("ghcr.io/acme/api", DIGEST),
+    ]
 
 
 def test_unified_diff_reads_like_git():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from forges.pins import find, images_in, retag_with_reason, scan, unified_diff
+from forges.pins import find, retag_with_reason, scan, unified_diff
 
 LAYOUT = {
     "apps/checkout/base/kustomization.yaml": "resources:\n- deployment.yaml\n",
@@ -102,10 +102,12 @@ def test_find_over_the_application_path(repo):
     assert [p.path for p in find(files, "ghcr.io/acme/checkout", "1.7.0")] == [
         "apps/checkout/overlays/staging/kustomization.yaml"
     ]
-    assert images_in(files) == {
-        "docker.io/envoyproxy/envoy": ["v1.30.1"],
-        "ghcr.io/acme/checkout": ["1.6.0", "1.7.0", "1.7.0-rc.1"],
-    }
+    assert sorted({(pin.image, pin.version) for pin in scan(files).pins}) == [
+        ("docker.io/envoyproxy/envoy", "v1.30.1"),
+        ("ghcr.io/acme/checkout", "1.6.0"),
+        ("ghcr.io/acme/checkout", "1.7.0"),
+        ("ghcr.io/acme/checkout", "1.7.0-rc.1"),
+    ]
     assert scan(files).skipped == {}
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from forges.demo import DemoForge
-from forges.forge import Forge, ForgeError, NotFound, RateLimited, RetryPolicy
+from forges.forge import Forge, ForgeError, NotFound, RateLimited
 from forges.hosts import forge_for
 from forges.repourls import GITHUB, RepoRef
+from forges.retry import RetryPolicy
 from tests.forge_fakes.base import FakeServer, Fault, GitModel
 from tests.forge_fakes.harness import KINDS, NOW, TOKEN, environ_for, server_for
 

@@ -5,10 +5,7 @@ import pytest
 from forges.repourls import (
     commit_url,
     compare_url,
-    file_url,
-    new_pull_request_url,
     parse_repo_url,
-    pull_request_url,
     repo_url,
 )
 
@@ -172,65 +169,40 @@ def test_configuration_overrides_a_public_host():
 
 
 @pytest.mark.parametrize(
-    "url, commit, compare, new_pr, file, pr",
+    "url, commit, compare",
     [
         (
             "git@github.com:acme/gitops.git",
             f"https://github.com/acme/gitops/commit/{SHA}",
             "https://github.com/acme/gitops/compare/main...renovate/api-1.x",
-            "https://github.com/acme/gitops/compare/main...renovate/api-1.x?expand=1",
-            "https://github.com/acme/gitops/blob/main/apps/api/values.yaml",
-            "https://github.com/acme/gitops/pull/12",
         ),
         (
             "git@gitlab.com:group/sub/proj.git",
             f"https://gitlab.com/group/sub/proj/-/commit/{SHA}",
             "https://gitlab.com/group/sub/proj/-/compare/main...renovate/api-1.x",
-            "https://gitlab.com/group/sub/proj/-/merge_requests/new?"
-            "merge_request%5Bsource_branch%5D=renovate%2Fapi-1.x&merge_request%5Btarget_branch%5D=main",
-            "https://gitlab.com/group/sub/proj/-/blob/main/apps/api/values.yaml",
-            "https://gitlab.com/group/sub/proj/-/merge_requests/12",
         ),
         (
             "https://gitea.example.com/gitea/owner/repo.git",
             f"https://gitea.example.com/gitea/owner/repo/commit/{SHA}",
             "https://gitea.example.com/gitea/owner/repo/compare/main...renovate/api-1.x",
-            "https://gitea.example.com/gitea/owner/repo/compare/main...renovate/api-1.x",
-            "https://gitea.example.com/gitea/owner/repo/src/branch/main/apps/api/values.yaml",
-            "https://gitea.example.com/gitea/owner/repo/pulls/12",
         ),
         (
             "git@bitbucket.org:ws/repo.git",
             f"https://bitbucket.org/ws/repo/commits/{SHA}",
             "https://bitbucket.org/ws/repo/branches/compare/renovate/api-1.x%0Dmain",
-            "https://bitbucket.org/ws/repo/pull-requests/new?source=renovate%2Fapi-1.x&dest=main",
-            "https://bitbucket.org/ws/repo/src/main/apps/api/values.yaml",
-            "https://bitbucket.org/ws/repo/pull-requests/12",
         ),
         (
             "https://bb.example.com/scm/PROJ/repo.git",
             f"https://bb.example.com/projects/PROJ/repos/repo/commits/{SHA}",
             "https://bb.example.com/projects/PROJ/repos/repo/compare/commits?"
             "sourceBranch=refs%2Fheads%2Frenovate%2Fapi-1.x&targetBranch=refs%2Fheads%2Fmain",
-            "https://bb.example.com/projects/PROJ/repos/repo/pull-requests?create&"
-            "sourceBranch=refs%2Fheads%2Frenovate%2Fapi-1.x&targetBranch=refs%2Fheads%2Fmain",
-            "https://bb.example.com/projects/PROJ/repos/repo/browse/apps/api/values.yaml?at=refs%2Fheads%2Fmain",
-            "https://bb.example.com/projects/PROJ/repos/repo/pull-requests/12",
         ),
     ],
 )
-def test_web_links_per_forge(url, commit, compare, new_pr, file, pr):
+def test_web_links_per_forge(url, commit, compare):
     ref = parse_repo_url(url, HOSTS)
     assert commit_url(ref, SHA) == commit
     assert compare_url(ref, "main", "renovate/api-1.x") == compare
-    assert new_pull_request_url(ref, "main", "renovate/api-1.x") == new_pr
-    assert file_url(ref, "main", "apps/api/values.yaml") == file
-    assert pull_request_url(ref, 12) == pr
-
-
-def test_gitea_file_at_a_commit():
-    ref = parse_repo_url("https://codeberg.org/owner/repo")
-    assert file_url(ref, SHA, "/k8s/a.yaml") == f"https://codeberg.org/owner/repo/src/commit/{SHA}/k8s/a.yaml"
 
 
 def test_links_encode_hostile_refs_and_refuse_non_commits():
@@ -238,6 +210,5 @@ def test_links_encode_hostile_refs_and_refuse_non_commits():
     assert commit_url(ref, "javascript:alert(1)") is None
     assert commit_url(ref, "main") is None
     assert compare_url(ref, "main", "x?y#z") == "https://github.com/acme/gitops/compare/main...x%3Fy%23z"
-    assert file_url(ref, "main", "a b/<c>.yaml") == "https://github.com/acme/gitops/blob/main/a%20b/%3Cc%3E.yaml"
-    for link in (repo_url(ref), compare_url(ref, "a", "b"), new_pull_request_url(ref, "a", "b")):
+    for link in (repo_url(ref), compare_url(ref, "a", "b")):
         assert link.startswith("https://")

@@ -21,10 +21,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from forges.models import PullRequest
-from forges.opening import DEMO_REFUSAL
-from forges.planning import KINDS, PROMOTION, ROLLBACK, UPGRADE, Change
-from gitops.models import GitOpsApp
+from gitops.models import ATTENTION_HEALTH, GitOpsApp
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.changes import (
@@ -37,6 +34,9 @@ from portal.delivery.changes import (
     open_change,
     preview_change,
 )
+from portal.delivery.models import PullRequest
+from portal.delivery.pull_requests import DEMO_REFUSAL
+from portal.delivery.planner import KINDS, PROMOTION, ROLLBACK, UPGRADE, Change
 from portal.links import safe_http_url
 from portal.releases.excerpts import notes_for, share
 
@@ -98,7 +98,7 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
             raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
         start = item.from_version or None
         if kind == ROLLBACK:
-            failing = app.health_status in ("Degraded", "Missing")
+            failing = app.health_status in ATTENTION_HEALTH
             failure = f"{app.name} on {app.cluster.name} is {app.health_status}" if failing else ""
             if failing and app.health_message:
                 failure += f" ({app.health_message[:300]})"

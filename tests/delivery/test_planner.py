@@ -1,4 +1,4 @@
-"""PR planning without a forge: branch, title, description, digest pins, and title matching."""
+"""The one PR planner without a forge or a database: branch, title, description, digest pins, title matching."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from forges.forge import TreeEntry
-from forges.opening import names_change
-from forges.planning import Change, branch_name, branch_prefix, plan
+from portal.delivery.planner import Change, branch_name, branch_prefix, plan
+from portal.delivery.prtitles import names_change
 from tests.forge_fakes.harness import CHANGE, FILES
 
 PROD = "apps/checkout/overlays/prod"
@@ -88,11 +88,16 @@ def test_branch_names_are_safe_refs_and_the_prefix_is_configurable() -> None:
     odd = change(services=("pay ments",), to_version="2.0.0..rc1", environment="prod/eu")
 
     assert branch_name(odd, "portal/") == "portal/pay-ments-2.0.0.rc1-prod-eu"
-    assert branch_prefix({"PORTAL_BRANCH_PREFIX": "gitops-bot"}) == "gitops-bot/"
-    assert branch_prefix({}) == "portal/"
-    assert branch_name(change(), branch_prefix({"PORTAL_BRANCH_PREFIX": "bots/portal/"})) == (
-        "bots/portal/checkout-1.7.0-prod"
-    )
+    assert branch_prefix("gitops-bot") == "gitops-bot/"
+    assert branch_prefix("") == "portal/"
+    assert branch_name(change(), branch_prefix("bots/portal/")) == "bots/portal/checkout-1.7.0-prod"
+
+
+def test_the_branch_prefix_comes_from_settings(settings: object) -> None:
+    settings.PORTAL_BRANCH_PREFIX = "gitops-bot"  # type: ignore[attr-defined]
+
+    assert branch_prefix() == "gitops-bot/"
+    assert plan(change(), [], prod_files()).branch == "gitops-bot/checkout-1.7.0-prod"
 
 
 def test_unknown_change_kinds_are_refused() -> None:
@@ -136,3 +141,67 @@ def test_dependabot_keeps_docker_hub_short_names() -> None:
     assert names_change("Bump nginx from 1.25.4 to 1.26.0", nginx)
     assert names_change("Update nginx Docker tag to v1.26.0", nginx)
     assert names_change("Update docker.io/library/nginx Docker tag to v1.26.0", nginx)
+
+
+# --- a group: several changes, one pull request ---------------------------------------
+
+SHARED = f"{PROD}/kustomization.yaml"
+TWO_IMAGES = (
+    "images:\n  - name: ghcr.io/acme/checkout\n    newTag: 1.6.0\n"
+    "  - name: ghcr.io/acme/cart\n    newTag: 2.0.0\n"
+)
+
+
+def cart(**overrides: object) -> Change:
+    values = {"services": ("cart",), "image": "ghcr.io/acme/cart", "from_version": "2.0.0", "to_version": "2.1.0"}
+    return change(**{"release_notes": "", **values, **overrides})
+
+
+def test_a_group_edits_one_file_once_with_every_change_in_it() -> None:
+    entries = [TreeEntry(SHARED, "sha-k")]
+
+    preview = plan([change(), cart()], entries, {SHARED: TWO_IMAGES}, prefix="portal/")
+
+    [edit] = preview.edits
+    assert edit.after == TWO_IMAGES.replace("1.6.0", "1.7.0").replace("2.0.0", "2.1.0")
+    assert [c.line for c in edit.lines] == [3, 5] and edit.sha == "sha-k"
+    assert preview.branch == "portal/checkout-1.7.0-cart-2.1.0-prod"
+    assert preview.title == "Update checkout to 1.7.0, cart to 2.1.0 in prod"
+    assert preview.change.services == ("checkout", "cart")
+    assert (preview.change.from_version, preview.change.to_version) == ("1.6.0,2.0.0", "1.7.0,2.1.0")
+    assert "- checkout (`ghcr.io/acme/checkout`): `1.6.0` → `1.7.0`" in preview.description
+    assert f"- `{SHARED}` (lines 3, 5)" in preview.description
+    assert "Release notes for checkout 1.7.0:" in preview.description
+    assert preview.commit_message.endswith("checkout 1.6.0 -> 1.7.0; cart 2.0.0 -> 2.1.0.\n")
+
+
+def test_a_group_of_one_is_planned_as_the_single_change() -> None:
+    single, group = plan(change(), [], prod_files()), plan([change()], [], prod_files())
+
+    assert (group.branch, group.title, group.description, group.commit_message) == (
+        single.branch,
+        single.title,
+        single.description,
+        single.commit_message,
+    )
+    assert group.change == single.change == change()
+
+
+def test_in_a_group_each_problem_names_its_service_and_a_promotion_names_each_version() -> None:
+    promotion = [change(kind="promotion"), cart(kind="promotion", from_version="1.9.0")]
+
+    preview = plan(promotion, [], {SHARED: TWO_IMAGES})
+
+    assert preview.title == "Promote checkout 1.7.0, cart 2.1.0 to prod"
+    assert preview.problems == ["cart: ghcr.io/acme/cart is pinned at 2.0.0, not at 1.9.0"]
+    assert [e.path for e in preview.edits] == [SHARED]
+
+
+def test_a_long_group_branch_is_cut_and_stays_unique() -> None:
+    many = [cart(services=(f"service-number-{n:02d}",), to_version=f"2.{n}.0") for n in range(12)]
+
+    first = branch_name(many, "portal/")
+    other = branch_name([*many[:-1], cart(services=("service-number-11",), to_version="2.99.0")], "portal/")
+
+    assert len(first) <= len("portal/") + 180 and first != other
+    assert first.startswith("portal/service-number-00-2.0.0-")

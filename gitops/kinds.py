@@ -12,7 +12,6 @@ beta).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 ARGOCD = "argocd"
@@ -48,10 +47,6 @@ class KindSpec:
     def __post_init__(self) -> None:
         if not self.versions:
             raise ValueError(f"{self.kind}: at least one version is required")
-
-    @property
-    def list_kind(self) -> str:
-        return f"{self.kind}List"
 
     @property
     def resource(self) -> str:
@@ -113,11 +108,3 @@ def kinds_for(capability: str) -> tuple[KindSpec, ...]:
         return BY_CAPABILITY[capability]
     except KeyError:
         raise ValueError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
-
-
-def find_kind(api_version: str, kind: str, kinds: Iterable[KindSpec] = KINDS) -> KindSpec | None:
-    """The spec for an object's apiVersion/kind, whatever version it was written in."""
-    for spec in kinds:
-        if spec.matches(api_version, kind):
-            return spec
-    return None

@@ -7,14 +7,19 @@ page is a handful of indexed queries whatever the fleet size.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
+from typing import Any
 
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import models
-from django.db.models import Q
+from django.db import connection, models
+from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+# The attention rule lives in gitops.attention; its names stay importable from here.
+from gitops.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
+from gitops.attention import Attention
+from gitops.attention import grace_cutoff as grace_cutoff
 from gitops.revisions import commit_of
 from portal.catalog.models import Cluster, Environment, Service
 
@@ -23,7 +28,30 @@ TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
 # Lower sorts first on /gitops: what is broken before what is merely drifting.
 PROBLEM_RANK = {"Degraded": 0, "Missing": 1, "OutOfSync": 2, "Unknown": 3, "Progressing": 4, "Suspended": 5}
 RANK_OK = 9
-ATTENTION_HEALTH = ("Degraded", "Missing")
+
+# Every order the lists of apps offer (/gitops and /api/v1/gitops): a sort's keys, all
+# ascending, as (field or sort key, type). Each ends with the unique id, so an order is
+# total and the API's keyset pages can start strictly after a row. "problems" is the default.
+APP_SORTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "problems": (("problem_rank", "int"), ("sort_env", "int"), ("sort_cluster", "str"), ("namespace", "str"),
+                 ("name", "str"), ("id", "int")),
+    "name": (("name", "str"), ("sort_cluster", "str"), ("namespace", "str"), ("id", "int")),
+    "cluster": (("sort_cluster", "str"), ("namespace", "str"), ("name", "str"), ("id", "int")),
+    "environment": (("sort_env", "int"), ("sort_cluster", "str"), ("namespace", "str"), ("name", "str"),
+                    ("id", "int")),
+    "sync_since": (("sort_sync_since", "datetime"), ("id", "int")),
+    "health_since": (("sort_health_since", "datetime"), ("id", "int")),
+}
+PROBLEMS_FIRST = "problems"
+# A time never set sorts as the oldest possible instant, so every key has a value to page by
+# and both databases put it in the same place.
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+_SORT_KEYS = {
+    "sort_env": F("cluster__environment__order"),
+    "sort_cluster": F("cluster__name"),
+    "sort_sync_since": Coalesce("sync_since", Value(_NEVER, output_field=DateTimeField())),
+    "sort_health_since": Coalesce("health_since", Value(_NEVER, output_field=DateTimeField())),
+}
 
 
 class RawJSONField(models.JSONField):
@@ -44,23 +72,45 @@ class RawJSONField(models.JSONField):
         return "%s"
 
 
-def grace_cutoff(at: datetime | None = None) -> datetime:
-    """States that began before this instant have lasted past the grace period."""
-    at = at or timezone.now()
-    return at - timedelta(minutes=settings.PORTAL_ATTENTION_GRACE_MINUTES)
-
-
 class GitOpsAppQuerySet(models.QuerySet):
     def needing_attention(self, at: datetime | None = None) -> GitOpsAppQuerySet:
-        """Out of sync, degraded or missing for longer than the grace period."""
-        cutoff = grace_cutoff(at)
-        return self.filter(
-            Q(sync_status="OutOfSync", sync_since__lte=cutoff)
-            | Q(health_status__in=ATTENTION_HEALTH, health_since__lte=cutoff)
-        )
+        """Out of sync, degraded or missing for longer than the grace period (gitops.attention)."""
+        return self.filter(Attention.at(at).q())
+
+    def not_needing_attention(self, at: datetime | None = None) -> GitOpsAppQuerySet:
+        """Every other app (Django's exclude keeps apps whose since-time is not set)."""
+        return self.exclude(Attention.at(at).q())
+
+    def blocked(self, at: datetime | None = None) -> GitOpsAppQuerySet:
+        """Deploys held now by a sync window or a suspension: the verdict stored at poll time,
+        unless the end it named has passed since."""
+        return self.filter(blocked_q(at or timezone.now()))
+
+    def with_sort_keys(self) -> GitOpsAppQuerySet:
+        """Rows carrying the computed keys of APP_SORTS (`sort_env`, …), e.g. to write a cursor."""
+        return self.annotate(**_SORT_KEYS)
+
+    def sorted_by(self, sort: str) -> GitOpsAppQuerySet:
+        """In the order APP_SORTS names; a leading "-" reverses it."""
+        descending = sort.startswith("-")
+        order = []
+        for key, _ in APP_SORTS[sort.removeprefix("-")]:
+            # A computed key not selected already is ordered by as an expression, not aliased:
+            # its joins then stay out of a Paginator's COUNT(*) of the same queryset.
+            computed = key in _SORT_KEYS and key not in self.query.annotations
+            expression = _SORT_KEYS[key] if computed else F(key)
+            order.append(expression.desc() if descending else expression.asc())
+        return self.order_by(*order)
 
     def problems_first(self) -> GitOpsAppQuerySet:
-        return self.order_by("problem_rank", "cluster__environment__order", "cluster__name", "namespace", "name")
+        """Degraded, missing, out of sync, … before what is fine (PROBLEM_RANK), then by
+        environment, cluster, namespace and name."""
+        return self.sorted_by(PROBLEMS_FIRST)
+
+
+def blocked_q(at: datetime) -> Q:
+    """See GitOpsAppQuerySet.blocked; a Q to count with as well as to filter by."""
+    return Q(sync_blocked=True) & (Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
 
 
 class GitOpsApp(models.Model):
@@ -155,10 +205,21 @@ class GitOpsApp(models.Model):
         return (sources[0].get("ref") or "") if sources and isinstance(sources[0], dict) else ""
 
     def needs_attention(self, at: datetime | None = None) -> bool:
-        cutoff = grace_cutoff(at)
-        if self.sync_status == "OutOfSync" and self.sync_since and self.sync_since <= cutoff:
-            return True
-        return bool(self.health_status in ATTENTION_HEALTH and self.health_since and self.health_since <= cutoff)
+        """As GitOpsApp.objects.needing_attention, for a row already loaded."""
+        rule = Attention.at(at)
+        return rule.out_of_sync(self.sync_status, self.sync_since) or rule.unhealthy(
+            self.health_status, self.health_since
+        )
+
+
+def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:
+    """`condition`, a Q over GitOpsApp's own columns, as SQL on its table (columns qualified
+    by the table's name) with its parameters: for a raw query read through a plain cursor.
+    The ORM compiles it, so the SQL says exactly what the Q says, parameters adapted as the
+    ORM would pass them."""
+    query = GitOpsApp.objects.filter(condition).query
+    sql, params = query.where.as_sql(query.get_compiler(connection=connection), connection)
+    return f"({sql})", list(params)
 
 
 def problem_rank(sync_status: str, health_status: str, suspended: bool) -> int:
@@ -256,10 +317,17 @@ class StateChange(models.Model):
     old = models.CharField(max_length=300, blank=True)
     new = models.CharField(max_length=300, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
+    # When the notification pass consumed the row (portal.notifications.statechanges): each
+    # row is claimed once, so a minute's pass reads only what is new, never the history.
+    processed = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["app", "field", "at"])]
+        indexes = [
+            models.Index(fields=["app", "field", "at"]),
+            # Only the rows not yet consumed: a handful, whatever the length of the history.
+            models.Index(fields=["id"], condition=Q(processed__isnull=True), name="statechange_unprocessed"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.object_key} {self.field}: {self.old} -> {self.new}"

@@ -1,4 +1,11 @@
-"""Poll one cluster: read every capability through its source, collect, store.
+"""Poll one cluster, in the order of its data flow.
+
+1. the source lists every kind, capability by capability (`list_capabilities`);
+2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`);
+3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
+4. the store writes what changed, in one transaction (`gitops.store`).
+Steps 3 and 4 are `gitops.store.store_snapshot`, so that rows collected elsewhere are
+stored the same way.
 
 Reading happens outside any transaction (it may take seconds); storing is one
 transaction. A capability that answers 403/404 is recorded as unavailable and only
@@ -22,8 +29,9 @@ from django.utils import timezone
 
 from gitops import kinds
 from gitops.collectors import collect
+from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
-from gitops.store import Snapshot, StoreResult, store_snapshot
+from gitops.store import StoreResult, store_snapshot
 from portal.catalog.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -82,13 +90,20 @@ def source_for(cluster: Cluster) -> ClusterSource:
     )
 
 
-def read_cluster(source: ClusterSource) -> tuple[Snapshot, dict[str, str], SourceError | None]:
-    """Every kind, capability by capability. Returns the snapshot, unavailable capabilities,
-    and the error that stopped the whole read (None when at least part was read)."""
-    objects: dict[str, list[dict]] = {}
-    listed: set[str] = set()
-    unavailable: dict[str, str] = {}
-    warnings: list[str] = []
+@dataclass
+class Listing:
+    """What a source answered: objects by kind, the kinds listed completely, and what failed."""
+
+    objects: dict[str, list[dict]] = field(default_factory=dict)
+    listed: set[str] = field(default_factory=set)
+    unavailable: dict[str, str] = field(default_factory=dict)  # capability -> why, in words
+    warnings: list[str] = field(default_factory=list)
+    fatal: SourceError | None = None  # what stopped the whole read (None when part was read)
+
+
+def list_capabilities(source: ClusterSource) -> Listing:
+    """Every kind, capability by capability; a cluster-wide failure stops the read."""
+    listing = Listing()
     failures: list[SourceError] = []
     for capability in kinds.CAPABILITIES:
         for spec in kinds.kinds_for(capability):
@@ -97,31 +112,39 @@ def read_cluster(source: ClusterSource) -> tuple[Snapshot, dict[str, str], Sourc
             except SourceError as exc:
                 failures.append(exc)
                 if exc.reason in _CLUSTER_WIDE:
-                    return Snapshot(), {}, exc
-                what = _CAPABILITY_WORDS.get(capability, capability)
-                if exc.reason == "forbidden":
-                    unavailable[capability] = f"{what} unavailable: no permission to list {spec.resource}"
-                elif exc.reason == "not_found":
-                    # Flux sources are many kinds; a missing Bucket CRD is not news.
-                    if capability != kinds.FLUX_SOURCES:
-                        unavailable[capability] = f"{what} unavailable: {spec.resource} is not installed"
-                else:
-                    unavailable[capability] = f"{what} not updated: {exc.message}"
+                    return Listing(fatal=exc)
+                _record_unavailable(listing, capability, spec.resource, exc)
                 continue
-            objects.setdefault(spec.kind, []).extend(result.items)
-            listed.add(spec.kind)
-            warnings.extend(result.warnings)
-    collected = collect(objects)
-    snapshot = Snapshot(
+            listing.objects.setdefault(spec.kind, []).extend(result.items)
+            listing.listed.add(spec.kind)
+            listing.warnings.extend(result.warnings)
+    if not listing.listed and failures:
+        listing.fatal = failures[0]
+    return listing
+
+
+def _record_unavailable(listing: Listing, capability: str, resource: str, exc: SourceError) -> None:
+    what = _CAPABILITY_WORDS.get(capability, capability)
+    if exc.reason == "forbidden":
+        listing.unavailable[capability] = f"{what} unavailable: no permission to list {resource}"
+    elif exc.reason == "not_found":
+        # Flux sources are many kinds; a missing Bucket CRD is not news.
+        if capability != kinds.FLUX_SOURCES:
+            listing.unavailable[capability] = f"{what} unavailable: {resource} is not installed"
+    else:
+        listing.unavailable[capability] = f"{what} not updated: {exc.message}"
+
+
+def collect_snapshot(listing: Listing) -> Snapshot:
+    """The collectors' rows for everything listed (pure)."""
+    collected = collect(listing.objects)
+    return Snapshot(
         apps=collected.apps,
         projects=collected.projects,
         workloads=collected.workloads,
-        listed_kinds=listed,
-        warnings=warnings + collected.warnings,
+        listed_kinds=listing.listed,
+        warnings=listing.warnings + collected.warnings,
     )
-    if not listed and failures:
-        return snapshot, unavailable, failures[0]
-    return snapshot, unavailable, None
 
 
 def _acquire(cluster: Cluster, at: datetime) -> str | None:
@@ -145,33 +168,44 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
     try:
-        owned = source is None
-        try:
-            source = source or source_for(cluster)
-            snapshot, unavailable, fatal = read_cluster(source)
-        except SourceError as exc:
-            snapshot, unavailable, fatal = Snapshot(), {}, exc
-        finally:
-            # A KubeSource holds a connection pool; one we built is ours to close.
-            if owned and source is not None and hasattr(source, "close"):
-                source.close()
-        if fatal is not None:
-            message = f"{fatal.reason}: {fatal.message}"
-            Cluster.objects.filter(pk=cluster.pk).update(
-                last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
-                last_poll_seconds=time.monotonic() - started,
-            )
-            log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
-            return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
+        listing = _list(cluster, source)
+        if listing.fatal is not None:
+            return _mark_stale(cluster, listing.fatal, at, started)
+        snapshot = collect_snapshot(listing)
         stored = store_snapshot(cluster, snapshot, at)
         seconds = time.monotonic() - started
         Cluster.objects.filter(pk=cluster.pk).update(
-            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
+            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=listing.unavailable,
             last_poll_seconds=seconds,
         )
         for warning in snapshot.warnings[:50]:
             log.warning("%s: %s", cluster.name, warning)
-        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
+        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=listing.unavailable,
                           warnings=snapshot.warnings)
     finally:
         _release(cluster, token)
+
+
+def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
+    """Step 1 through the given source, or the cluster's own, which is then closed."""
+    owned = source is None
+    try:
+        source = source or source_for(cluster)
+        return list_capabilities(source)
+    except SourceError as exc:
+        return Listing(fatal=exc)
+    finally:
+        # A KubeSource holds a connection pool; one we built is ours to close.
+        if owned and source is not None and hasattr(source, "close"):
+            source.close()
+
+
+def _mark_stale(cluster: Cluster, fatal: SourceError, at: datetime, started: float) -> PollReport:
+    """The cluster could not be read: keep its last good data, say why and since when."""
+    message = f"{fatal.reason}: {fatal.message}"
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
+        last_poll_seconds=time.monotonic() - started,
+    )
+    log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
+    return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)

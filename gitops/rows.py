@@ -152,3 +152,19 @@ class WorkloadRow:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.kind, self.namespace, self.name)
+
+
+def app_key(tool: str, kind: str, namespace: str, name: str) -> str:
+    """How an app is named across polls and in StateChange.object_key."""
+    return f"{tool}/{kind}/{namespace}/{name}"
+
+
+@dataclass
+class Snapshot:
+    """What one poll read: rows, and which kinds were listed completely."""
+
+    apps: list[AppRow] = field(default_factory=list)
+    projects: list[ProjectRow] = field(default_factory=list)
+    workloads: list[WorkloadRow] = field(default_factory=list)
+    listed_kinds: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)

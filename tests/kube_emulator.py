@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from gitops.kinds import KINDS, KindSpec, find_kind, split_api_version
+from gitops.kinds import KINDS, KindSpec, split_api_version
 
 Obj = dict[str, Any]
 ResourceKey = tuple[str, str, str]  # (group, version, plural)
@@ -360,7 +360,7 @@ class KubeEmulator:
             raise ValueError("an object needs apiVersion, kind and metadata.name")
         group, version = split_api_version(api_version)
         if plural is None:
-            spec = find_kind(api_version, kind)
+            spec = next((k for k in KINDS if k.matches(api_version, kind)), None)
             plural = spec.plural if spec is not None else default_plural(kind)
         return (group, version, plural), copy.deepcopy(obj), kind
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitops.collectors.argocd import application_row, project_row
-from gitops.collectors.fields import as_list, as_str, dig
 from gitops.collectors.flux import SOURCE_KINDS, helmrelease_row, index_sources, kustomization_row
-from gitops.collectors.mapping import map_images_to_services, map_workloads_to_apps
+from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
+from gitops.fields import as_list, as_str, dig
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "group_by_kind",
     "helmrelease_row",
     "kustomization_row",
-    "map_images_to_services",
     "map_workloads_to_apps",
     "project_row",
     "workload_row",

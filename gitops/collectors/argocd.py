@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.collectors.fields import (
+from gitops.fields import (
     as_bool,
     as_dict,
     as_int,
@@ -34,7 +34,7 @@ from gitops.rows import (
     ResourceKey,
     SourceSpec,
 )
-from gitops.timeparse import format_time, parse_time
+from portal.timestamps import parse_time, rfc3339
 
 SYNC_STATUSES = (SYNCED, OUT_OF_SYNC, UNKNOWN)
 
@@ -184,8 +184,8 @@ def _history(entries: list[Any]) -> list[dict[str, Any]]:
                 "id": as_int(entry.get("id")),
                 "revision": revisions[0] if revisions else "",
                 "revisions": revisions,
-                "deployed_at": format_time(parse_time(entry.get("deployedAt"))),
-                "started_at": format_time(parse_time(entry.get("deployStartedAt"))),
+                "deployed_at": rfc3339(parse_time(entry.get("deployedAt"))),
+                "started_at": rfc3339(parse_time(entry.get("deployStartedAt"))),
                 "initiated_by": _initiated_by(entry.get("initiatedBy")),
             }
         )

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.collectors.fields import (
+from gitops.fields import (
     as_bool,
     as_dict,
     as_int,
@@ -40,7 +40,7 @@ from gitops.collectors.fields import (
 )
 from gitops.health import flux_health
 from gitops.rows import FLUX, HEALTHY, OUT_OF_SYNC, SYNCED, UNKNOWN, AppRow, ResourceKey, SourceSpec
-from gitops.timeparse import format_time, parse_time
+from portal.timestamps import parse_time, rfc3339
 
 SOURCE_KINDS = ("GitRepository", "OCIRepository", "HelmRepository", "HelmChart", "Bucket")
 
@@ -379,8 +379,8 @@ def _kustomization_history(entries: list[Any]) -> list[dict[str, Any]]:
             {
                 "revision": as_str(meta.get("revision")),
                 "origin_revision": as_str(meta.get("originRevision")),
-                "deployed_at": format_time(parse_time(entry.get("lastReconciled"))),
-                "first_at": format_time(parse_time(entry.get("firstReconciled"))),
+                "deployed_at": rfc3339(parse_time(entry.get("lastReconciled"))),
+                "first_at": rfc3339(parse_time(entry.get("firstReconciled"))),
                 "status": as_str(entry.get("lastReconciledStatus")),
                 "digest": as_str(entry.get("digest")),
                 "reconciliations": as_int(entry.get("totalReconciliations")),
@@ -403,8 +403,8 @@ def _release_history(entries: list[Any]) -> list[dict[str, Any]]:
                 "app_version": as_str(entry.get("appVersion")),
                 "release_version": as_int(entry.get("version")),
                 "status": as_str(entry.get("status")),
-                "deployed_at": format_time(parse_time(entry.get("lastDeployed"))),
-                "first_at": format_time(parse_time(entry.get("firstDeployed"))),
+                "deployed_at": rfc3339(parse_time(entry.get("lastDeployed"))),
+                "first_at": rfc3339(parse_time(entry.get("firstDeployed"))),
                 "config_digest": as_str(entry.get("configDigest")),
                 "digest": as_str(entry.get("digest")),
                 "oci_digest": as_str(entry.get("ociDigest")),

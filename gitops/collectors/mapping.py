@@ -1,4 +1,7 @@
-"""Which GitOps app deploys each workload, and which catalog service each image belongs to.
+"""Which GitOps app deploys each workload.
+
+(Which catalog service an image belongs to is the store's: `gitops.store` writes a
+RunningVersion per service image, through `portal.catalog.models.service_image_index`.)
 
 A workload is claimed, in this order (the first claim to an app we collected wins):
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
+from gitops.rows import ARGO, FLUX, AppRow, ResourceKey, WorkloadRow
 
 AppKey = tuple[str, str, str, str]
 
@@ -86,39 +89,3 @@ def _label_claim(workload: WorkloadRow, kind: str, name_label: str, namespace_la
     # likely means the app's own namespace.
     namespace = workload.labels.get(namespace_label) or workload.namespace
     return (FLUX, kind, namespace, name)
-
-
-def service_images(workload: WorkloadRow, services: Mapping[str, str]) -> list[tuple[str, ContainerImage]]:
-    """(service, container) for each container whose image a catalog service owns.
-
-    `services` maps a normalised image name (`portal.catalog.images.normalise_name` of a
-    service's repository and of each alias) to the service name.
-    """
-    out = []
-    for container in workload.containers:
-        if not container.registry or not container.repository:
-            continue
-        service = services.get(f"{container.registry}/{container.repository}")
-        if service:
-            out.append((service, container))
-    return out
-
-
-def map_images_to_services(
-    workloads: list[WorkloadRow], services: Mapping[str, str]
-) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
-    """For each workload (by `WorkloadRow.key`), the (service, version) pairs it runs.
-
-    The version is the tag, or the digest when the image has no tag. Pairs are unique and
-    in container order (main containers before init containers). Every workload gets
-    an entry, empty when it runs no catalog service.
-    """
-    result: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
-    for workload in workloads:
-        pairs: list[tuple[str, str]] = []
-        for service, container in service_images(workload, services):
-            pair = (service, container.version)
-            if container.version and pair not in pairs:
-                pairs.append(pair)
-        result[workload.key] = pairs
-    return result

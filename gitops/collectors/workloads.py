@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.collectors.fields import (
+from gitops.fields import (
     as_bool,
     as_dict,
     as_int,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.db import models
-from django.utils import timezone
 
 from portal.catalog.images import normalise_name
 
@@ -59,14 +58,6 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def is_stale(self) -> bool:
-        return self.stale_since is not None
-
-    def lock_is_free(self, at: timezone.datetime | None = None) -> bool:
-        at = at or timezone.now()
-        return self.poll_lock_until is None or self.poll_lock_until <= at
 
 
 class Service(models.Model):

@@ -24,8 +24,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from forges.forge import MAX_RELEASES, Forge, ForgeError, ReleaseInfo, RetryPolicy
+from forges.forge import MAX_RELEASES, Forge, ForgeError, ReleaseInfo
 from forges.hosts import forge_for
+from forges.retry import RetryPolicy
 from forges.weblinks import repository_url
 from portal.catalog.models import Service
 from portal.links import safe_http_url

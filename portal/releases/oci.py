@@ -5,15 +5,17 @@ three ways registries let a client in: anonymously, with HTTP basic auth, and wi
 bearer-token flow (a 401 carrying `WWW-Authenticate: Bearer realm=…,service=…,scope=…`
 sends the client to the realm for a token, with basic credentials when it has them).
 
-Credentials come only from the environment, by registry host:
+Configuration comes from portal.settings; credentials by registry host:
 
     PORTAL_REGISTRY_AUTH="ghcr.io=GHCR_USER:GHCR_TOKEN,registry.corp.example=CORP_USER:CORP_PASS"
 
-names, for each host, the variables that hold the user name and the password or token.
+names, for each host, the environment variables that hold the user name and the password
+or token (read from the environment by those names when a client is built).
 `PORTAL_REGISTRY_PLAIN_HTTP` lists hosts reached over http (a local registry);
 every other host is https. `PORTAL_REGISTRY_TIMEOUT` is the per-request timeout in
-seconds (default 10). A `RegistryError` never carries a secret: messages name the
-variables, not their values, and registry-provided text is scrubbed of both.
+seconds (default 10). Functions taking `environ` read all of these from it instead
+(tests). A `RegistryError` never carries a secret: messages name the variables, not
+their values, and registry-provided text is scrubbed of both.
 """
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import urljoin, urlsplit
 
 import requests
+from django.conf import settings
 
 from portal.catalog.images import DOCKER_HUB, split_registry
+from portal.timestamps import parse_time
 
 DOCKER_HUB_API = "https://registry-1.docker.io"
-DEFAULT_TIMEOUT = 10.0
 MAX_PAGES = 1000  # a registry whose Link header loops must not keep a worker forever
 _ERROR_TEXT_LIMIT = 200
 
@@ -78,11 +81,14 @@ def parse_registry_auth(text: str) -> dict[str, tuple[str, str]]:
 
 def credentials_for(host: str, environ: Mapping[str, str] | None = None) -> Credentials | None:
     """The credentials configured for `host`, read from the variables PORTAL_REGISTRY_AUTH names."""
-    env = os.environ if environ is None else environ
-    names = parse_registry_auth(env.get("PORTAL_REGISTRY_AUTH", "")).get(_host_key(host))
+    auth = settings.PORTAL_REGISTRY_AUTH if environ is None else environ.get("PORTAL_REGISTRY_AUTH", "")
+    names = parse_registry_auth(auth).get(_host_key(host))
     if names is None:
         return None
     user_var, secret_var = names
+    # The setting names these variables: a variable whose name comes from configuration is
+    # the one kind portal.settings does not read itself.
+    env = os.environ if environ is None else environ
     username, password = env.get(user_var, ""), env.get(secret_var, "")
     source = f"${user_var}/${secret_var}"
     if not username or not password:
@@ -98,14 +104,16 @@ def _host_key(host: str) -> str:
 def endpoint(image: str, environ: Mapping[str, str] | None = None) -> tuple[str, str, str]:
     """(registry host, API base URL, repository) for an image name as a Service holds it:
     `nginx` -> ("docker.io", "https://registry-1.docker.io", "library/nginx")."""
-    env = os.environ if environ is None else environ
     name = image.split("@", 1)[0]
     if ":" in name.rsplit("/", 1)[-1]:
         name = name.rsplit(":", 1)[0]
     host, repository = split_registry(name.strip())
     if host == DOCKER_HUB:
         return host, DOCKER_HUB_API, repository
-    plain = {h.strip().lower() for h in env.get("PORTAL_REGISTRY_PLAIN_HTTP", "").split(",") if h.strip()}
+    if environ is None:
+        plain = set(settings.PORTAL_REGISTRY_PLAIN_HTTP)
+    else:
+        plain = {h.strip().lower() for h in environ.get("PORTAL_REGISTRY_PLAIN_HTTP", "").split(",") if h.strip()}
     scheme = "http" if host in plain else "https"
     return host, f"{scheme}://{host}", repository
 
@@ -135,7 +143,7 @@ class RegistryClient:
         self.host = host or urlsplit(self.base_url).netloc
         self.credentials = credentials
         self.timeout = (
-            timeout if timeout is not None else float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", DEFAULT_TIMEOUT))
+            timeout if timeout is not None else settings.PORTAL_REGISTRY_TIMEOUT
         )
         self.session = session or requests.Session()
         self._scheme: str | None = None  # "basic" or "bearer" once the registry has said which
@@ -193,7 +201,7 @@ class RegistryClient:
         labels = (config.get("config") or {}).get("Labels") or {}
         return ImageDetails(
             digest=digest,
-            created_at=_parse_time(config.get("created")),
+            created_at=_build_time(config.get("created")),
             labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         )
 
@@ -367,17 +375,7 @@ def _pick_platform(manifests: list) -> str | None:
     return str(entries[0]["digest"]) if entries else None
 
 
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    # Go writes nanoseconds; Python reads at most microseconds.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", value.strip())
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    if parsed.year < 1980:  # reproducible builds stamp 1970-01-01: no real build time
-        return None
-    return parsed.astimezone(UTC)
+def _build_time(value: object) -> datetime | None:
+    """The config's `created`; None for reproducible builds, which stamp 1970-01-01 (no real build time)."""
+    created = parse_time(value) if isinstance(value, str) else None
+    return created if created is not None and created.year >= 1980 else None

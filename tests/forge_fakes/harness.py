@@ -7,9 +7,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from forges.forge import Forge, RetryPolicy
+from forges.forge import Forge
 from forges.hosts import forge_for
-from forges.planning import Change
+from forges.retry import RetryPolicy
+from portal.delivery.planner import Change
 from tests.forge_fakes.base import FakeServer, GitModel
 from tests.forge_fakes.gitea import FakeGitea
 from tests.forge_fakes.github import FakeGitHub
@@ -19,6 +20,12 @@ KINDS = ("github", "gitlab", "gitea")
 TOKEN = "tok-3f9a7c1e5b2d4a60-never-shown"
 NOW = 1_767_600_000.0  # the injected clock: 2026-01-05 08:00 UTC
 DIGEST = "sha256:" + "ab" * 32
+PROD = "apps/checkout/overlays/prod"  # where CHANGE lands
+BRANCH = "portal/checkout-1.7.0-prod"  # the branch the planner names for CHANGE
+# The request paths of each forge's API, for faults aimed at one step.
+BRANCH_PATH = {"github": r"/branches/main$", "gitlab": r"/repository/branches/main$", "gitea": r"/branches/main$"}
+PR_CREATE = {"github": r"/pulls$", "gitlab": r"/merge_requests$", "gitea": r"/pulls$"}
+COMMIT = {"github": r"/git/commits$", "gitlab": r"/repository/commits$", "gitea": r"/contents$"}
 
 FILES = {
     "apps/checkout/overlays/prod/kustomization.yaml": (
@@ -96,10 +103,13 @@ def environ_for(kind: str, server: FakeServer) -> dict[str, str]:
 @contextmanager
 def serving(kind: str, monkeypatch: Any, files: dict[str, str] | None = None) -> Iterator[Harness]:
     """`running`, with the fake's URL and token in the environment for the test (as an
-    operator would set them), so `forges.hosts.forge_for` finds it."""
+    operator would set them) and in the settings read from it, so `forges.hosts.forge_for` finds it."""
+    from django.conf import settings
+
     with running(kind, files) as harness:
         for name, value in harness.environ.items():
             monkeypatch.setenv(name, value)
+            monkeypatch.setattr(settings, name, value)
         yield harness
 
 
@@ -114,3 +124,16 @@ def running(kind: str, files: dict[str, str] | None = None) -> Iterator[Harness]
         harness = Harness(kind, server, None, repository, environ)  # type: ignore[arg-type]
         harness.forge = harness.new_forge()
         yield harness
+
+
+def set_checks(forge: Harness, sha: str, state: str) -> None:
+    """What each forge reports when the checks of commit `sha` pass, run or fail."""
+    model = forge.model
+    if forge.kind == "github":
+        run = {"pass": ("completed", "success"), "running": ("in_progress", None), "fail": ("completed", "failure")}
+        status, conclusion = run[state]
+        model.check_runs[sha] = [{"id": 1, "name": "build", "status": status, "conclusion": conclusion}]
+    elif forge.kind == "gitlab":
+        model.pipelines[sha] = {"pass": "success", "running": "running", "fail": "failed"}[state]
+    else:
+        model.statuses[sha] = [{"pass": "success", "running": "pending", "fail": "failure"}[state]]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from gitops.collectors.argocd import application_row, automated_sync, project_row
 from gitops.rows import ARGO, OUT_OF_SYNC, SYNCED, UNKNOWN, ResourceKey, SourceSpec
-from gitops.timeparse import format_time, parse_time
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL
 from tests.fixtures.real_objects import load_objects
 
@@ -275,38 +274,3 @@ def test_projects_without_namespace_or_windows() -> None:
     assert default.destinations == []
     foo = project_row(load_objects(REAL / "argocd" / "argocd-training__appproj_foo.yaml")["AppProject"][0])
     assert foo.sync_windows == []
-
-
-# --- timestamps ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("2025-11-18T11:09:21Z", datetime(2025, 11, 18, 11, 9, 21, tzinfo=UTC)),
-        ("2025-11-06T23:35:15.038685123+02:00", datetime(2025, 11, 6, 21, 35, 15, 38685, tzinfo=UTC)),
-        ("2025-11-18T11:09:21.5Z", datetime(2025, 11, 18, 11, 9, 21, 500000, tzinfo=UTC)),
-        (datetime(2018, 7, 18, 4, 40, 44), datetime(2018, 7, 18, 4, 40, 44, tzinfo=UTC)),
-        (
-            datetime(2018, 7, 18, 6, 40, 44, tzinfo=timezone(timedelta(hours=2))),
-            datetime(2018, 7, 18, 4, 40, 44, tzinfo=UTC),
-        ),
-        (date(2018, 7, 18), datetime(2018, 7, 18, tzinfo=UTC)),
-        ("", None),
-        (None, None),
-        ("yesterday", None),
-        (1700000000, None),
-    ],
-)
-def test_parse_time(value: object, expected: datetime | None) -> None:
-    parsed = parse_time(value)
-    assert parsed == expected
-    if parsed is not None:
-        assert parsed.tzinfo is UTC
-
-
-def test_format_time_round_trips() -> None:
-    stamp = datetime(2025, 1, 2, 3, 4, 5, 120000, tzinfo=UTC)
-    assert format_time(stamp) == "2025-01-02T03:04:05.12Z"
-    assert parse_time(format_time(stamp)) == stamp
-    assert format_time(None) == ""

@@ -1,4 +1,4 @@
-"""collect() over every real object, and mapping workloads to apps and images to services."""
+"""collect() over every real object, mapping workloads to apps, and the images the store maps to services."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 from django.core.serializers.json import DjangoJSONEncoder
+from django.utils import timezone
 
 from gitops.collectors import KINDS, collect, group_by_kind
-from gitops.collectors.mapping import map_images_to_services, map_workloads_to_apps
+from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import workload_row
+from gitops.models import RunningVersion
 from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
-from portal.catalog.images import normalise_name
+from gitops.store import Snapshot, store_snapshot
+from portal.catalog.models import Cluster, Environment, Service
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL
 from tests.fixtures.real_objects import load_objects
 
@@ -218,7 +221,7 @@ def test_real_argo_app_maps_its_deployment() -> None:
     assert result.workloads[0].app_key == (ARGO, "Application", "test-namespace", "dev-app-taxi")
 
 
-# --- image → service ----------------------------------------------------------------------
+# --- image → service (written by the store as RunningVersion rows) --------------------------
 
 
 def _running(*images: str, init: tuple[str, ...] = ()) -> WorkloadRow:
@@ -233,15 +236,27 @@ def _running(*images: str, init: tuple[str, ...] = ()) -> WorkloadRow:
     return row
 
 
-SERVICES = {
-    normalise_name("ghcr.io/acme/checkout"): "checkout",
-    normalise_name("ghcr.io/acme/payments"): "payments",
-    normalise_name("mirror.acme.io/payments"): "payments",
-    normalise_name("nginx"): "edge",
-}
+@pytest.fixture
+def shop(db: Any) -> Cluster:
+    """A cluster and the catalog the image tests map against (payments has a mirror alias)."""
+    Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout")
+    Service.objects.create(name="payments", image_repository="ghcr.io/acme/payments",
+                           image_aliases=["mirror.acme.io/payments"])
+    Service.objects.create(name="edge", image_repository="nginx")
+    return Cluster.objects.create(name="shop-1", environment=Environment.objects.create(name="prod"))
 
 
-def test_images_map_to_services_with_tag_or_digest() -> None:
+def _stored_versions(cluster: Cluster, *workloads: WorkloadRow) -> dict[str, list[tuple[str, str, str]]]:
+    """Store one poll of `workloads`; workload name -> (container, service, version) it runs, by container."""
+    kinds = {w.kind for w in workloads}
+    store_snapshot(cluster, Snapshot(workloads=list(workloads), listed_kinds=kinds), timezone.now())
+    found: dict[str, list[tuple[str, str, str]]] = {w.name: [] for w in workloads}
+    for row in RunningVersion.objects.filter(cluster=cluster).select_related("workload", "service"):
+        found[row.workload.name].append((row.container, row.service.name, row.version))
+    return {name: sorted(rows) for name, rows in found.items()}
+
+
+def test_images_map_to_services_with_tag_or_digest(shop: Cluster) -> None:
     digest = "sha256:" + "a" * 64
     workload = _running(
         "ghcr.io/acme/checkout:1.4.2",
@@ -250,28 +265,28 @@ def test_images_map_to_services_with_tag_or_digest() -> None:
         "quay.io/other/thing:2",
         init=("ghcr.io/acme/checkout:1.4.2", "ghcr.io/acme/checkout:migrate-7"),
     )
-    result = map_images_to_services([workload], SERVICES)
-    assert result == {
-        ("Deployment", "shop", "web"): [
-            ("checkout", "1.4.2"),
-            ("payments", digest),
-            ("edge", "1.25"),
-            ("checkout", "migrate-7"),
+    assert _stored_versions(shop, workload) == {
+        "web": [
+            ("c0", "checkout", "1.4.2"),
+            ("c1", "payments", digest),
+            ("c2", "edge", "1.25"),
+            ("i0", "checkout", "1.4.2"),
+            ("i1", "checkout", "migrate-7"),
         ]
     }
 
 
-def test_tag_wins_over_digest_and_unmatched_workloads_get_an_empty_list() -> None:
+def test_tag_wins_over_digest_and_unmatched_workloads_run_nothing(shop: Cluster) -> None:
     digest = "sha256:" + "b" * 64
     pinned = _running(f"ghcr.io/acme/checkout:2.0.0@{digest}")
     other = WorkloadRow(
         kind="CronJob", namespace="shop", name="report", containers=[ContainerImage("c", "bad image", "", "", "", "")]
     )
-    result = map_images_to_services([pinned, other], SERVICES)
-    assert result[pinned.key] == [("checkout", "2.0.0")]
-    assert result[other.key] == []
+    stored = _stored_versions(shop, pinned, other)
+    assert stored["web"] == [("c0", "checkout", "2.0.0")]
+    assert stored["report"] == []
 
 
-def test_docker_hub_spellings_match_one_service() -> None:
+def test_docker_hub_spellings_match_one_service(shop: Cluster) -> None:
     workload = _running("nginx:1.25", "index.docker.io/library/nginx:1.26")
-    assert map_images_to_services([workload], SERVICES)[workload.key] == [("edge", "1.25"), ("edge", "1.26")]
+    assert _stored_versions(shop, workload)["web"] == [("c0", "edge", "1.25"), ("c1", "edge", "1.26")]

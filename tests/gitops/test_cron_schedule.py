@@ -7,16 +7,16 @@ from croniter import CroniterBadDateError, croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitops import cronspec
-from gitops.cronspec import NS, CronSyntaxError
+from gitops.syncwindows import cron
+from gitops.syncwindows.cron import NS, CronSyntaxError
 
 
 def wall_ns(*args):
-    return cronspec.wall_to_ns(datetime(*args))
+    return cron.wall_to_ns(datetime(*args))
 
 
 def occurrences(spec, start, count):
-    schedule = cronspec.parse(spec)
+    schedule = cron.parse(spec)
     found, t = [], start
     for _ in range(count):
         t = schedule.next_wall(t, t.year + 10)
@@ -44,7 +44,7 @@ def occurrences(spec, start, count):
     "CRON_TZ=Europe/Amsterdam 0 0 * * *",
 ])
 def test_accepts_what_robfig_accepts(spec):
-    cronspec.parse(spec)
+    cron.parse(spec)
 
 
 @pytest.mark.parametrize("spec, reason", [
@@ -79,27 +79,27 @@ def test_accepts_what_robfig_accepts(spec):
 ])
 def test_rejects_what_robfig_rejects(spec, reason):
     with pytest.raises(CronSyntaxError, match=reason):
-        cronspec.parse(spec)
+        cron.parse(spec)
 
 
 def test_star_with_a_range_reads_as_star():
     # robfig ignores anything after `*-`: `*-5` is every minute, not 0-5.
-    assert cronspec.parse("*-5 * * * *").minutes == tuple(range(60))
+    assert cron.parse("*-5 * * * *").minutes == tuple(range(60))
 
 
 def test_single_value_with_step_runs_to_the_maximum():
-    assert cronspec.parse("50/3 * * * *").minutes == (50, 53, 56, 59)
-    assert cronspec.parse("* * * * 1/2").weekdays == (1, 3, 5)
+    assert cron.parse("50/3 * * * *").minutes == (50, 53, 56, 59)
+    assert cron.parse("* * * * 1/2").weekdays == (1, 3, 5)
 
 
 def test_names_are_case_insensitive():
-    schedule = cronspec.parse("0 0 * Jan-MAR sun,Sat")
+    schedule = cron.parse("0 0 * Jan-MAR sun,Sat")
     assert schedule.months == (1, 2, 3)
     assert schedule.weekdays == (0, 6)
 
 
 def test_a_lone_comma_field_never_fires():
-    schedule = cronspec.parse("0 , * * *")
+    schedule = cron.parse("0 , * * *")
     assert schedule.hours == ()
     assert not schedule.fires_ever
 
@@ -133,11 +133,11 @@ def test_day_of_month_and_day_of_week(spec, first_days):
     ("* * * * *", True),
 ])
 def test_fires_ever(spec, fires):
-    assert cronspec.parse(spec).fires_ever is fires
+    assert cron.parse(spec).fires_ever is fires
 
 
 def test_go_next_is_strictly_after_and_on_whole_minutes():
-    schedule = cronspec.parse("0 10 * * *")
+    schedule = cron.parse("0 10 * * *")
     exactly = wall_ns(2024, 6, 5, 10, 0)
     assert schedule.go_next(exactly) == wall_ns(2024, 6, 6, 10, 0)
     assert schedule.go_next(exactly - 1) == exactly
@@ -146,17 +146,17 @@ def test_go_next_is_strictly_after_and_on_whole_minutes():
 
 def test_go_next_gives_up_after_five_years_like_robfig():
     # Leap days: 2096 then 2104 (2100 is not a leap year); 2104 is past 2096 + 5.
-    schedule = cronspec.parse("0 0 29 2 *")
+    schedule = cron.parse("0 0 29 2 *")
     assert schedule.go_next(wall_ns(2096, 3, 1)) is None
     assert schedule.go_next(wall_ns(2025, 3, 1)) == wall_ns(2028, 2, 29)
 
 
 def test_go_next_never_firing_is_zero_time():
-    assert cronspec.parse("0 0 30 2 *").go_next(wall_ns(2024, 1, 1)) is None
+    assert cron.parse("0 0 30 2 *").go_next(wall_ns(2024, 1, 1)) is None
 
 
 def test_zone_prefix_searches_in_that_zone():
-    schedule = cronspec.parse("CRON_TZ=Europe/Berlin 0 10 * * *")
+    schedule = cron.parse("CRON_TZ=Europe/Berlin 0 10 * * *")
     at = int(datetime(2024, 6, 5, 0, 0, tzinfo=UTC).timestamp()) * NS
     # 10:00 CEST is 08:00 UTC.
     assert schedule.go_next(at) == int(datetime(2024, 6, 5, 8, 0, tzinfo=UTC).timestamp()) * NS
@@ -166,7 +166,7 @@ def test_zone_prefix_searches_in_that_zone():
 
 def test_zone_prefix_over_spring_forward_keeps_robfig_behaviour():
     # 02:30 does not exist in New York on 2024-03-10; robfig moves to the next day.
-    schedule = cronspec.parse("TZ=America/New_York 30 2 * * *")
+    schedule = cron.parse("TZ=America/New_York 30 2 * * *")
     before = int(datetime(2024, 3, 10, 6, 0, tzinfo=UTC).timestamp()) * NS
     found = schedule.go_next(before)
     assert found is not None
@@ -174,19 +174,19 @@ def test_zone_prefix_over_spring_forward_keeps_robfig_behaviour():
 
 
 def test_local_and_utc_prefixes_change_nothing():
-    assert cronspec.parse("TZ=Local 0 10 * * *").zone is None
-    assert cronspec.parse("CRON_TZ=UTC 0 10 * * *").zone is None
+    assert cron.parse("TZ=Local 0 10 * * *").zone is None
+    assert cron.parse("CRON_TZ=UTC 0 10 * * *").zone is None
 
 
 def test_prev_and_gap_searches():
-    schedule = cronspec.parse("* 10 * * *")
+    schedule = cron.parse("* 10 * * *")
     assert schedule.prev_wall(datetime(2024, 6, 5, 12, 0), 2000) == datetime(2024, 6, 5, 10, 59)
     assert schedule.prev_wall(datetime(2024, 6, 5, 10, 30), 2000) == datetime(2024, 6, 5, 10, 29)
     assert schedule.prev_wall(datetime(2024, 6, 5, 10, 30, 1), 2000) == datetime(2024, 6, 5, 10, 30)
-    assert cronspec.next_gap_wall(schedule, datetime(2024, 6, 5, 10, 0), datetime(2025, 1, 1)) == datetime(
+    assert cron.next_gap_wall(schedule, datetime(2024, 6, 5, 10, 0), datetime(2025, 1, 1)) == datetime(
         2024, 6, 5, 11, 0)
-    always = cronspec.parse("* * * * *")
-    assert cronspec.next_gap_wall(always, datetime(2024, 6, 5), datetime(2024, 7, 1)) is None
+    always = cron.parse("* * * * *")
+    assert cron.next_gap_wall(always, datetime(2024, 6, 5), datetime(2024, 7, 1)) is None
 
 
 # -- cross-checks ------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ starts = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1
 @settings(max_examples=150, deadline=None)
 @given(specs, starts)
 def test_next_and_prev_agree_with_a_minute_by_minute_scan(spec, start):
-    schedule = cronspec.parse(spec)
+    schedule = cron.parse(spec)
     found = schedule.next_wall(start, start.year + 5)
     if found is None:
         return
@@ -229,7 +229,7 @@ def test_occurrences_agree_with_croniter_where_both_define_them(spec, start):
     if fields[2] not in ("*", "?") and fields[4] not in ("*", "?"):
         return
     spec_for_croniter = spec.replace("?", "*")
-    schedule = cronspec.parse(spec)
+    schedule = cron.parse(spec)
     reference = croniter(spec_for_croniter, start - timedelta(microseconds=1))
     if not schedule.fires_ever:
         with pytest.raises(CroniterBadDateError):

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from gitops.kinds import BY_CAPABILITY, KINDS, KindSpec, find_kind, kinds_for
+from gitops.kinds import BY_CAPABILITY, KINDS, KindSpec, kinds_for
 from gitops.sources import REASONS, KubeSource, ManifestSource, SourceError
 from tests.kube_emulator import Fault, KubeEmulator, make_self_signed_cert
 
 
 def spec(api_version: str, kind: str) -> KindSpec:
-    found = find_kind(api_version, kind)
+    found = next((k for k in KINDS if k.matches(api_version, kind)), None)
     assert found is not None, f"{api_version} {kind} missing from gitops.kinds"
     return found
 
@@ -546,4 +546,4 @@ def test_kind_paths() -> None:
     assert APPLICATION.list_path("v1alpha1", "argocd") == (
         "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications")
     assert APPLICATION.resource == "applications.argoproj.io"
-    assert find_kind("kustomize.config.k8s.io/v1beta1", "Kustomization") is None
+    assert not any(k.matches("kustomize.config.k8s.io/v1beta1", "Kustomization") for k in KINDS)

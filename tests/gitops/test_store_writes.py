@@ -6,13 +6,20 @@ taken from the table's sequence first.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops.bulkwrite import bulk_insert_rows
-from gitops.models import GitOpsApp, StateChange
-from gitops.store import fingerprint
-from portal.catalog.models import Cluster, Environment
+from gitops.derive import derive, fingerprint
+from gitops.models import GitOpsApp, RunningVersion, StateChange, VersionChange
+from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
+from gitops.store import store_snapshot, write
+from gitops.stored import read_state
+from portal.catalog.models import Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
 
@@ -97,3 +104,68 @@ def test_changed_rows_are_written_without_a_transaction_around(db):
     assert [(stored[a.name].sync_status, stored[a.name].raw["n"], stored[a.name].problem_rank) for a in apps] == [
         ("OutOfSync", 0, 0), ("OutOfSync", 1, 1), ("OutOfSync", 2, 2)
     ]
+
+
+def _fleet_snapshot(count: int, tag: str) -> Snapshot:
+    """`count` Argo CD apps, each deploying one Deployment that runs checkout:`tag`."""
+    apps, workloads = [], []
+    for i in range(count):
+        name = f"checkout-{i}"
+        apps.append(AppRow(tool=ARGO, kind="Application", namespace="argocd", name=name, sync_status=SYNCED,
+                           health_status=HEALTHY, raw={"metadata": {"name": name, "resourceVersion": tag}}))
+        workloads.append(WorkloadRow(
+            kind="Deployment", namespace="shop", name=name, health_status="Current",
+            containers=[ContainerImage("app", f"ghcr.io/acme/checkout:{tag}", "ghcr.io", "acme/checkout", tag, "")],
+            app_key=(ARGO, "Application", "argocd", name),
+        ))
+    return Snapshot(apps=apps, workloads=workloads, listed_kinds={"Application", "AppProject", "Deployment"})
+
+
+def _queries_to_store(cluster: Cluster, snapshot: Snapshot, at) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        store_snapshot(cluster, snapshot, at)
+    return len(queries)
+
+
+def test_a_poll_costs_the_same_number_of_queries_for_3_apps_or_15(db):
+    Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout")
+    # One environment each, so that the matrix's lines of one never move with the other's;
+    # 15 wide rows still fit one of SQLite's bulk_create batches (999 parameters).
+    small, large = (
+        Cluster.objects.create(name=f"c-{n}", environment=Environment.objects.create(name=f"prod-{n}", order=n))
+        for n in (3, 15)
+    )
+    at = timezone.now()
+    # First sight (everything inserted), the same again (nothing written), then every
+    # app's version replaced (every row rewritten, a VersionChange each).
+    for step, tag in enumerate(["1.0.0", "1.0.0", "1.1.0"]):
+        when = at + timedelta(minutes=step)
+        assert _queries_to_store(small, _fleet_snapshot(3, tag), when) == _queries_to_store(
+            large, _fleet_snapshot(15, tag), when
+        )
+    assert VersionChange.objects.filter(cluster=large).count() == 15
+    assert RunningVersion.objects.filter(cluster=large, version="1.1.0").count() == 15
+
+
+def test_the_store_only_writes_what_derive_decided(db):
+    """A poll that finds everything as it was writes no row of the cluster's tables."""
+    env = Environment.objects.create(name="prod", order=3, production=True)
+    Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout")
+    cluster = Cluster.objects.create(name="c-1", environment=env)
+    at = timezone.now()
+    store_snapshot(cluster, _fleet_snapshot(4, "1.0.0"), at)
+    state = read_state(cluster, {"Application", "AppProject", "Deployment"})
+    changes = derive(state, _fleet_snapshot(4, "1.0.0"), at + timedelta(minutes=1))
+    assert (changes.apps.created, changes.apps.updated, changes.apps.gone, changes.apps.state_changes) == (
+        [], [], [], []
+    )
+    assert changes.workloads is not None
+    assert (changes.workloads.created, changes.workloads.updated, changes.workloads.running_added,
+            changes.workloads.running_stale) == ([], [], [], [])
+    with CaptureQueriesContext(connection) as queries:
+        write(changes)
+    tables = ("gitops_gitopsapp", "gitops_workload", "gitops_runningversion", "gitops_statechange",
+              "gitops_versionchange", "gitops_gitopsapp_services")
+    writes = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "COPY"))
+              and any(table in q["sql"] for table in tables)]
+    assert writes == []

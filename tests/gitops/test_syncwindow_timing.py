@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitops import syncwindows
-from gitops.syncwindows import evaluate, explain, format_explanation, is_manual_sync, next_edge, parse_go_duration
+from gitops.collectors import application_row
+from gitops.syncwindows import cron, evaluate, explain, format_explanation, next_edge, parse_go_duration
+from gitops.syncwindows.timeline import to_datetime, to_ns
 
 APP = {"name": "checkout", "namespace": "shop", "server": "https://kubernetes.default.svc",
        "cluster_name": "in-cluster"}
@@ -313,8 +314,10 @@ def test_explain_flags_bad_globs():
     ({"spec": {"syncPolicy": {"automated": {"enabled": True}}}}, False),
     ({}, True),
 ])
-def test_is_manual_sync(application, manual):
-    assert is_manual_sync(application) is manual
+def test_an_application_without_automated_sync_is_judged_as_a_manual_sync(application, manual):
+    # What the store hands to evaluate(manual=...): the collector's reading of the spec.
+    row = application_row({"metadata": {"name": "web", "namespace": "argocd"}, **application})
+    assert row.manual_sync is manual
 
 
 # -- properties -------------------------------------------------------------------------------
@@ -329,9 +332,7 @@ instants = st.datetimes(min_value=datetime(2023, 1, 1), max_value=datetime(2026,
 
 def brute_force_active(schedule_text, duration_text, zone_name, at):
     """The rule restated: some start s on the zone's wall clock with L - d < s < L."""
-    from gitops import cronspec
-
-    schedule = cronspec.parse(schedule_text)
+    schedule = cron.parse(schedule_text)
     duration = timedelta(microseconds=parse_go_duration(duration_text) // 1000)
     offset = at.astimezone(ZoneInfo(zone_name)).utcoffset() if zone_name else timedelta(0)
     wall = (at + offset).replace(tzinfo=None)
@@ -372,9 +373,9 @@ def test_blocked_until_is_the_first_moment_it_can_sync(specs, at, manual):
 
 def test_internal_ns_conversion_round_trips():
     at = utc(2024, 6, 5, 10, 0, 0, 123456)
-    assert syncwindows._datetime(syncwindows._ns(at)) == at
+    assert to_datetime(to_ns(at)) == at
     with pytest.raises(ValueError):
-        syncwindows._ns(datetime(2024, 6, 5))
+        to_ns(datetime(2024, 6, 5))
 
 
 def test_cron_tz_prefix_shifts_twice_like_argo_cd():

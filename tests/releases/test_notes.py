@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
@@ -109,12 +110,12 @@ def test_an_excerpt_keeps_the_first_lines_then_says_where_the_rest_is() -> None:
 
 
 @pytest.fixture
-def github_source(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+def github_source(settings: Any) -> Iterator[FakeServer]:
     """A GitHub (Enterprise) fake serving acme/checkout, the service's source repository."""
     model = GitModel("acme", "checkout", {"README.md": "checkout service\n"})
     with server_for("github", model) as server:
         for name, value in environ_for("github", server).items():
-            monkeypatch.setenv(name, value)
+            setattr(settings, name, value)
         yield server
 
 
@@ -139,9 +140,9 @@ def notes_app_image(open_registry: Registry) -> str:
 
 
 @pytest.fixture
-def plain_registry(monkeypatch: pytest.MonkeyPatch, open_registry: Registry) -> None:
-    monkeypatch.setenv("PORTAL_REGISTRY_PLAIN_HTTP", open_registry.host)
-    monkeypatch.delenv("PORTAL_REGISTRY_AUTH", raising=False)
+def plain_registry(settings: Any, open_registry: Registry) -> None:
+    settings.PORTAL_REGISTRY_PLAIN_HTTP = [open_registry.host]
+    settings.PORTAL_REGISTRY_AUTH = ""
 
 
 @pytest.fixture
@@ -221,7 +222,7 @@ FAILURES = {
 
 @pytest.mark.parametrize("failure", list(FAILURES))
 def test_a_forge_failure_keeps_tags_and_notes_and_is_recorded(
-    failure: str, checkout: Service, github_source: FakeServer, monkeypatch: pytest.MonkeyPatch,
+    failure: str, checkout: Service, github_source: FakeServer, settings: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     poll_service(checkout, now=T0)
@@ -229,19 +230,19 @@ def test_a_forge_failure_keeps_tags_and_notes_and_is_recorded(
     read_at = RegistryPoll.objects.get(service=checkout).notes_read_at
     if failure == "unreachable":
         port = free_port()
-        monkeypatch.setenv("PORTAL_GITOPS_GITHUB_API", f"http://127.0.0.1:{port}/api/v3")
+        settings.PORTAL_GITOPS_GITHUB_API = f"http://127.0.0.1:{port}/api/v3"
         checkout.source_repository = f"http://127.0.0.1:{port}/acme/checkout"
     elif failure == "repository gone":
         checkout.source_repository = f"{github_source.url}/acme/gone"
     elif failure == "token refused":
-        monkeypatch.setenv("PORTAL_GITOPS_TOKEN", "tok-refused-9a8b7c6d")
+        settings.PORTAL_GITOPS_TOKEN = "tok-refused-9a8b7c6d"
     elif failure == "rate limited":
         reset = str(int(timezone.now().timestamp()) + 3600)
         github_source.faults.append(Fault("GET", r"/releases$", 403,
                                           {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
                                           {"message": "API rate limit exceeded for user ID 1."}))
     else:
-        monkeypatch.delenv("PORTAL_GITOPS_TOKEN")
+        settings.PORTAL_GITOPS_TOKEN = ""
     checkout.save()
     later = T0 + timedelta(days=1, hours=1)  # a day on: the daily read is due
 

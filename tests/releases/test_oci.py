@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -236,9 +237,9 @@ def test_bearer_flow_anonymous_token_without_access_is_denied(token_registry: To
 
 
 @pytest.fixture
-def plain_http(monkeypatch: pytest.MonkeyPatch, open_registry: Registry, basic_registry: Registry) -> None:
-    monkeypatch.setenv("PORTAL_REGISTRY_PLAIN_HTTP", f"{open_registry.host},{basic_registry.host}")
-    monkeypatch.delenv("PORTAL_REGISTRY_AUTH", raising=False)
+def plain_http(settings: Any, open_registry: Registry, basic_registry: Registry) -> None:
+    settings.PORTAL_REGISTRY_PLAIN_HTTP = [open_registry.host, basic_registry.host]
+    settings.PORTAL_REGISTRY_AUTH = ""
 
 
 @pytest.fixture
@@ -290,9 +291,9 @@ def test_a_failed_poll_keeps_releases_and_records_the_error(checkout: Service, o
 
 
 def test_poll_with_bad_credentials_records_an_error_without_the_secret(
-    db, basic_registry: Registry, plain_http: None, monkeypatch: pytest.MonkeyPatch
+    db, basic_registry: Registry, plain_http: None, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
-    monkeypatch.setenv("PORTAL_REGISTRY_AUTH", f"{basic_registry.host}=REG_USER:REG_PASS")
+    settings.PORTAL_REGISTRY_AUTH = f"{basic_registry.host}=REG_USER:REG_PASS"
     monkeypatch.setenv("REG_USER", USER)
     monkeypatch.setenv("REG_PASS", WRONG_PASSWORD)
     service = Service.objects.create(name="private", image_repository=basic_registry.image(CHECKOUT))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from gitops.timeparse import format_time, parse_time
+from portal.timestamps import parse_time, rfc3339
 
 
 def dig(obj: Any, *keys: str) -> Any:
@@ -41,7 +41,7 @@ def as_str(value: Any) -> str:
         # YAML reads `true` into a bool; give back the word Kubernetes would have written.
         return "true" if value else "false"
     if isinstance(value, datetime | date):
-        return format_time(parse_time(value))
+        return rfc3339(parse_time(value))
     return str(value)
 
 
@@ -95,7 +95,7 @@ def conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "status": as_str(cond.get("status")),
                 "reason": as_str(cond.get("reason")),
                 "message": as_str(cond.get("message")),
-                "last_transition_time": format_time(parse_time(cond.get("lastTransitionTime"))),
+                "last_transition_time": rfc3339(parse_time(cond.get("lastTransitionTime"))),
             }
         )
     return out
@@ -116,7 +116,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(item) for item in value]
     if isinstance(value, datetime | date):
-        return format_time(parse_time(value))
+        return rfc3339(parse_time(value))
     return value
 
 

@@ -1,0 +1,250 @@
+"""An app's stored values from its row: services it runs, sync-window verdict, problem rank,
+fingerprint, and the state changes since the previous poll. Pure: rows and the stored
+state in, unsaved model instances and row dicts out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+
+from gitops.fields import json_safe
+from gitops.models import AppProject, GitOpsApp, problem_rank
+from gitops.rows import AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
+from gitops.stored import ClusterState
+from gitops.windowstate import window_state
+from portal.catalog.images import parse_image
+
+# Every GitOpsApp column a poll writes for an app it has seen before.
+APP_FIELDS = [
+    "uid", "project", "repo_url", "path", "chart", "target_revision", "sources", "destination_server",
+    "destination_name", "destination_namespace", "sync_status", "sync_since", "synced_revision",
+    "synced_revisions", "previous_synced_revision", "revision_changed_at", "source_revision", "health_status",
+    "health_since", "health_message", "ready_reason", "suspended", "automated", "manual_sync", "operation_phase",
+    "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
+    "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
+    "problem_rank", "running", "raw", "fingerprint", "updated_at",
+]
+
+
+@dataclass
+class AppChanges:
+    """What a poll changes in a cluster's apps and the rows that hang off them.
+
+    Rows that point at an app carry the GitOpsApp itself under "app": a new app has its
+    id only once the store has inserted it.
+    """
+
+    projects: list[AppProject] | None = None  # the cluster's AppProjects now; None: leave them
+    created: list[GitOpsApp] = field(default_factory=list)
+    updated: list[GitOpsApp] = field(default_factory=list)  # seen again and changed
+    kept: list[GitOpsApp] = field(default_factory=list)  # seen again, changed or not
+    gone: list[GitOpsApp] = field(default_factory=list)
+    state_changes: list[dict[str, Any]] = field(default_factory=list)
+    relinked: list[GitOpsApp] = field(default_factory=list)  # apps whose service links are rewritten
+    links: list[tuple[GitOpsApp, int]] = field(default_factory=list)  # (app, service id)
+    seen: int = 0
+
+    def now(self) -> dict[str, GitOpsApp]:
+        """The cluster's apps after the poll, by app key."""
+        return {app_key(a.tool, a.kind, a.namespace, a.name): a for a in self.created + self.kept}
+
+
+def fingerprint(values: dict[str, Any]) -> str:
+    """A digest of everything a poll writes for an app, to tell an unchanged app cheaply.
+
+    The raw object stands in by its resourceVersion, which the API server changes on
+    every write to it (what informers compare too); only an object without one (a
+    manifest file) is digested whole. Everything derived from it is digested as well,
+    so a portal upgrade that reads objects differently rewrites the rows once. Keys are
+    not sorted: the server writes fields in the same order every time, and a digest that
+    differs by order alone costs one needless write, nothing more.
+    """
+    raw = values.get("raw") or {}
+    version = (raw.get("metadata") or {}).get("resourceVersion") if isinstance(raw, dict) else None
+    digested = {k: v for k, v in values.items() if k != "updated_at" and (k != "raw" or not version)}
+    digested["resourceVersion"] = version or ""
+    text = json.dumps(digested, cls=DjangoJSONEncoder, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def plain(obj: Any) -> dict[str, Any]:
+    """A flat dataclass as a dict; dataclasses.asdict deep-copies, which a poll pays per row."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppChanges:
+    """Apps to create, rewrite and remove, with their state changes and service links."""
+    out = AppChanges()
+    listed = state.listed_kinds
+    projects = state.projects
+    if projects is None:  # this poll listed the AppProjects: they replace the stored ones
+        out.projects = [
+            AppProject(cluster=state.cluster, namespace=p.namespace, name=p.name,
+                       sync_windows=json_safe(p.sync_windows), destinations=json_safe(p.destinations),
+                       source_repos=p.source_repos, raw=json_safe(p.raw))
+            for p in snapshot.projects
+        ]
+        projects = {p.name: p for p in snapshot.projects}
+    workloads_by_app: dict[tuple, list[WorkloadRow]] = defaultdict(list)
+    for workload in snapshot.workloads:
+        if workload.app_key:
+            workloads_by_app[workload.app_key].append(workload)
+    names = set(state.service_ids)
+    seen: set[str] = set()
+    for row in snapshot.apps:
+        key = app_key(*row.key)
+        if row.kind not in listed or key in seen:
+            continue
+        seen.add(key)
+        running = _services_for_app(row, workloads_by_app.get(row.key, []), state.service_index, names)
+        values = _app_values(row, running, projects, at)
+        app = state.apps.get(key)
+        if app is None:
+            app = _new_app(state, row, values, at)
+            out.created.append(app)
+            out.state_changes.append(_state_change(state, app, key, "presence", "", "present", at))
+            relink = True
+        else:
+            relink = set(app.running) != set(running)  # compared before the new values are set
+            _follow(out, state, app, row, values, at)
+        if relink:
+            out.relinked.append(app)
+            out.links.extend((app, state.service_ids[s]) for s in running if s in state.service_ids)
+    out.gone = [a for k, a in state.apps.items() if k not in seen and a.kind in listed]
+    for app in out.gone:
+        key = app_key(app.tool, app.kind, app.namespace, app.name)
+        out.state_changes.append(_state_change(state, None, key, "presence", "present", "gone", at))
+    out.seen = len(seen)
+    return out
+
+
+def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, values: dict[str, Any],
+            at: datetime) -> None:
+    """An app seen again: its state changes, its "since when" stamps, and its new values if any changed."""
+    key = app_key(*row.key)
+    for name, old, new in (
+        ("sync", app.sync_status, row.sync_status),
+        ("health", app.health_status, row.health_status),
+        ("suspended", str(app.suspended), str(row.suspended)),
+        ("revision", app.synced_revision, row.synced_revision),
+    ):
+        if old != new:
+            out.state_changes.append(_state_change(state, app, key, name, old, new, at))
+    if app.sync_status != row.sync_status:
+        app.sync_since = at
+    if app.health_status != row.health_status:
+        app.health_since = _health_since(row, at)
+    if row.synced_revision and app.synced_revision != row.synced_revision:
+        values["previous_synced_revision"] = app.synced_revision
+        values["revision_changed_at"] = at
+    out.kept.append(app)
+    # Most apps are as they were: writing them again is most of a poll's database time.
+    if app.fingerprint == values["fingerprint"]:
+        return
+    for name, value in values.items():
+        setattr(app, name, value)
+    out.updated.append(app)
+
+
+def _state_change(state: ClusterState, app: GitOpsApp | None, key: str, field_name: str, old: str, new: str,
+                  at: datetime) -> dict[str, Any]:
+    """A StateChange row: the "since when" of the pages and the episode unit of notifications."""
+    return {"cluster_id": state.cluster.id, "app": app, "object_key": key, "field": field_name,
+            "old": old[:300], "new": new[:300], "at": at}
+
+
+def _new_app(state: ClusterState, row: AppRow, values: dict[str, Any], at: datetime) -> GitOpsApp:
+    app = GitOpsApp(cluster=state.cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
+                    first_seen=at, **values)
+    app.sync_since = at
+    app.health_since = _health_since(row, at)
+    app.revision_changed_at = at if row.synced_revision else None
+    return app
+
+
+def _health_since(row: AppRow, at: datetime) -> datetime:
+    """When the current health began, as the tool says (Argo CD ≥ 2.14, Flux Ready), else now."""
+    stamp = row.health_since
+    return stamp if stamp is not None and stamp <= at else at
+
+
+def _services_for_app(
+    row: AppRow, workloads: list[WorkloadRow], index: dict[str, str], names: set[str]
+) -> dict[str, list[str]]:
+    """{service: [versions]} an app runs; with nothing running, the images it lists or its name."""
+    running: dict[str, list[str]] = defaultdict(list)
+    for workload in workloads:
+        for container in workload.containers:
+            service = index.get(f"{container.registry}/{container.repository}")
+            if service and container.version and container.version not in running[service]:
+                running[service].append(container.version)
+    if running:
+        return dict(running)
+    for image in row.images:
+        parsed = parse_image(image)
+        if parsed and parsed.name in index:
+            running.setdefault(index[parsed.name], [])
+    if not running:
+        # A Missing app runs nothing: fall back to a service named in the app's name
+        # ("payments", "payments-prod", "prod-payments").
+        for token in re.split(r"[-_.]", row.name):
+            if token in names:
+                running.setdefault(token, [])
+        if row.name in names:
+            running.setdefault(row.name, [])
+    return dict(running)
+
+
+def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, ProjectRow],
+                at: datetime) -> dict[str, Any]:
+    """Every column a poll writes for the app, its sync-window verdict and fingerprint included."""
+    primary = row.sources[0] if row.sources else None
+    values = {
+        "uid": row.uid,
+        "project": row.project,
+        "repo_url": (primary.repo_url if primary else "")[:500],
+        "path": (primary.path if primary else "")[:500],
+        "chart": (primary.chart if primary else "")[:253],
+        "target_revision": (primary.target_revision if primary else "")[:253],
+        "sources": [plain(s) for s in row.sources],
+        "destination_server": row.destination_server[:500],
+        "destination_name": row.destination_name[:253],
+        "destination_namespace": row.destination_namespace[:253],
+        "sync_status": row.sync_status,
+        "synced_revision": row.synced_revision[:300],
+        "synced_revisions": row.synced_revisions,
+        "source_revision": row.source_revision[:300],
+        "health_status": row.health_status,
+        "health_message": row.health_message[:4000],
+        "ready_reason": row.ready_reason[:100],
+        "suspended": row.suspended,
+        "automated": row.automated,
+        "manual_sync": row.manual_sync,
+        "operation_phase": row.operation_phase[:32],
+        "operation_message": row.operation_message[:4000],
+        "operation_started_at": row.operation_started_at,
+        "operation_finished_at": row.operation_finished_at,
+        "reconciled_at": row.reconciled_at,
+        "history": row.history[-10:],
+        "images": row.images,
+        "conditions": row.conditions,
+        "interval": row.interval[:32],
+        "warnings": row.warnings,
+        "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),
+        "running": running,
+        "raw": row.raw,
+        "updated_at": at,
+    }
+    window = window_state(row, projects, at)
+    if window is not None:
+        values.update(window)
+    values["fingerprint"] = fingerprint(values)
+    return values

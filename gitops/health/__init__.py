@@ -1,0 +1,50 @@
+"""Health of cluster objects: kstatus for any object, Argo CD's words for Flux objects.
+
+Two vocabularies live here, on purpose kept apart:
+
+- kstatus (kubernetes-sigs/cli-utils ``pkg/kstatus``, what Flux uses to wait for objects):
+  ``Current``, ``InProgress``, ``Failed``, ``Terminating``, ``Unknown`` (and ``NotFound``).
+  `kstatus()` reproduces its ``Compute`` (`kstatus_compute`) for workloads and any other
+  object, with the rules of the built-in kinds in `kinds`.
+- Argo CD's health words (``gitops.rows``): Healthy, Progressing, Degraded, Suspended,
+  Missing, Unknown. `flux_health()` (`flux`) judges Flux objects in them,
+  `argo_health_worst()` aggregates like Argo CD, `workload_health_to_argo()` translates a
+  kstatus status (`argo`).
+
+Everything is a pure function over the plain dicts the Kubernetes API returns (or that a
+YAML loader produced from a dump: timestamps may then be datetimes, not strings). The
+names below are the package's public face; the modules behind it may move.
+"""
+
+from __future__ import annotations
+
+from gitops.health.argo import argo_health_worst, workload_health_to_argo
+from gitops.health.flux import FluxHealth, flux_health
+from gitops.health.kinds import (
+    CURRENT,
+    FAILED,
+    IN_PROGRESS,
+    NOT_FOUND,
+    POD_SCHEDULE_WINDOW,
+    TERMINATING,
+    UNKNOWN,
+    KStatus,
+)
+from gitops.health.kstatus_compute import compute, kstatus
+
+__all__ = [
+    "CURRENT",
+    "FAILED",
+    "IN_PROGRESS",
+    "NOT_FOUND",
+    "POD_SCHEDULE_WINDOW",
+    "TERMINATING",
+    "UNKNOWN",
+    "FluxHealth",
+    "KStatus",
+    "argo_health_worst",
+    "compute",
+    "flux_health",
+    "kstatus",
+    "workload_health_to_argo",
+]

@@ -1,0 +1,69 @@
+"""Time stamps in and out: the one RFC 3339 reader and the two ways the portal writes a time.
+
+Everything the portal reads a time from (Kubernetes and Argo CD/Flux objects, forge APIs,
+OCI image configs, YAML dumps) goes through `parse_time`; everything leaves as aware UTC.
+It lives in the kernel because gitops, forges and releases all read times and may not
+import each other.
+
+`datetime.fromisoformat` (Python 3.11) does the parsing; it already reads `Z`, a numeric
+offset, a space instead of `T` and up to nine fractional digits (Go writes nanoseconds:
+`2025-11-18T11:09:21.123456789Z`; the digits past the sixth are dropped). What the
+writers produce that it does not read, or reads differently, is handled here:
+
+- a lowercase `z` (RFC 3339 allows it; some Go and Ruby encoders write it) is read as `Z`;
+- no offset at all (PyYAML hands an unquoted `...Z` timestamp over as a naive datetime,
+  and hand-written dumps leave the zone out) is taken as UTC: Kubernetes only ever
+  writes UTC;
+- a PyYAML `datetime` or bare `date` is accepted as it is.
+
+Written out, a time is either machine text (`rfc3339`, the way Kubernetes writes it,
+for JSON columns and API fields) or a short stamp for people in messages (`utc_stamp`,
+`2025-11-18 11:09 UTC`: notifications, PR bodies, audit lines; pages show the viewer's
+zone instead).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+
+def parse_time(value: object) -> datetime | None:
+    """An aware UTC datetime for an RFC 3339 string, a datetime or a date; None when absent or invalid."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return _as_utc(value)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.endswith("z"):
+        text = text[:-1] + "Z"
+    try:
+        return _as_utc(datetime.fromisoformat(text))
+    except ValueError:
+        return None
+
+
+def rfc3339(value: datetime | None) -> str:
+    """RFC 3339 in UTC with a `Z`, the way Kubernetes writes it (fractions only when present); "" for None."""
+    if value is None:
+        return ""
+    utc = _as_utc(value)
+    stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        stamp += f".{utc.microsecond:06d}".rstrip("0")
+    return stamp + "Z"
+
+
+def utc_stamp(value: datetime) -> str:
+    """`2025-11-18 11:09 UTC`: a time for a message read by people in any zone (minutes, UTC)."""
+    return f"{_as_utc(value):%Y-%m-%d %H:%M} UTC"
+
+
+def _as_utc(value: datetime) -> datetime:
+    # A naive datetime from a cluster object or a forge is UTC (see the module docstring).
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

@@ -1,0 +1,75 @@
+"""The one RFC 3339 reader and the two writers (portal.timestamps), on strings as the writers write them."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from portal.timestamps import parse_time, rfc3339, utc_stamp
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2025-11-18T11:09:21Z", datetime(2025, 11, 18, 11, 9, 21, tzinfo=UTC)),
+        ("2025-11-06T23:35:15.038685123+02:00", datetime(2025, 11, 6, 21, 35, 15, 38685, tzinfo=UTC)),
+        ("2025-11-18T11:09:21.5Z", datetime(2025, 11, 18, 11, 9, 21, 500000, tzinfo=UTC)),
+        (datetime(2018, 7, 18, 4, 40, 44), datetime(2018, 7, 18, 4, 40, 44, tzinfo=UTC)),
+        (
+            datetime(2018, 7, 18, 6, 40, 44, tzinfo=timezone(timedelta(hours=2))),
+            datetime(2018, 7, 18, 4, 40, 44, tzinfo=UTC),
+        ),
+        (date(2018, 7, 18), datetime(2018, 7, 18, tzinfo=UTC)),
+        ("", None),
+        (None, None),
+        ("yesterday", None),
+        (1700000000, None),
+    ],
+)
+def test_parse_time(value: object, expected: datetime | None) -> None:
+    parsed = parse_time(value)
+    assert parsed == expected
+    if parsed is not None:
+        assert parsed.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # GitHub REST: whole seconds, Z.
+        ("2011-01-26T19:01:12Z", datetime(2011, 1, 26, 19, 1, 12, tzinfo=UTC)),
+        # GitLab REST: milliseconds, Z.
+        ("2024-05-02T13:49:35.853Z", datetime(2024, 5, 2, 13, 49, 35, 853000, tzinfo=UTC)),
+        # Gitea REST: the server's own offset.
+        ("2024-05-02T15:49:35+02:00", datetime(2024, 5, 2, 13, 49, 35, tzinfo=UTC)),
+        # An OCI image config written by BuildKit: Go's nanoseconds (digits past the sixth dropped).
+        ("2024-04-23T10:26:53.398277437Z", datetime(2024, 4, 23, 10, 26, 53, 398277, tzinfo=UTC)),
+        # Kubernetes MicroTime (events, leases).
+        ("2025-11-06T23:35:15.038685Z", datetime(2025, 11, 6, 23, 35, 15, 38685, tzinfo=UTC)),
+        # RFC 3339 allows a lowercase z; fromisoformat alone rejects it.
+        ("2025-11-18T11:09:21z", datetime(2025, 11, 18, 11, 9, 21, tzinfo=UTC)),
+        # No offset (a hand-written dump): UTC, as Kubernetes writes nothing else.
+        ("2025-11-18T11:09:21", datetime(2025, 11, 18, 11, 9, 21, tzinfo=UTC)),
+        # Surrounding blanks from a YAML block scalar.
+        (" 2025-11-18T11:09:21Z\n", datetime(2025, 11, 18, 11, 9, 21, tzinfo=UTC)),
+    ],
+)
+def test_parse_time_reads_what_forges_registries_and_kubernetes_write(text: str, expected: datetime) -> None:
+    parsed = parse_time(text)
+    assert parsed == expected
+    assert parsed is not None and parsed.tzinfo is UTC
+
+
+def test_format_time_round_trips() -> None:
+    stamp = datetime(2025, 1, 2, 3, 4, 5, 120000, tzinfo=UTC)
+    assert rfc3339(stamp) == "2025-01-02T03:04:05.12Z"
+    assert parse_time(rfc3339(stamp)) == stamp
+    assert rfc3339(None) == ""
+    assert rfc3339(datetime(2025, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2)))) == "2025-01-02T03:04:05Z"
+
+
+def test_utc_stamp_is_minutes_in_utc_whatever_the_zone() -> None:
+    cet = timezone(timedelta(hours=1))
+    assert utc_stamp(datetime(2026, 11, 29, 20, 55, 59, tzinfo=cet)) == "2026-11-29 19:55 UTC"
+    assert utc_stamp(datetime(2026, 11, 29, 19, 55)) == "2026-11-29 19:55 UTC"

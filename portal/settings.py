@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI for /api/docs, served locally
     # kernel
     "portal.catalog",
     "portal.accounts",
@@ -116,7 +117,12 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded default lives in var/
     # Several processes (web + worker) share the file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # IMMEDIATE: a transaction takes the write lock when it begins, so two that read then
+    # write never deadlock on the upgrade (which SQLite answers with "locked" at once).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # Tests on a file too: an in-memory database shares one cache, whose table locks make a
+    # concurrent writer fail at once ("database table is locked") instead of waiting.
+    DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(VAR_DIR / f"test-{os.getpid()}.sqlite3"))
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -183,18 +189,43 @@ PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINU
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
 # Where people open the portal: the links in notifications and API items point here.
 PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
-# Self-hosted forges by host: "git.corp.example=gitlab,gitea.corp.example=gitea,ghe.corp.example=github".
+PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
+# Seconds a notification channel (webhook, Slack, Teams, Discord) has to answer.
+PORTAL_NOTIFY_TIMEOUT = float(os.environ.get("PORTAL_NOTIFY_TIMEOUT", "10"))
+# Pull request branches are named <prefix><service>-<version>-<environment> (portal.delivery.planner).
+PORTAL_BRANCH_PREFIX = os.environ.get("PORTAL_BRANCH_PREFIX", "portal/")
+
+# --- Forges (forges.hosts) and registries (portal.releases.oci) ----------------
+# One base URL per forge kind, for its client. Each also names the host whose repositories
+# it serves, and links (commit, compare, repository pages) follow the same hosts, so a
+# self-hosted forge is configured once: PORTAL_GITLAB_URL=https://git.corp.example is enough.
+PORTAL_GITOPS_GITHUB_API = (os.environ.get("PORTAL_GITOPS_GITHUB_API") or "https://api.github.com").rstrip("/")
+PORTAL_GITLAB_URL = (os.environ.get("PORTAL_GITLAB_URL") or "https://gitlab.com").rstrip("/")
+PORTAL_GITEA_URL = (os.environ.get("PORTAL_GITEA_URL") or "").rstrip("/")  # Gitea or Forgejo; none by default
+# Their tokens, named like the variables (forges.hosts reads the one a forge needs, by that name);
+# never rendered, logged or stored anywhere else.
+PORTAL_GITOPS_TOKEN = os.environ.get("PORTAL_GITOPS_TOKEN", "")
+PORTAL_GITOPS_GITLAB_TOKEN = os.environ.get("PORTAL_GITOPS_GITLAB_TOKEN", "")
+PORTAL_GITOPS_GITEA_TOKEN = os.environ.get("PORTAL_GITOPS_GITEA_TOKEN", "")
+# Forges the portal only links to, by host: "git.corp.example=gitlab,gitea.corp.example=gitea".
+# A forge with a URL above needs no entry here (it used to need both; an entry that repeats it
+# still works and changes nothing, so deployments that set both keep working).
 PORTAL_FORGE_HOSTS = dict(
     item.split("=", 1) for item in env_list("PORTAL_FORGE_HOSTS", []) if "=" in item
 )
-PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
+# Registry credentials by host, as the names of the variables that hold them:
+# "ghcr.io=GHCR_USER:GHCR_TOKEN". The named variables are read when a client is built.
+PORTAL_REGISTRY_AUTH = os.environ.get("PORTAL_REGISTRY_AUTH", "")
+# Registries reached over plain http (a local registry); every other host is https.
+PORTAL_REGISTRY_PLAIN_HTTP = [host.lower() for host in env_list("PORTAL_REGISTRY_PLAIN_HTTP", [])]
+PORTAL_REGISTRY_TIMEOUT = float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", "10"))  # seconds per request
 
 # Beat: one entry per periodic task; most only find what is due and fan out one small task each.
 CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
     "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
     "send-notifications": {"task": "notifications.send_due", "schedule": 60.0},
-    "track-pull-requests": {"task": "forges.track_pull_requests", "schedule": 1800.0},
+    "track-pull-requests": {"task": "delivery.track_pull_requests", "schedule": 1800.0},
     # Upstream releases change slowly and registries rate-limit: hourly by default.
     "poll-registries": {
         "task": "releases.poll_all_registries",
@@ -226,6 +257,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "GitOps portal API",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"docExpansion": "full", "defaultModelsExpandDepth": 2, "defaultModelExpandDepth": 2},
 }
 
 LOGGING = {

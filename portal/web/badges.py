@@ -1,14 +1,17 @@
 """The badges shown wherever an application appears: why it will not (or may not) deploy.
 
-Pure: takes an app row and its cluster as stored, and the time to judge at.
+Pure: takes an app row and its cluster as stored, and the time to judge at. Also the one
+place that decides a badge's CSS class for a sync, health or workload state, and its markup.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from html import escape
 
 from django.utils import timezone
+from django.utils.safestring import SafeString
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,37 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
         title = f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data."
         badges.append(Badge("stale", "stale", title))
     return badges
+
+
+# The CSS class of a badge for each state, decided here only: templates reach these through
+# the `sync_class`, `health_class`, `workload_class` and `jump_class` filters, and cells.py draws its
+# badges with `badge_html`, the one spelling of a badge's markup.
+SYNC_CLASSES = {"Synced": "ok", "OutOfSync": "warn"}
+HEALTH_CLASSES = {"Healthy": "ok", "Progressing": "warn", "Degraded": "bad", "Missing": "bad"}
+# A workload's kstatus; any state but these two (InProgress, Terminating, Unknown) is on its way.
+WORKLOAD_CLASSES = {"Current": "ok", "Failed": "bad"}
+# How far an upgrade jumps: a major version may break what depends on it.
+JUMP_CLASSES = {"major": "warn"}
+
+
+def sync_class(status: str | None) -> str:
+    return SYNC_CLASSES.get(status or "", "")
+
+
+def health_class(status: str | None) -> str:
+    return HEALTH_CLASSES.get(status or "", "")
+
+
+def workload_class(status: str | None) -> str:
+    return WORKLOAD_CLASSES.get(status or "", "warn")
+
+
+def jump_class(jump: str | None) -> str:
+    return JUMP_CLASSES.get(jump or "", "")
+
+
+def badge_html(kind: str, label: str, title: str = "") -> SafeString:
+    """`<span class="badge KIND" title="TITLE">LABEL</span>`, every part escaped."""
+    css = f"badge {escape(kind)}" if kind else "badge"
+    hover = f' title="{escape(title)}"' if title else ""
+    return SafeString(f'<span class="{css}"{hover}>{escape(label)}</span>')

@@ -3,7 +3,8 @@ of lines, and the template engine's per-node cost made these the slowest pages.
 
 One `Renderer` per request: it looks up the viewer's timezone and the clock once, not per
 line. Every value from a cluster or the catalog is escaped (`html.escape` with quotes,
-as Django's `escape` does, without its lazy-string wrapper per call).
+as Django's `escape` does, without its lazy-string wrapper per call). Badges come from
+`portal.web.badges.badge_html`, the markup the templates' `{% badge %}` tag writes too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from portal.web.badges import badge_html
 from portal.web.fleet import Cell, CellLine, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
 from portal.web.tiles import Tile
@@ -82,12 +84,10 @@ class Renderer:
                 where = f' <span class="muted">{escape(label)}</span>'
             if line.flags:
                 problems = {(f.severity, f.label): None for f in line.flags}  # each problem once, in order
-                badges = "".join(
-                    f' <span class="badge {escape(kind)}">{escape(text)}</span>' for kind, text in problems
-                )
+                badges = "".join(f" {badge_html(kind, text)}" for kind, text in problems)
             versions = escape(", ".join(line.versions)) if line.versions else "—"
             summary = line.pins
-            pins = f' <span class="badge pins">Git pins {escape(", ".join(line.pinned))}</span>' if summary else ""
+            pins = f' {badge_html("pins", "Git pins " + ", ".join(line.pinned))}' if summary else ""
             action = ""
             offer = offers(row, line) if offers is not None and line.versions else None
             if offer is not None:
@@ -115,7 +115,7 @@ class Renderer:
         for flag in tile.flags:
             title = f"{flag.app} on {flag.cluster} since {localstamp(flag.since)}"
             parts.append(
-                f'<div><span class="badge {escape(flag.severity)}" title="{escape(title)}">{escape(flag.label)}</span> '
+                f"<div>{badge_html(flag.severity, flag.label, title)} "
                 f'<span class="muted">{escape(flag.cluster)} · for {escape(duration_since(flag.since))}</span></div>'
             )
         more = tile.problem_apps - len({(flag.cluster, flag.app) for flag in tile.flags})

@@ -9,9 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from forges.models import PullRequest
 from portal.accounts.roles import Role, grant
-from portal.delivery.models import ChangeFreeze, ServicePolicy
+from portal.delivery.models import ChangeFreeze, PullRequest, ServicePolicy
 from portal.releases.models import Release
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog

@@ -10,10 +10,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import RunningVersion, VersionChange
 from portal.accounts.roles import Role, grant
 from portal.delivery import placements
+from portal.delivery.models import PullRequest
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from portal.accounts.roles import Role, grant
-from tests.fixtures.browser import screenshot
+from tests.fixtures.browser import ARTIFACTS, screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app
 
@@ -88,3 +88,65 @@ def test_matrix_and_service_page(page, seeded):
     assert page.locator("section.panel").count() == 3
     assert "Degraded" in page.locator("section[data-app=payments-prod]").inner_text()
     screenshot(page, "service-payments")
+
+
+# The pages' refreshes, made short so a test sees several: every "every 30s" the server writes
+# becomes every 0.4 s, in the page and in each partial, so a second poller would show at once.
+POLL_MS = 400
+RECORD_POLLS = """
+window.polls = [];
+window.settled = [];
+document.addEventListener("htmx:beforeRequest", () => window.polls.push(performance.now()));
+document.addEventListener("htmx:afterSettle", () => window.settled.push([
+  document.querySelectorAll("[id=overview-body]").length,
+  document.querySelectorAll("[hx-trigger*=every]").length,
+]));
+"""
+
+
+def short_polls(route):
+    response = route.fetch()
+    body = response.text().replace('hx-trigger="every 30s"', f'hx-trigger="every {POLL_MS}ms"')
+    route.fulfill(response=response, body=body)
+
+
+def test_the_overview_has_one_body_and_one_poller_at_first_and_after_every_refresh(page, seeded):
+    login(page, seeded)
+    page.add_init_script(RECORD_POLLS)
+    page.route(f"{seeded.url}/", short_polls)
+    page.goto(f"{seeded.url}/")
+    assert page.locator("[id=overview-body]").count() == 1
+    assert page.locator("[hx-trigger*=every]").count() == 1
+
+    page.wait_for_function("window.settled.length >= 4", timeout=15000)
+    polls = page.evaluate("window.polls")
+    assert all(counts == [1, 1] for counts in page.evaluate("window.settled")), page.evaluate("window.settled")
+    # One poller asks once per interval; two would ask twice in the same tick.
+    gaps = [later - earlier for earlier, later in zip(polls, polls[1:], strict=False)]
+    assert polls[0] >= POLL_MS * 0.8 and all(gap >= POLL_MS * 0.5 for gap in gaps), (polls, gaps)
+    assert page.locator(".tile h3 a").first.inner_text() == "payments"  # the refreshed body still shows the tiles
+
+
+@pytest.mark.parametrize("path", ["/", "/gitops", "/matrix", "/services/payments", "/delivery"])
+def test_every_refreshing_page_has_one_poller_with_an_id_of_its_own(page, seeded, path):
+    login(page, seeded)
+    page.goto(f"{seeded.url}{path}")
+    pollers = page.eval_on_selector_all("[hx-trigger*=every]", "found => found.map(element => element.id)")
+    assert len(pollers) == 1 and pollers[0], pollers
+    assert page.locator(f"[id={pollers[0]}]").count() == 1
+
+
+def test_the_api_docs_page_draws_the_schema_with_swagger_ui_from_the_portal_alone(page, seeded):
+    login(page, seeded)
+    elsewhere = []
+    page.on("request", lambda request: None if request.url.startswith(seeded.url) else elsewhere.append(request.url))
+    page.goto(f"{seeded.url}/api/docs")
+    page.wait_for_selector("#swagger-ui .opblock")
+    page.wait_for_selector("#swagger-ui .models")
+    assert page.locator("#swagger-ui .opblock-get").count() == 3
+    shown = page.locator("#swagger-ui").inner_text()
+    for text in ("/api/v1/gitops", "/api/v1/pull-requests", "needs_attention", "sync_blocked_until", "after_change"):
+        assert text in shown, text
+    assert elsewhere == []
+    screenshot(page, "api-docs")
+    page.screenshot(path=str(ARTIFACTS / "api-docs-top.png"))  # the full page is long: its first screen too

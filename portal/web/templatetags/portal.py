@@ -1,12 +1,20 @@
-"""Template helpers: times in the viewer's zone, durations, revisions and safe links."""
+"""Template helpers: times in the viewer's zone, durations, revisions, badges and the page's
+rollback offers. Pure formatting: nothing here queries the database or checks a role; the
+views compute what the page needs (see portal/web/rollback_offers.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from urllib.parse import urlencode
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from portal.web import badges
+from portal.web.rollback_offers import PageOffers, ShownOffer
 
 register = template.Library()
 
@@ -70,3 +78,40 @@ def short_rev(value: str | None) -> str:
     if len(text) == 40 and all(ch in "0123456789abcdef" for ch in text):
         return text[:7]
     return text
+
+
+register.filter("sync_class", badges.sync_class)
+register.filter("health_class", badges.health_class)
+register.filter("workload_class", badges.workload_class)
+register.filter("jump_class", badges.jump_class)
+
+
+@register.simple_tag
+def badge(kind: str, label: object, title: object = "") -> SafeString:
+    """`{% badge kind label title %}`: the same markup as the badges cells.py draws."""
+    return badges.badge_html(kind, str(label), str(title or ""))
+
+
+@register.filter
+def of_app(page: PageOffers | None, app_id: int) -> list[ShownOffer]:
+    """`rollbacks|of_app:app.id`: one application's rollback offers from the view's context."""
+    return page.of_app(app_id) if page else []
+
+
+@register.simple_tag
+def upgrade_preview_url(service: str, app_id: int, target: str) -> str:
+    """The preview of one upgrade PR: `service` in application `app_id` to version `target`."""
+    query = urlencode({"kind": "upgrade", "service": service, "app": app_id, "to": target})
+    return f"{reverse('pr-preview')}?{query}"
+
+
+@register.filter
+def diff_class(line: str) -> str:
+    """The CSS class of one line of a unified diff: file headers and hunks, additions, removals."""
+    if line.startswith(("+++", "---", "@@")):
+        return "hunk"
+    if line.startswith("+"):
+        return "add"
+    if line.startswith("-"):
+        return "del"
+    return ""

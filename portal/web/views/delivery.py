@@ -16,10 +16,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.models import PullRequest
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
+from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
 
 PERIOD = timedelta(days=30)

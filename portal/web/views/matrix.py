@@ -4,10 +4,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from forges.planning import UPGRADE
 from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import UpgradeTargets
 from portal.links import safe_http_url
 from portal.web.cells import Offer, preview_href, release, render_matrix

@@ -18,6 +18,7 @@ from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.upgrades import Behind, behind
 from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for
+from portal.web.rollback_offers import offers_for_page
 
 
 @dataclass
@@ -78,6 +79,7 @@ def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
         "service": service,
         "environments": environments,
         "unmanaged": unmanaged,
+        "rollbacks": offers_for_page(request.user, (panel.app for _, panels in environments for panel in panels)),
         "can_act": has_role(request.user, Role.MEMBER),
         "source_url": weblinks.repository_url(service.source_repository),
     }

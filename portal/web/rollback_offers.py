@@ -1,8 +1,9 @@
 """Rollback offers for pages that list applications (service panels, /gitops).
 
-A page asks once for all its applications (`{% rollback_offers_for_panels environments as rollbacks %}`
-or `{% rollback_offers_for_rows rows as rollbacks %}`), then each application's offers are
-`rollbacks|of_app:app.id`: two queries per page at most, whatever the number of applications.
+The view asks once for all the applications it shows (`offers_for_page(user, apps)`) and puts
+the answer in its context as `rollbacks`; the template reads each application's offers with
+`rollbacks|of_app:app.id`. Two queries per page at most, whatever the number of applications,
+and none while the template renders.
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django import template
 from django.utils import timezone
 
-from forges.models import PullRequest
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, has_role
 from portal.delivery import rollbacks
+from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
-
-register = template.Library()
 
 
 @dataclass(frozen=True)
@@ -43,13 +41,17 @@ class ShownOffer:
 
 @dataclass
 class PageOffers:
-    can_act: bool
+    can_act: bool  # a member may open the rollback PR; others see a note
     by_app: dict[int, list[ShownOffer]] = field(default_factory=dict)
 
+    def of_app(self, app_id: int) -> list[ShownOffer]:
+        return self.by_app.get(app_id, [])
 
-def _offers(context: template.Context, apps: Iterable[GitOpsApp]) -> PageOffers:
-    request = context.get("request")
-    page = PageOffers(can_act=bool(request) and has_role(request.user, Role.MEMBER))
+
+def offers_for_page(user: object, apps: Iterable[GitOpsApp]) -> PageOffers:
+    """Every rollback offer for `apps` (loaded with `cluster__environment`), with the rollback
+    PR already open for each, if any."""
+    page = PageOffers(can_act=user is not None and has_role(user, Role.MEMBER))
     found = rollbacks.offers_for_apps(list(apps))
     pending = rollbacks.open_rollbacks(o for offers in found.values() for o in offers)
     for app_id, offers in found.items():
@@ -58,20 +60,3 @@ def _offers(context: template.Context, apps: Iterable[GitOpsApp]) -> PageOffers:
             for o in offers
         ]
     return page
-
-
-@register.simple_tag(takes_context=True)
-def rollback_offers_for_panels(context: template.Context, environments: Iterable) -> PageOffers:
-    """For the service page: `environments` is [(environment, [panel with .app])]."""
-    return _offers(context, (panel.app for _, panels in environments for panel in panels))
-
-
-@register.simple_tag(takes_context=True)
-def rollback_offers_for_rows(context: template.Context, rows: Iterable) -> PageOffers:
-    """For /gitops: `rows` is [(app, badges, attention)]."""
-    return _offers(context, (row[0] for row in rows))
-
-
-@register.filter
-def of_app(page: PageOffers | None, app_id: int) -> list[ShownOffer]:
-    return page.by_app.get(app_id, []) if page else []

@@ -26,8 +26,8 @@ from forges.hosts import forge_for
 from gitops.models import GitOpsApp
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
-from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
+from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
 

@@ -13,8 +13,8 @@ from forges.forge import Forge
 from portal.audit.models import AuditLog
 from portal.delivery import planner
 from portal.delivery.models import PullRequest
-from portal.delivery.pull_requests import FAILED, IN_PROGRESS, LINKED, OPENED, REFUSED, open_planned
 from portal.delivery.planner import Change, Preview
+from portal.delivery.pull_requests import FAILED, IN_PROGRESS, LINKED, OPENED, REFUSED, open_planned
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 

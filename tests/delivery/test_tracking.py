@@ -12,8 +12,8 @@ import pytest
 from forges.forge import FAIL, NONE, PASS, RUNNING, ForgeError
 from portal.audit.models import AuditLog
 from portal.delivery.models import PullRequest
-from portal.delivery.pull_requests import OPENED, open_planned
 from portal.delivery.planner import Preview, plan
+from portal.delivery.pull_requests import OPENED, open_planned
 from portal.delivery.tasks import track_pull_requests
 from portal.delivery.tracking import refresh_open
 from tests.forge_fakes.base import Fault

@@ -12,8 +12,8 @@ from forges.forge import NotFound, WritesRefused
 from forges.hosts import forge_for
 from portal.audit.models import AuditLog
 from portal.delivery.models import PullRequest
-from portal.delivery.pull_requests import DEMO_REFUSAL, REFUSED, open_planned
 from portal.delivery.planner import Change, plan
+from portal.delivery.pull_requests import DEMO_REFUSAL, REFUSED, open_planned
 
 CATALOG_PROD = "apps/catalog/overlays/prod/kustomization.yaml"
 

@@ -35,8 +35,8 @@ from portal.delivery.changes import (
     preview_change,
 )
 from portal.delivery.models import PullRequest
-from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.delivery.planner import KINDS, PROMOTION, ROLLBACK, UPGRADE, Change
+from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.links import safe_http_url
 from portal.releases.excerpts import notes_for, share
 

@@ -16,7 +16,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 
 @contextmanager
-def bench_database() -> Iterator[str]:
+def bench_database(tree: Path = ROOT) -> Iterator[str]:
+    """`tree`: the checkout whose code to measure (another one, e.g. an older commit, for a
+    before/after figure): put ahead of this one and of the editable install."""
+    sys.path.insert(0, str(tree))
     import django
 
     django.setup()

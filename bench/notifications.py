@@ -18,8 +18,6 @@ Cluster, Environment, Service, Rule, Channel), so the same script measures both.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +25,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from harness import bench_database
 
 APPS = 10_000
 CLUSTERS = 40
@@ -59,25 +59,6 @@ def receiver() -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}/hook"
     finally:
         server.shutdown()
-
-
-@contextmanager
-def bench_database(tree: Path) -> Iterator[str]:
-    sys.path.insert(0, str(tree))  # ahead of the editable install: this tree's modules are the ones imported
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    import django
-
-    django.setup()
-    from django.db import connection
-    from django.test.utils import setup_test_environment
-
-    setup_test_environment()
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = f"bench_portal_{os.getpid()}"
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    try:
-        yield connection.vendor
-    finally:
-        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
 
 
 def seed(hook_url: str) -> None:

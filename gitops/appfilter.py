@@ -115,6 +115,15 @@ class GitOpsAppFilter(django_filters.FilterSet):
         super().__init__(data, queryset, **kwargs)
         self.at = at or timezone.now()
 
+    def get_form_class(self) -> Any:
+        # The form depends only on the declared filters, never on the request: build it once
+        # per class instead of on every request (it cost a third of a filtered page's filtering).
+        built = type(self).__dict__.get("_built_form_class")
+        if built is None:
+            built = super().get_form_class()
+            type(self)._built_form_class = built  # type: ignore[attr-defined]
+        return built
+
     def filter_queryset(self, queryset: GitOpsAppQuerySet) -> GitOpsAppQuerySet:
         return super().filter_queryset(queryset.problems_first())
 

@@ -25,7 +25,9 @@ def _step(args: list[str]) -> None:
 def main() -> int:
     os.environ.setdefault("PORTAL_DEMO", "1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    address = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
+    from django.conf import settings
+
+    address = settings.PORTAL_ADDRESS
     _step([*MANAGE, "migrate", "--noinput", "-v", "0"])
     _step([*MANAGE, "load_demo"])
     _step([*MANAGE, "load_demo_releases"])  # the registries the demo names are out of reach

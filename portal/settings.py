@@ -35,6 +35,10 @@ DEBUG = env_bool("DEBUG", False)
 # Demo mode is the embedded `make run`: it may create a local admin and refuses
 # forge writes. Production never sets it.
 DEMO_MODE = env_bool("PORTAL_DEMO", False)
+# The embedded run (`make run`): where it serves, and the local demo admin it creates.
+PORTAL_ADDRESS = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
+PORTAL_DEMO_ADMIN = os.environ.get("PORTAL_DEMO_ADMIN", "admin")
+PORTAL_DEMO_PASSWORD = os.environ.get("PORTAL_DEMO_PASSWORD", "admin")
 
 # Production (PORTAL_PRODUCTION=1, as docker-compose.yml sets it) refuses to start
 # without a real key; the embedded run and tests use a fixed local-only key.

@@ -17,6 +17,7 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 
 
 class Role(enum.IntEnum):
@@ -74,6 +75,22 @@ def requires_role(needed: Role, *, name: str | None = None) -> Callable:
             return view(request, *args, **kwargs)
 
         wrapped.required_role = needed  # type: ignore[attr-defined]
+        return wrapped
+
+    return decorate
+
+
+def post_only(back: str) -> Callable:
+    """A write view opened with GET (a link followed, a page reloaded) changes nothing and
+    leads back to the page named `back` (a URL name)."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method != "POST":
+                return redirect(back)
+            return view(request, *args, **kwargs)
+
         return wrapped
 
     return decorate

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from django.utils import timezone
 
@@ -89,38 +90,26 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
     )
 
 
-def _forward(
-    kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str | None, release_notes: str | None
+def change_forward(
+    kind: str,
+    app: GitOpsApp,
+    service: Service,
+    to_version: str,
+    *,
+    from_version: str | None = None,
+    release_notes: str | None = None,
 ) -> Change:
-    """An upgrade or a promotion: from what Git pins (else runs), quoting `to_version`'s stored
-    notes unless the caller gives its own (None: the stored ones, when known)."""
+    """An upgrade (move `service` to `to_version` in `app`'s repository) or a promotion (pin
+    `to_version`, running in the environment before, in the next environment's `app`): from what
+    Git pins (else runs), quoting `to_version`'s stored notes unless the caller gives its own
+    (None: the stored ones, when known)."""
     start = from_version or current_version(app, service, _pinned(app, service))
     notes = notes_for(service, to_version) if release_notes is None else release_notes
     return _base(kind, app, service, to_version, start, release_notes=notes)
 
 
-def change_for_upgrade(
-    app: GitOpsApp,
-    service: Service,
-    to_version: str,
-    *,
-    from_version: str | None = None,
-    release_notes: str | None = None,
-) -> Change:
-    """Move `service` to `to_version` in `app`'s repository."""
-    return _forward(UPGRADE, app, service, to_version, from_version, release_notes)
-
-
-def change_for_promotion(
-    app: GitOpsApp,
-    service: Service,
-    to_version: str,
-    *,
-    from_version: str | None = None,
-    release_notes: str | None = None,
-) -> Change:
-    """Pin `to_version` (running in the environment before) in `app`, the next environment's application."""
-    return _forward(PROMOTION, app, service, to_version, from_version, release_notes)
+change_for_upgrade = partial(change_forward, UPGRADE)
+change_for_promotion = partial(change_forward, PROMOTION)
 
 
 def change_for_rollback(

@@ -11,13 +11,20 @@ from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from portal.accounts.roles import Role, has_role, requires_role
+from portal.accounts.roles import Role, has_role, post_only, requires_role
 from portal.audit.models import record
 from portal.notifications.forms import ChannelForm, RuleForm
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import send_test
 
 RECENT_DELIVERIES = 50
+
+
+def _required(request: HttpRequest, model: type[Model]) -> Model:
+    found = _object(request, model)
+    if found is None:
+        raise Http404(f"no such {model._meta.verbose_name}")
+    return found
 
 
 def _object(request: HttpRequest, model: type[Model]) -> Model | None:
@@ -59,12 +66,9 @@ def channel_form(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
+@post_only("notifications")
 def channel_test(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("notifications")
-    channel = _object(request, Channel)
-    if channel is None:
-        raise Http404("no such channel")
+    channel = _required(request, Channel)
     error = send_test(channel)
     record(request.user, "notifications.channel_tested", channel.name, ok=error is None)
     if error is None:
@@ -75,12 +79,9 @@ def channel_test(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
+@post_only("notifications")
 def channel_delete(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("notifications")
-    channel = _object(request, Channel)
-    if channel is None:
-        raise Http404("no such channel")
+    channel = _required(request, Channel)
     record(request.user, "notifications.channel_deleted", channel.name, kind=channel.kind)
     channel.delete()
     messages.success(request, f"Channel “{channel.name}” and its rules deleted.")
@@ -100,12 +101,9 @@ def rule_form(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
+@post_only("notifications")
 def rule_delete(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("notifications")
-    rule = _object(request, Rule)
-    if rule is None:
-        raise Http404("no such rule")
+    rule = _required(request, Rule)
     record(request.user, "notifications.rule_deleted", rule.name)
     rule.delete()
     messages.success(request, f"Rule “{rule.name}” deleted.")

@@ -27,15 +27,14 @@ from portal.catalog.models import Service
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,
     ChangeError,
-    change_for_promotion,
     change_for_rollback,
-    change_for_upgrade,
+    change_forward,
     group_changes,
     open_change,
     preview_change,
 )
 from portal.delivery.models import PullRequest
-from portal.delivery.planner import KINDS, PROMOTION, ROLLBACK, UPGRADE, Change
+from portal.delivery.planner import KINDS, ROLLBACK, UPGRADE, Change
 from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.links import safe_http_url
 from portal.releases.excerpts import notes_for, share
@@ -113,8 +112,7 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
         else:
             # Ticked together, the services may share one pull request: so they share its room.
             notes = notes_for(service, item.to_version, max_chars=share(len(items)))
-            build = change_for_promotion if kind == PROMOTION else change_for_upgrade
-            change = build(app, service, item.to_version, from_version=start, release_notes=notes)
+            change = change_forward(kind, app, service, item.to_version, from_version=start, release_notes=notes)
         changes.append(change)
     return changes
 

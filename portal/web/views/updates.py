@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from portal.accounts.roles import Role, has_role, requires_role
+from portal.accounts.roles import Role, has_role, post_only, requires_role
 from portal.audit.models import record
 from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
@@ -66,9 +66,8 @@ def updates(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.MEMBER)
+@post_only("updates")
 def put_off_version(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("updates")
     service = get_object_or_404(Service, name=request.POST.get("service", ""))
     version = request.POST.get("version", "")
     try:
@@ -83,9 +82,8 @@ def put_off_version(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
+@post_only("updates")
 def freeze_create(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("updates")
     form = FreezeForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(f"{field}: {', '.join(msgs)}" for field, msgs in form.errors.items())
@@ -110,9 +108,8 @@ def freeze_create(request: HttpRequest) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
+@post_only("updates")
 def freeze_end(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return redirect("updates")
     raw_id = request.POST.get("id", "")
     freeze = get_object_or_404(ChangeFreeze, pk=int(raw_id) if raw_id.isdigit() else 0)
     now = timezone.now()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -18,13 +16,13 @@ class Command(BaseCommand):
         if not settings.DEMO_MODE:
             raise CommandError("refusing: demo accounts are only created when PORTAL_DEMO=1 (make run)")
         ensure_role_groups()
-        username = os.environ.get("PORTAL_DEMO_ADMIN", "admin")
-        password = os.environ.get("PORTAL_DEMO_PASSWORD", "admin")
+        username = settings.PORTAL_DEMO_ADMIN
+        password = settings.PORTAL_DEMO_PASSWORD
         user, _ = get_user_model().objects.get_or_create(username=username)
         user.set_password(password)
         user.is_staff = True
         user.is_superuser = True
         user.save()
         grant(user, Role.ADMIN)
-        address = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
+        address = settings.PORTAL_ADDRESS
         self.stdout.write(f"Demo admin ready: log in at http://{address}/accounts/login/ as {username} / {password}")

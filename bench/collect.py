@@ -108,7 +108,7 @@ def main() -> None:
 
         import urllib3
 
-        from gitops import kinds, polling, store
+        from gitops import kinds, polling
         from portal.catalog.models import Cluster, Environment, Service
 
         os.environ["BENCH_KUBE_TOKEN"] = emulator.token
@@ -147,7 +147,7 @@ def main() -> None:
         floor = time.perf_counter() - started
 
         write_seconds = 0.0
-        real_store = store.store_snapshot
+        real_store = polling.store_snapshot
 
         def timed_store(*a, **kw):
             nonlocal write_seconds

@@ -4,8 +4,8 @@
 2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`);
 3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
 4. the store writes what changed, in one transaction (`gitops.store`).
-Steps 3 and 4 are `gitops.store.store_snapshot`, so that rows collected elsewhere are
-stored the same way.
+Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
+benchmarks) are stored the same way.
 
 Reading happens outside any transaction (it may take seconds); storing is one
 transaction. A capability that answers 403/404 is recorded as unavailable and only
@@ -29,9 +29,11 @@ from django.utils import timezone
 
 from gitops import kinds
 from gitops.collectors import collect
+from gitops.derive import derive
 from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
-from gitops.store import StoreResult, store_snapshot
+from gitops.store import StoreResult, write
+from gitops.stored import read_state
 from portal.catalog.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -209,3 +211,11 @@ def _mark_stale(cluster: Cluster, fatal: SourceError, at: datetime, started: flo
     )
     log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
     return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
+
+
+def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
+    """Steps 3 and 4 of a poll, in turn: read what the store holds of the cluster (one query
+    per table, outside the write), derive the changes (pure), write them (one transaction)."""
+    state = read_state(cluster, snapshot.listed_kinds)
+    changes = derive(state, snapshot, at)
+    return write(changes)

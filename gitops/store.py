@@ -14,20 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import models, transaction
 
 from gitops.bulkwrite import bulk_insert_rows, bulk_update_rows, copy_rows
-from gitops.derive import APP_FIELDS, WORKLOAD_FIELDS, Changes, derive
+from gitops.derive import APP_FIELDS, WORKLOAD_FIELDS, Changes
 from gitops.models import AppProject, GitOpsApp, RunningVersion, StateChange, VersionChange, Workload
 from gitops.rows import Snapshot, app_key
 from gitops.signals import cluster_stored
-from gitops.stored import read_state
 from portal.catalog.models import Cluster
 
-__all__ = ["Snapshot", "StoreResult", "app_key", "store_snapshot", "write"]
+__all__ = ["Snapshot", "StoreResult", "app_key", "write"]
 
 
 @dataclass
@@ -40,14 +38,6 @@ class StoreResult:
     projects: int = 0
     state_changes: int = 0
     version_changes: int = 0
-
-
-def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
-    """Derive and store a collected snapshot: the steps of a poll after collecting, in turn —
-    read what the store holds of the cluster, derive the changes (pure), write them."""
-    state = read_state(cluster, snapshot.listed_kinds)
-    changes = derive(state, snapshot, at)
-    return write(changes)
 
 
 def write(changes: Changes) -> StoreResult:

@@ -17,8 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion
+from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, WorkloadRow
-from gitops.store import Snapshot, store_snapshot
+from gitops.store import Snapshot
 from portal.catalog.models import Cluster
 from portal.delivery import placements
 from portal.delivery.gitpins import read_app_pins

@@ -14,8 +14,9 @@ from gitops.collectors import KINDS, collect, group_by_kind
 from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import workload_row
 from gitops.models import RunningVersion
+from gitops.polling import store_snapshot
 from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
-from gitops.store import Snapshot, store_snapshot
+from gitops.store import Snapshot
 from portal.catalog.models import Cluster, Environment, Service
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL
 from tests.fixtures.real_objects import load_objects

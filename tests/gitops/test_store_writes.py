@@ -16,8 +16,9 @@ from django.utils import timezone
 from gitops.bulkwrite import bulk_insert_rows
 from gitops.derive import derive, fingerprint
 from gitops.models import GitOpsApp, RunningVersion, StateChange, VersionChange
+from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
-from gitops.store import store_snapshot, write
+from gitops.store import write
 from gitops.stored import read_state
 from portal.catalog.models import Cluster, Environment, Service
 

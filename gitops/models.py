@@ -113,6 +113,12 @@ def blocked_q(at: datetime) -> Q:
     return Q(sync_blocked=True) & (Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
 
 
+def sync_held(sync_blocked: bool, sync_blocked_until: datetime | None, at: datetime) -> bool:
+    """`blocked_q` for a row already loaded: the stored verdict holds at `at` unless the end it
+    named has passed (the window has closed since the poll)."""
+    return bool(sync_blocked) and (sync_blocked_until is None or sync_blocked_until > at)
+
+
 class GitOpsApp(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="apps")
     tool = models.CharField(max_length=8, choices=TOOLS)

@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload, sync_held
 from portal.delivery.models import PullRequest
 
 # Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
@@ -162,10 +162,9 @@ class AppSerializer(serializers.Serializer):
 
     def _blocked_until(self, app: GitOpsApp) -> tuple[bool, datetime | None]:
         # The verdict is stored at poll time; an end already past means the window has closed.
-        until = app.sync_blocked_until
-        if not app.sync_blocked or (until is not None and until <= self._now()):
+        if not sync_held(app.sync_blocked, app.sync_blocked_until, self._now()):
             return False, None
-        return True, until
+        return True, app.sync_blocked_until
 
     def get_path(self, app: GitOpsApp) -> str | None:
         return app.path or None

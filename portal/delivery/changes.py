@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from forges.forge import Forge, ForgeError
 from forges.hosts import forge_for
-from gitops.models import GitOpsApp
+from gitops.models import GitOpsApp, sync_held
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
@@ -186,7 +186,7 @@ def _path_spellings(path: str) -> list[str]:
 
 def window_blocks(app: GitOpsApp, at: datetime) -> bool:
     """A sync window blocks the application now (until a known time, or with no end in sight)."""
-    return bool(app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > at))
+    return sync_held(app.sync_blocked, app.sync_blocked_until, at)
 
 
 def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datetime) -> list[str]:

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from gitops.models import GitOpsApp, RunningVersion, VersionChange
+from gitops.models import GitOpsApp, RunningVersion, VersionChange, sync_held
 from gitops.revisions import short_revision
 from portal.delivery import rollbacks, signals
 from portal.delivery.models import PullRequest
@@ -112,7 +112,7 @@ def app_facts(app: GitOpsApp, services: Sequence[str]) -> AppFacts:
 def why_not(app: AppFacts, merged_at: datetime, now: datetime) -> str:
     """Why `app` does not run a version merged at `merged_at` (the likeliest reason). Pure."""
     tool = TOOL_NAMES.get(app.tool, app.tool)
-    if app.sync_blocked and (app.sync_blocked_until is None or app.sync_blocked_until > now):
+    if sync_held(app.sync_blocked, app.sync_blocked_until, now):
         name = f" '{app.window}'" if app.window else ""
         until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
         return f"a sync window{name} holds {app.name}{until}"

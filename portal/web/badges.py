@@ -13,6 +13,8 @@ from html import escape
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from gitops.models import sync_held
+
 
 @dataclass(frozen=True)
 class Badge:
@@ -34,10 +36,8 @@ def window_badge(app: object, at: datetime) -> Badge | None:
     The verdict is written at poll time and re-evaluated at each window edge; a
     blocked_until already in the past means the window has closed, so nothing is shown.
     """
-    if not getattr(app, "sync_blocked", False):
-        return None
     until = getattr(app, "sync_blocked_until", None)
-    if until is not None and until <= at:
+    if not sync_held(getattr(app, "sync_blocked", False), until, at):
         return None
     window = getattr(app, "sync_window", None) or {}
     if window.get("kind") == "suspend":

@@ -109,12 +109,30 @@ def condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
     return None
 
 
-def json_safe(value: Any) -> Any:
-    """A copy the store can write to a JSON column: datetimes from YAML become RFC 3339 text."""
+# How deeply a cluster object may nest. Real objects stay far below (an Application with
+# Helm values is ~20 levels); anything deeper is hostile or broken, and walking it with
+# recursion would hit the interpreter's stack limit (1,000 frames) instead.
+MAX_DEPTH = 200
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than MAX_DEPTH levels."""
+
+    def __init__(self, limit: int = MAX_DEPTH) -> None:
+        super().__init__(f"nested deeper than {limit} levels")
+
+
+def json_safe(value: Any, *, _depth: int = 0) -> Any:
+    """A copy the store can write to a JSON column: datetimes from YAML become RFC 3339 text.
+
+    Raises TooDeep beyond MAX_DEPTH levels, so the recursion stays bounded.
+    """
+    if isinstance(value, Mapping | list | tuple) and _depth >= MAX_DEPTH:
+        raise TooDeep()
     if isinstance(value, Mapping):
-        return {str(key): json_safe(val) for key, val in value.items()}
+        return {str(key): json_safe(val, _depth=_depth + 1) for key, val in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(item) for item in value]
+        return [json_safe(item, _depth=_depth + 1) for item in value]
     if isinstance(value, datetime | date):
         return rfc3339(parse_time(value))
     return value

@@ -170,11 +170,17 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
     try:
-        listing = _list(cluster, source)
-        if listing.fatal is not None:
-            return _mark_stale(cluster, listing.fatal, at, started)
-        snapshot = collect_snapshot(listing)
-        stored = store_snapshot(cluster, snapshot, at)
+        try:
+            listing = _list(cluster, source)
+            if listing.fatal is not None:
+                return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
+            snapshot = collect_snapshot(listing)
+            stored = store_snapshot(cluster, snapshot, at)
+        except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
+            # Whatever stopped this poll (a bug, an object no collector foresaw, the
+            # database), the cluster must show as stale with a reason, never as "ok".
+            log.exception("poll of %s failed unexpectedly", cluster.name)
+            return _mark_stale(cluster, f"poll failed: {type(exc).__name__}: {exc}", at, started)
         seconds = time.monotonic() - started
         Cluster.objects.filter(pk=cluster.pk).update(
             last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=listing.unavailable,
@@ -202,9 +208,8 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
             source.close()
 
 
-def _mark_stale(cluster: Cluster, fatal: SourceError, at: datetime, started: float) -> PollReport:
+def _mark_stale(cluster: Cluster, message: str, at: datetime, started: float) -> PollReport:
     """The cluster could not be read: keep its last good data, say why and since when."""
-    message = f"{fatal.reason}: {fatal.message}"
     Cluster.objects.filter(pk=cluster.pk).update(
         last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
         last_poll_seconds=time.monotonic() - started,

@@ -15,7 +15,7 @@ from gitops.collectors.argocd import application_row, project_row
 from gitops.collectors.flux import SOURCE_KINDS, helmrelease_row, index_sources, kustomization_row
 from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
-from gitops.fields import as_list, as_str, dig
+from gitops.fields import as_list, as_str, dig, json_safe
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
 
 __all__ = [
@@ -66,7 +66,7 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
         ("Application", application_row, out.apps),
         ("Kustomization", lambda obj: kustomization_row(obj, sources), out.apps),
         ("HelmRelease", lambda obj: helmrelease_row(obj, sources), out.apps),
-        ("AppProject", project_row, out.projects),
+        ("AppProject", _project_row, out.projects),
     ]
     for kind, build, sink in builders:
         for obj in lists.get(kind, []):
@@ -114,6 +114,14 @@ def group_by_kind(objects: Iterable[Any], default_kind: str | None = None) -> di
         if kind:
             grouped.setdefault(kind, []).append(dict(obj))
     return grouped
+
+
+def _project_row(obj: Mapping[str, Any]) -> ProjectRow:
+    row = project_row(obj)
+    # The store keeps the project as json_safe(raw); a raw object too deep for that is
+    # this project's problem (skipped here, by name), not the whole poll's.
+    json_safe(row.raw)
+    return row
 
 
 def _usable(kind: str, obj: Any, warnings: list[str]) -> bool:

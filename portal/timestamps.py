@@ -14,7 +14,8 @@ writers produce that it does not read, or reads differently, is handled here:
 - no offset at all (PyYAML hands an unquoted `...Z` timestamp over as a naive datetime,
   and hand-written dumps leave the zone out) is taken as UTC: Kubernetes only ever
   writes UTC;
-- a PyYAML `datetime` or bare `date` is accepted as it is.
+- a PyYAML `datetime` or bare `date` is accepted as it is;
+- a time before 1970-01-01 or from 9000-01-01 on is read as unknown (None), see `parse_time`.
 
 Written out, a time is either machine text (`rfc3339`, the way Kubernetes writes it,
 for JSON columns and API fields) or a short stamp for people in messages (`utc_stamp`,
@@ -26,9 +27,32 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+# The times the portal believes: anything outside is a placeholder, not a moment.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
 
 def parse_time(value: object) -> datetime | None:
-    """An aware UTC datetime for an RFC 3339 string, a datetime or a date; None when absent or invalid."""
+    """An aware UTC datetime for an RFC 3339 string, a datetime or a date; None when absent or invalid.
+
+    A time before 1970-01-01 or from 9000-01-01 on is None ("unknown") too. Go marshals an unset
+    `metav1.Time` as its zero time, `0001-01-01T00:00:00Z` (Argo CD leaves it in
+    `health.lastTransitionTime`), and some writers put `9999-12-31T23:59:59Z` for "never"; neither
+    is a moment anything happened. Kept, they sit a step from `datetime.min`/`datetime.max`, so
+    shifting them into a viewer's zone or subtracting a window raises OverflowError and the page
+    500s. Clamping here, at the one reader, keeps every later formatter and sum in range.
+    """
+    try:
+        parsed = _parse(value)
+    except OverflowError:
+        # An offset that carries the time past year 1 or 9999 (`0001-01-01T00:00:00+01:00`).
+        return None
+    if parsed is None or not EARLIEST <= parsed < LATEST:
+        return None
+    return parsed
+
+
+def _parse(value: object) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):

@@ -169,7 +169,11 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
         return {}
     # Changes up to a window before the earliest trouble, and one window more to see whether the
     # latest change was itself a return.
-    earliest = min(app.health_since for app in candidates) - 2 * WINDOW  # type: ignore[type-var]
+    # No earlier than year 1: a row stored before parse_time read Go's zero time as unknown
+    # may still say 0001-01-01, and subtracting from it would overflow.
+    first = min(app.health_since for app in candidates)  # type: ignore[type-var]
+    floor = datetime.min.replace(tzinfo=first.tzinfo)
+    earliest = first - 2 * WINDOW if first - floor > 2 * WINDOW else floor
     services = sorted({name for app in candidates for name in (app.running or {})})
     rows = VersionChange.objects.filter(
         cluster_id__in={app.cluster_id for app in candidates}, service__name__in=services, at__gte=earliest

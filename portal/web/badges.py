@@ -7,7 +7,7 @@ place that decides a badge's CSS class for a sync, health or workload state, and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 
 from django.utils import timezone
@@ -24,7 +24,10 @@ class Badge:
 
 
 def _stamp(at: datetime) -> str:
-    local = timezone.localtime(at)
+    try:
+        local = timezone.localtime(at)
+    except OverflowError:  # too near year 1 or 9999 to shift into the viewer's zone: say it in UTC
+        local = at.astimezone(UTC)
     if abs((at - timezone.now()).total_seconds()) < 6 * 86400:
         return local.strftime("%a %H:%M")
     return local.strftime("%Y-%m-%d %H:%M")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from html import escape
 from urllib.parse import quote
 
@@ -53,7 +53,10 @@ class Renderer:
     def stamp(self, value: datetime) -> str:
         """"Sun 2026-11-29 19:55 CET": strftime's format, built by hand, which costs a
         third as much for the thousand times a large matrix says since when."""
-        local = value.astimezone(self.zone)
+        try:
+            local = value.astimezone(self.zone)
+        except OverflowError:  # too near year 1 or 9999 to shift into the viewer's zone: say it in UTC
+            local = value.astimezone(UTC)
         return (f"{_DAYS[local.weekday()]} {local.year:04d}-{local.month:02d}-{local.day:02d} "
                 f"{local.hour:02d}:{local.minute:02d} {local.tzname() or ''}").rstrip()
 

@@ -73,3 +73,30 @@ def test_utc_stamp_is_minutes_in_utc_whatever_the_zone() -> None:
     cet = timezone(timedelta(hours=1))
     assert utc_stamp(datetime(2026, 11, 29, 20, 55, 59, tzinfo=cet)) == "2026-11-29 19:55 UTC"
     assert utc_stamp(datetime(2026, 11, 29, 19, 55)) == "2026-11-29 19:55 UTC"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # Go's zero time: what an unset metav1.Time marshals to (Argo CD's health.lastTransitionTime).
+        ("0001-01-01T00:00:00Z", None),
+        # The same with an offset that would carry it before year 1.
+        ("0001-01-01T00:00:00+01:00", None),
+        # "Never" as some writers spell it, e.g. an operationState.finishedAt.
+        ("9999-12-31T23:59:59Z", None),
+        ("9999-12-31T23:59:59-01:00", None),
+        ("1969-12-31T23:59:59Z", None),
+        ("1970-01-01T00:00:00Z", datetime(1970, 1, 1, tzinfo=UTC)),
+        ("1970-01-01T01:00:00+01:00", datetime(1970, 1, 1, tzinfo=UTC)),
+        ("8999-12-31T23:59:59.999999Z", datetime(8999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+        ("9000-01-01T00:00:00Z", None),
+        (datetime(1, 1, 1), None),
+        (datetime.max, None),
+        (datetime(1, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1))), None),
+        (date(1, 1, 1), None),
+        (date(9999, 12, 31), None),
+        (date(1970, 1, 1), datetime(1970, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_parse_time_reads_times_outside_1970_to_9000_as_unknown(value: object, expected: datetime | None) -> None:
+    assert parse_time(value) == expected

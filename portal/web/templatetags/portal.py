@@ -4,7 +4,7 @@ views compute what the page needs (see portal/web/rollback_offers.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django import template
@@ -33,6 +33,15 @@ def _ago(delta_seconds: float) -> str:
     return f"{hours // 24} days"
 
 
+def _local(value: datetime) -> datetime:
+    """The viewer's local time; UTC for a time too near year 1 or 9999 to shift (a row stored
+    before portal.timestamps.parse_time read those as unknown)."""
+    try:
+        return timezone.localtime(value)
+    except OverflowError:
+        return value.astimezone(UTC)
+
+
 @register.filter
 def duration_since(value: datetime | None) -> str:
     """"14 min", "3 h", "2 days": how long a state has lasted."""
@@ -46,7 +55,7 @@ def when(value: datetime | None) -> str:
     """A <time> saying how long ago, with the exact local time as its title."""
     if not value:
         return ""
-    local = timezone.localtime(value)
+    local = _local(value)
     delta = (timezone.now() - value).total_seconds()
     text = f"{_ago(delta)} ago" if delta >= 0 else f"in {_ago(-delta)}"
     return format_html(
@@ -59,7 +68,7 @@ def localstamp(value: datetime | None) -> str:
     """"Mon 06:00" within a week, else the date: for until-when texts."""
     if not value:
         return ""
-    local = timezone.localtime(value)
+    local = _local(value)
     if abs((value - timezone.now()).total_seconds()) < 6 * 86400:
         return local.strftime("%a %H:%M")
     return local.strftime("%Y-%m-%d %H:%M")

@@ -6,6 +6,7 @@ generated from them, so the documentation cannot drift from what is served.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -226,8 +227,13 @@ class AppSerializer(serializers.Serializer):
             path = reverse("gitops") + "?" + _query({"cluster": app.cluster.name, "q": app.name})
         return self.context["request"].build_absolute_uri(path)
 
-    @extend_schema_field(serializers.URLField())
-    def get_api_url(self, app: GitOpsApp) -> str:
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_api_url(self, app: GitOpsApp) -> str | None:
+        # Names come from the cluster (a hand-written manifest may lack metadata.namespace): only
+        # those the detail route documents can form its URL; any other app has no detail link.
+        if not (re.fullmatch(SLUG, app.cluster.name) and re.fullmatch(DNS_NAME, app.namespace)
+                and re.fullmatch(DNS_NAME, app.name)):
+            return None
         path = reverse("api-gitops-detail", kwargs={"cluster": app.cluster.name, "namespace": app.namespace,
                                                     "name": app.name})
         return self.context["request"].build_absolute_uri(path + "?" + _query({"kind": app.kind}))

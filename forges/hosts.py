@@ -8,8 +8,11 @@ Each API base names one host (a GitHub API base its web host: `api.github.com` i
 github.com, `https://HOST/api/v3` is HOST, `api.SUB.ghe.com` is SUB.ghe.com), so
 several forges can be configured at once and a repository URL goes to the forge of its
 host. A GitLab or Gitea base with a sub-path (`https://example.com/gitea`) is matched
-with that sub-path. The same hosts, plus the link-only PORTAL_FORGE_HOSTS, are what web
-links are built for (`link_hosts`), so a self-hosted forge is configured once.
+with that sub-path, and a base with a port (`http://127.0.0.1:5556`) serves only that
+port, so GitHub and GitLab may share a host name. The same hosts, plus the link-only
+PORTAL_FORGE_HOSTS, are what web links are built for (`link_hosts`), so a self-hosted
+forge is configured once; a PORTAL_FORGE_HOSTS entry may name a port too
+(`git.corp:5556=gitlab`).
 
 Functions that take `environ` read those names from it instead (tests, and a caller that
 holds its own configuration); without it they read the settings. Tokens are read when a
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from forges.forge import Forge, NotConfigured
-from forges.repourls import FORGEJO, GITEA, GITHUB, GITLAB, RepoRef, parse_repo_url
+from forges.repourls import FORGEJO, GITEA, GITHUB, GITLAB, RepoRef, parse_repo_url, serves
 from forges.retry import RetryPolicy
 
 GITHUB_TOKEN = "PORTAL_GITOPS_TOKEN"
@@ -120,10 +123,10 @@ def forge_for(
 
 
 def _config_for(ref: RepoRef, configs: list[ForgeConfig]) -> ForgeConfig | None:
+    # By host, port and sub-path: two forges may share a host name on different ports.
     kind = GITEA if ref.kind == FORGEJO else ref.kind
     for config in configs:
-        key_host = urlsplit(config.host_key if "://" in config.host_key else f"//{config.host_key}").hostname
-        if config.kind == kind and key_host == ref.host:
+        if config.kind == kind and serves(config.host_key, ref):
             return config
     return None
 

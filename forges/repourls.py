@@ -11,6 +11,11 @@ Which forge a self-hosted host runs cannot be read from its URL, so callers pass
 mapping of host -> kind (`"git.corp.example": "gitlab"`); a key may also be a base URL
 with a sub-path (`"https://example.com/gitea": "gitea"`) or a web port
 (`"gitea.local:3000"`). Public hosts are known without configuration.
+
+An http(s) URL is matched by host and port, so two forges may share a host name on
+different ports: a key with a port serves only that port, a key without one only the
+default port of the URL's scheme. An SSH or git port says nothing about the web port, so
+such a URL matches any key of its host, a key without a port first.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ _SCP = re.compile(r"(?:(?P<user>[A-Za-z0-9._~-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?P
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _HOST = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+_WEB_PORTS = {"https": 443, "http": 80}
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def parse_repo_url(url: str, hosts: Mapping[str, str] | None = None) -> RepoRef 
     if not _HOST.fullmatch(host) or any(host == h or host.endswith("." + h) for h in _AZURE_HOSTS):
         return None
     segments = path.strip("/").split("/") if path.strip("/") else []
-    match = _match_host(host, segments, {**PUBLIC_HOSTS, **(hosts or {})})
+    match = _match_host(scheme, host, port, segments, {**PUBLIC_HOSTS, **(hosts or {})})
     if match is None:
         return None
     kind, base = match
@@ -177,19 +183,42 @@ def _parse_base(key: str) -> tuple[str, _Base] | None:
     return parts.hostname.lower(), _Base(parts.scheme, port, sub_path)
 
 
-def _match_host(host: str, segments: list[str], hosts: Mapping[str, str]) -> tuple[str, _Base] | None:
-    # The longest configured sub-path that prefixes the URL's path wins.
+def _match_host(
+    scheme: str, host: str, port: int | None, segments: list[str], hosts: Mapping[str, str]
+) -> tuple[str, _Base] | None:
+    # The longest configured sub-path that prefixes the URL's path wins; among equals, for
+    # a URL whose port does not choose, the key without a port (the forge's default port).
     best: tuple[str, _Base] | None = None
     for key, kind in hosts.items():
         parsed = _parse_base(key)
         if parsed is None or parsed[0] != host:
             continue
         base = parsed[1]
-        if tuple(segments[: len(base.sub_path)]) != base.sub_path:
+        if tuple(segments[: len(base.sub_path)]) != base.sub_path or not _port_fits(scheme, port, base):
             continue
-        if best is None or len(base.sub_path) > len(best[1].sub_path):
+        if best is None or (len(base.sub_path), base.port is None) > (len(best[1].sub_path), best[1].port is None):
             best = (kind, base)
     return best
+
+
+def _port_fits(scheme: str, port: int | None, base: _Base) -> bool:
+    if scheme not in _WEB_PORTS:
+        return True  # an SSH or git port is never the web port
+    actual = _WEB_PORTS[scheme] if port is None else port
+    return actual == (_WEB_PORTS[scheme] if base.port is None else base.port)
+
+
+def serves(key: str, ref: RepoRef) -> bool:
+    """Whether the host key (`host`, `host:port`, a base URL) is the forge root `ref` was found
+    under: same host, web port and sub-path. `forges.hosts` picks a forge's client with it."""
+    parsed = _parse_base(key)
+    if parsed is None or parsed[0] != ref.host:
+        return False
+    base = parsed[1]
+    root = urlsplit(ref.web_root)
+    root_port = _WEB_PORTS[root.scheme] if root.port is None else root.port
+    key_port = _WEB_PORTS[base.scheme or root.scheme] if base.port is None else base.port
+    return key_port == root_port and tuple(s for s in root.path.split("/") if s) == base.sub_path
 
 
 def _owner_and_name(kind: str, segments: list[str]) -> tuple[str, str] | None:
@@ -236,7 +265,7 @@ def _web_root(scheme: str, host: str, port: int | None, base: _Base) -> str:
         web_scheme, web_port = scheme, port
     else:
         web_scheme, web_port = "https", base.port
-    default = {"https": 443, "http": 80}[web_scheme]
+    default = _WEB_PORTS[web_scheme]
     netloc = host if web_port in (None, default) else f"{host}:{web_port}"
     sub_path = "".join(f"/{s}" for s in base.sub_path)
     return f"{web_scheme}://{netloc}{sub_path}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -154,3 +155,62 @@ def test_error_bodies_of_every_shape() -> None:
     assert error_message({"message": {"source_branch": ["is invalid"]}}) == "source_branch: is invalid"
     assert error_message({"error": "insufficient_scope"}) == "insufficient_scope"
     assert error_message(b"<html>502</html>") == "<html>502</html>"
+
+
+# --- two forges on one host name, told apart by port (issue 19, defect 6) --------------
+
+
+def test_github_and_gitlab_on_two_ports_of_one_host_each_serve_their_own_repository() -> None:
+    from tests.forge_fakes.harness import running
+
+    with (
+        running("github", {"README.md": "served by the GitHub fake\n"}) as github,
+        running("gitlab", {"README.md": "served by the GitLab fake\n"}) as gitlab,
+    ):
+        assert urlsplit(github.server.url).hostname == urlsplit(gitlab.server.url).hostname == "127.0.0.1"
+        env = {**github.environ, **gitlab.environ}
+        assert host_kinds(env) == {github.server.url: "github", gitlab.server.url: "gitlab"}
+
+        on_github = forge_for(github.repository, env, demo=False)
+        on_gitlab = forge_for(gitlab.repository, env, demo=False)
+
+        assert isinstance(on_github, GitHubForge) and isinstance(on_gitlab, GitLabForge)
+        # Over HTTP: each client reads from the server on its own port.
+        assert on_github.read_file("README.md", "main") == "served by the GitHub fake\n"
+        assert on_gitlab.read_file("README.md", "main") == "served by the GitLab fake\n"
+        # A third port on the same host is neither forge.
+        with pytest.raises(NotConfigured):
+            forge_for("http://127.0.0.1:1/acme/gitops.git", env, demo=False)
+
+
+def test_links_point_at_the_port_of_the_forge_that_serves_the_repository(settings: Any, monkeypatch: Any) -> None:
+    from tests.forge_fakes.harness import serving
+
+    sha = "0647aea75b85755411b007a290b9321668370be5"
+    settings.PORTAL_FORGE_HOSTS = {}
+    with serving("github", monkeypatch) as github, serving("gitlab", monkeypatch) as gitlab:
+        assert weblinks.commit_url(github.repository, sha) == f"{github.server.url}/acme/gitops/commit/{sha}"
+        assert weblinks.commit_url(gitlab.repository, sha) == f"{gitlab.server.url}/acme/gitops/-/commit/{sha}"
+        assert weblinks.compare_url(gitlab.repository, "main", "portal/checkout-1.7.0-prod") == (
+            f"{gitlab.server.url}/acme/gitops/-/compare/main...portal/checkout-1.7.0-prod"
+        )
+        assert weblinks.repository_url(github.repository) == f"{github.server.url}/acme/gitops"
+
+
+def test_forge_hosts_entries_may_name_a_port(settings: Any) -> None:
+    sha = "0647aea75b85755411b007a290b9321668370be5"
+    # As PORTAL_FORGE_HOSTS="git.corp.example=github,git.corp.example:5556=gitlab" reads.
+    settings.PORTAL_FORGE_HOSTS = dict(
+        item.split("=", 1) for item in "git.corp.example=github,git.corp.example:5556=gitlab".split(",")
+    )
+    assert weblinks.commit_url("https://git.corp.example:5556/group/sub/proj.git", sha) == (
+        f"https://git.corp.example:5556/group/sub/proj/-/commit/{sha}"
+    )
+    assert weblinks.commit_url("https://git.corp.example/acme/app.git", sha) == (
+        f"https://git.corp.example/acme/app/commit/{sha}"
+    )
+    # An SSH port says nothing about the web port: the forge on the default port.
+    assert weblinks.commit_url("git@git.corp.example:acme/app.git", sha) == (
+        f"https://git.corp.example/acme/app/commit/{sha}"
+    )
+    assert weblinks.commit_url("https://git.corp.example:5557/acme/app.git", sha) is None

@@ -212,3 +212,45 @@ def test_links_encode_hostile_refs_and_refuse_non_commits():
     assert compare_url(ref, "main", "x?y#z") == "https://github.com/acme/gitops/compare/main...x%3Fy%23z"
     for link in (repo_url(ref), compare_url(ref, "a", "b")):
         assert link.startswith("https://")
+
+
+# Two forges on one host name, told apart by port; a key without a port is the default port.
+PORTS = {
+    "git.corp.example": "github",
+    "git.corp.example:5556": "gitlab",
+    "http://127.0.0.1:5555": "github",
+    "http://127.0.0.1:5556/gitlab": "gitlab",
+}
+
+
+@pytest.mark.parametrize(
+    "url, kind, web",
+    [
+        ("https://git.corp.example/acme/app.git", "github", "https://git.corp.example/acme/app"),
+        ("https://git.corp.example:443/acme/app.git", "github", "https://git.corp.example/acme/app"),
+        ("http://git.corp.example/acme/app.git", "github", "http://git.corp.example/acme/app"),
+        ("https://git.corp.example:5556/group/sub/proj.git", "gitlab", "https://git.corp.example:5556/group/sub/proj"),
+        ("http://git.corp.example:5556/group/proj", "gitlab", "http://git.corp.example:5556/group/proj"),
+        # An SSH port is not a web port: the key without a port serves it.
+        ("git@git.corp.example:acme/app.git", "github", "https://git.corp.example/acme/app"),
+        ("ssh://git@git.corp.example:2222/acme/app.git", "github", "https://git.corp.example/acme/app"),
+        ("http://127.0.0.1:5555/acme/gitops.git", "github", "http://127.0.0.1:5555/acme/gitops"),
+        ("http://127.0.0.1:5556/gitlab/acme/gitops.git", "gitlab", "http://127.0.0.1:5556/gitlab/acme/gitops"),
+    ],
+)
+def test_a_host_key_with_a_port_serves_only_that_port(url, kind, web):
+    ref = parse_repo_url(url, PORTS)
+    assert ref is not None and (ref.kind, ref.web_url) == (kind, web)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://git.corp.example:5557/acme/app.git",  # no forge on that port
+        "http://127.0.0.1/acme/gitops.git",  # the default port is not 5555
+        "http://127.0.0.1:5556/acme/gitops.git",  # outside the /gitlab base of that port
+        "https://github.com:8443/acme/gitops",  # a public host serves its default port only
+    ],
+)
+def test_a_port_no_key_names_is_no_forge(url):
+    assert parse_repo_url(url, PORTS) is None

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from forges.pins import pin_format
 from forges.repourls import RepoRef, release_url
+from portal.redaction import redact as redact_credentials
 
 log = logging.getLogger(__name__)
 
@@ -158,26 +159,24 @@ def fold_checks(states: Iterable[str]) -> str:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """`text` without `secrets` or any credential a forge may echo (portal.redaction)."""
+    return redact_credentials(text, secrets)
 
 
 def error_message(body: Any) -> str:
-    """The human part of a forge's error body (`message` string/list/map, or `error`)."""
+    """The human part of a forge's error body (`message` string/list/map, or `error`), redacted."""
     if isinstance(body, bytes | bytearray):
         try:
             body = json.loads(body.decode("utf-8", "replace"))
         except ValueError:
-            return body.decode("utf-8", "replace")[:300]
+            return redact_credentials(body.decode("utf-8", "replace"))[:300]
     if isinstance(body, str):
         try:
             body = json.loads(body)
         except ValueError:
-            return body[:300]
+            return redact_credentials(body)[:300]
     if not isinstance(body, dict):
-        return str(body)[:300] if body is not None else ""
+        return redact_credentials(str(body))[:300] if body is not None else ""
     message = body.get("message", body.get("error", ""))
     if isinstance(message, list):
         message = "; ".join(str(m) for m in message)
@@ -187,7 +186,7 @@ def error_message(body: Any) -> str:
     text = str(message)
     if details:
         text = f"{text}: {'; '.join(details)}" if text else "; ".join(details)
-    return text[:300]
+    return redact_credentials(text)[:300]
 
 
 class Forge(abc.ABC):

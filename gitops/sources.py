@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,7 +34,9 @@ from kubernetes.config.incluster_config import (
 )
 from kubernetes.config.kube_config import load_kube_config
 
+from gitops.fields import MAX_DEPTH, as_str, dig
 from gitops.kinds import KindSpec, split_api_version
+from portal.redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +96,93 @@ def _fill_type(item: Obj, api_version: str, kind: str) -> Obj:
     if not item.get("kind"):
         item["kind"] = kind
     return item
+
+
+# ------------------------------------------------------------------------ bounded depth
+# The JSON and YAML decoders recurse once per level of nesting, so a hostile object
+# nested a thousand levels deep raises RecursionError (or worse) inside them. Depth is
+# therefore measured before decoding, without recursion; a part nested deeper than
+# MAX_DEPTH is replaced by a marker, and the objects holding it are skipped by name.
+
+_JSON_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_JSON_TOKENS = re.compile(_JSON_STRING + r"|[\[\]{}]", re.DOTALL)
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
+_STEPS = [0] * 256
+_STEPS[ord("[")] = _STEPS[ord("{")] = 1
+_STEPS[ord("]")] = _STEPS[ord("}")] = -1
+_TOO_DEEP = "\u0000gitops: nested too deep"
+_TOO_DEEP_JSON = json.dumps(_TOO_DEEP)
+
+
+def _json_nests_deeper(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether a JSON text nests arrays/objects more than `limit` levels (strings ignored)."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    # Escaped backslashes, then escaped quotes out (left to right, as a decoder pairs
+    # them); then everything but quotes and brackets; then every other run between quotes
+    # (the strings' contents). What is left is the bracket structure, found in C passes.
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = b"".join(unescaped.translate(None, _NOT_STRUCTURE).split(b'"')[::2])
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    return max(accumulate(map(_STEPS.__getitem__, brackets))) > limit
+
+
+def _cut_too_deep(text: str, limit: int = MAX_DEPTH) -> str:
+    """The JSON text with every array/object below `limit` levels replaced by a marker."""
+    parts: list[str] = []
+    depth = 0
+    kept_from = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        if token in "[{":
+            depth += 1
+            if depth == limit + 1:
+                parts.append(text[kept_from : match.start()])
+        else:
+            if depth == limit + 1:
+                parts.append(_TOO_DEEP_JSON)
+                kept_from = match.end()
+            depth -= 1
+    if depth > limit:  # never closed: the decoder reports the text as truncated
+        parts.append(_TOO_DEEP_JSON)
+        kept_from = len(text)
+    parts.append(text[kept_from:])
+    return "".join(parts)
+
+
+def _load_json(data: bytes) -> tuple[Any, bool]:
+    """The decoded JSON text, and whether parts nested too deep were cut out of it."""
+    if not _json_nests_deeper(data):
+        return json.loads(data), False
+    return json.loads(_cut_too_deep(data.decode("utf-8"))), True
+
+
+def _holds_cut(value: Any) -> bool:
+    """Whether a decoded value holds a part cut for being too deep (walked without recursion)."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, dict):
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+        elif current == _TOO_DEEP:
+            return True
+    return False
+
+
+def _describe(obj: Any) -> str:
+    kind = as_str(dig(obj, "kind")) or "object"
+    namespace = as_str(dig(obj, "metadata", "namespace"))
+    name = as_str(dig(obj, "metadata", "name")) or "<no name>"
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def _too_deep_warning(where: str, obj: Any) -> str:
+    return f"{where}: skipped {_describe(obj)}: nested deeper than {MAX_DEPTH} levels"
 
 
 # ---------------------------------------------------------------------------- KubeSource
@@ -286,7 +377,7 @@ class KubeSource:
             if not 200 <= status < 300:
                 detail = self._redact(_api_message(body)) or f"HTTP {status}"
                 raise SourceError(_status_reason(status), f"{what}: {detail}", status)
-            page = self._parse_page(body, what, status)
+            page = self._parse_page(body, what, status, result.warnings)
             items.extend(_fill_type(item, api_version, kind.kind) for item in page["items"])
             metadata = page.get("metadata") or {}
             if token is None:
@@ -297,9 +388,11 @@ class KubeSource:
                 return
 
     @staticmethod
-    def _parse_page(body: bytes, what: str, status: int) -> Obj:
+    def _parse_page(body: bytes, what: str, status: int, warnings: list[str] | None = None) -> Obj:
         try:
-            page = json.loads(body)
+            page, cut = _load_json(body)
+        except UnicodeDecodeError:
+            raise SourceError(MALFORMED, f"{what}: response is not UTF-8 text", status) from None
         except ValueError as exc:
             raise SourceError(MALFORMED, f"{what}: response is not JSON ({exc})", status) from None
         if not isinstance(page, dict):
@@ -309,6 +402,19 @@ class KubeSource:
             items = page["items"] = []  # an empty list may be sent as "items": null
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise SourceError(MALFORMED, f"{what}: `items` is not a list of objects", status)
+        if cut:
+            kept = []
+            for item in items:
+                if not _holds_cut(item):
+                    kept.append(item)
+                    continue
+                warning = _too_deep_warning(what, item)
+                logger.warning(warning)
+                if warnings is not None:
+                    warnings.append(warning)
+            page["items"] = kept
+            if _holds_cut(page):
+                raise SourceError(MALFORMED, f"{what}: list nested deeper than {MAX_DEPTH} levels", status)
         metadata = page.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise SourceError(MALFORMED, f"{what}: list metadata is not an object", status)
@@ -365,14 +471,8 @@ class KubeSource:
     def _redact(self, text: str) -> str:
         # A proxy or a misbehaving server may echo the Authorization header back; the
         # message ends up in pages and logs, so strip every form of the credential.
-        for value in self._configuration.api_key.values():
-            if not value:
-                continue
-            secret = str(value)
-            for form in (secret, secret.partition(" ")[2]):
-                if len(form) >= 4:
-                    text = text.replace(form, "[redacted]")
-        return text
+        keys = [str(value) for value in self._configuration.api_key.values() if value]
+        return redact(text, keys + [key.partition(" ")[2] for key in keys])
 
 
 # ------------------------------------------------------------------------ ManifestSource
@@ -435,7 +535,7 @@ class ManifestSource:
             result.pages += 1
             relative = path.relative_to(self.folder)
             try:
-                documents = self._load(path)
+                documents, cut = self._load(path)
             except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
                 warning = f"{self.name}: skipped {relative}: {_describe_parse_error(exc)}"
                 logger.warning(warning)
@@ -447,16 +547,60 @@ class ManifestSource:
                 if not isinstance(document, (dict, list)):
                     result.warnings.append(f"{self.name}: {relative} document {index + 1} is not an object")
                     continue
-                yield from _unwrap(document)
+                for obj in _unwrap(document):
+                    if cut and _holds_cut(obj):
+                        warning = _too_deep_warning(f"{self.name}: {relative}", obj)
+                        logger.warning(warning)
+                        result.warnings.append(warning)
+                        continue
+                    yield obj
 
     @staticmethod
-    def _load(path: Path) -> list[Any]:
+    def _load(path: Path) -> tuple[list[Any], bool]:
+        """The file's documents, and whether parts nested too deep were cut out (JSON)."""
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".json":
-            return [json.loads(text)]
+            document, cut = _load_json(text.encode("utf-8"))
+            return [document], cut
+        # PyYAML composes nodes recursively: measure the depth on the (flat) event
+        # stream first, and skip a file too deep to compose as a whole.
+        deep = _yaml_too_deep(text)
+        if deep:
+            raise ValueError(f"document {deep} nested deeper than {MAX_DEPTH} levels")
         # Parse the whole file before yielding anything: a syntax error on document 3
         # skips the file rather than half of it.
-        return list(yaml.load_all(text, Loader=_PlainLoader))  # noqa: S506 - a safe loader
+        return list(yaml.load_all(text, Loader=_PlainLoader)), False  # noqa: S506 - a safe loader
+
+
+def _yaml_too_deep(text: str, limit: int = MAX_DEPTH) -> int:
+    """The number (from 1) of the first YAML document nested deeper than `limit`, or 0.
+
+    An alias counts as deep as the node it names, so anchors cannot stack depth.
+    """
+    heights: dict[str, int] = {}  # anchor -> levels of the node it names
+    open_: list[list[Any]] = []  # per open collection: [anchor, its level, deepest level within]
+    document = 0
+    for event in yaml.parse(text, Loader=_PlainLoader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            document += 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            level = len(open_) + 1
+            if level > limit:
+                return document
+            open_.append([event.anchor, level, level])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, level, deepest = open_.pop()
+            if anchor:
+                heights[anchor] = deepest - level + 1
+            if open_:
+                open_[-1][2] = max(open_[-1][2], deepest)
+        elif isinstance(event, yaml.AliasEvent):
+            reached = len(open_) + heights.get(event.anchor or "", 0)
+            if reached > limit:
+                return document
+            if open_:
+                open_[-1][2] = max(open_[-1][2], reached)
+    return 0
 
 
 def _unwrap(document: Obj | list[Any]) -> Iterator[Obj]:

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from portal.notifications.events import Event, EventKind
 from portal.notifications.models import Channel
+from portal.redaction import redact
 
 USER_AGENT = "gitops-portal-notifications/1"
 RESPONSE_SNIPPET = 200
@@ -49,9 +50,8 @@ class Transport(abc.ABC):
         """Deliver one event; raise TransportError (permanent or not) when it cannot be."""
 
     def redact(self, text: str) -> str:
-        for secret in sorted(self.channel.secrets(), key=len, reverse=True):
-            text = text.replace(secret, "••••")
-        return text
+        """A receiver's error text without the channel's secrets or any echoed credential."""
+        return redact(text, self.channel.secrets())
 
 
 class HttpTransport(Transport):
@@ -262,7 +262,8 @@ class Email(Transport):
         except smtplib.SMTPResponseException as exc:
             error = exc.smtp_error
             text = error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
-            raise TransportError(f"SMTP {exc.smtp_code}: {text[:RESPONSE_SNIPPET]}", permanent=exc.smtp_code >= 500)
+            text = redact(text, [settings.EMAIL_HOST_PASSWORD])[:RESPONSE_SNIPPET]
+            raise TransportError(f"SMTP {exc.smtp_code}: {text}", permanent=exc.smtp_code >= 500)
         except (smtplib.SMTPException, OSError) as exc:
             raise TransportError(f"SMTP failed: {getattr(exc, 'strerror', None) or type(exc).__name__}")
 

@@ -25,6 +25,7 @@ from portal.notifications.channels import TransportError, transport_for
 from portal.notifications.events import Event, EventKind, Link, base_url
 from portal.notifications.models import Channel, Delivery
 from portal.notifications.statechanges import emit_gitops_events
+from portal.redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def attempt(delivery: Delivery, at: datetime) -> str:
     try:
         transport_for(channel, clock=lambda: at).notify(delivery.episode.event)
     except TransportError as exc:
-        error, permanent = exc.message, exc.permanent
+        error, permanent = redact(exc.message, channel.secrets()), exc.permanent
     except Exception as exc:  # a defect in a transport must not stop the other deliveries
         logger.exception("notification delivery %s failed unexpectedly", delivery.pk)
         error, permanent = f"internal error: {type(exc).__name__}", False
@@ -146,7 +147,8 @@ def send_test(channel: Channel, at: datetime | None = None) -> str | None:
     try:
         transport_for(channel, clock=lambda: at).notify(event)
     except TransportError as exc:
-        Channel.objects.filter(pk=channel.pk).update(last_error=exc.message, last_error_at=at)
-        return exc.message
+        error = redact(exc.message, channel.secrets())
+        Channel.objects.filter(pk=channel.pk).update(last_error=error, last_error_at=at)
+        return error
     Channel.objects.filter(pk=channel.pk).update(last_sent_at=at)
     return None

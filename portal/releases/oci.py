@@ -15,7 +15,8 @@ or token (read from the environment by those names when a client is built).
 every other host is https. `PORTAL_REGISTRY_TIMEOUT` is the per-request timeout in
 seconds (default 10). Functions taking `environ` read all of these from it instead
 (tests). A `RegistryError` never carries a secret: messages name the variables, not
-their values, and registry-provided text is scrubbed of both.
+their values, and registry-provided text goes through portal.redaction.redact (echoed
+Authorization headers, Basic/Bearer credentials and their base64 forms).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import requests
 from django.conf import settings
 
 from portal.catalog.images import DOCKER_HUB, split_registry
+from portal.redaction import basic_pair, redact
 from portal.timestamps import parse_time
 
 DOCKER_HUB_API = "https://registry-1.docker.io"
@@ -353,12 +355,11 @@ class RegistryClient:
         return self._scrub("; ".join(p for p in parts if p))
 
     def _scrub(self, text: str) -> str:
-        text = text.strip()[:_ERROR_TEXT_LIMIT]
-        secrets = list(self._tokens.values()) + ([self.credentials.password] if self.credentials else [])
-        for secret in secrets:
-            if secret:
-                text = text.replace(secret, "***")
-        return text
+        # Redacted before it is cut short: a cut could leave half a secret no pattern knows.
+        secrets = list(self._tokens.values())
+        if self.credentials:
+            secrets += [self.credentials.password, basic_pair(self.credentials.username, self.credentials.password)]
+        return redact(text.strip(), secrets)[:_ERROR_TEXT_LIMIT]
 
 
 def _basic(credentials: Credentials) -> str:

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.catalog.models import Service
+from portal.redaction import redact
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import ForgeFactory, read_release_notes
 from portal.releases.oci import RegistryClient, RegistryError
@@ -62,10 +63,12 @@ def _poll_tags(
         client, repository = RegistryClient.for_image(service.image_repository, environ)
         tags = client.tags(repository, page_size=page_size)
     except RegistryError as exc:
-        # RegistryError messages carry no secrets, so they may be logged and shown.
-        log.warning("registry poll of %s failed: %s", service.name, exc)
-        RegistryPoll.objects.filter(pk=status.pk).update(last_poll_at=now, last_error=str(exc), last_error_at=now)
-        return PollReport(service=service.name, ok=False, error=str(exc))
+        # The client redacts what the registry says; this is the last stop before a log
+        # line and a page, so it passes the one redaction once more.
+        error = redact(str(exc))
+        log.warning("registry poll of %s failed: %s", service.name, error)
+        RegistryPoll.objects.filter(pk=status.pk).update(last_poll_at=now, last_error=error, last_error_at=now)
+        return PollReport(service=service.name, ok=False, error=error)
 
     known = set(Release.objects.for_service(service).tags())
     new = [v for v in (parse_tag(t) for t in dict.fromkeys(tags) if t not in known) if v is not None]
@@ -93,7 +96,7 @@ def _add_details(client: RegistryClient, repository: str, row: Release) -> None:
         details = client.details(repository, row.tag)
     except RegistryError as exc:
         # A tag whose manifest cannot be read is still a release; it just has no build time.
-        log.info("no build time for %s:%s: %s", repository, row.tag, exc)
+        log.info("no build time for %s:%s: %s", repository, row.tag, redact(str(exc)))
         return
     row.created_at = details.created_at
     row.digest = details.digest

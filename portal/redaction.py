@@ -1,0 +1,74 @@
+"""The one redaction for error text that comes back from another system.
+
+Registries, forges, webhooks and proxies sometimes echo the request back in an error
+body: its Authorization header, a URL with user:password in it, a token. Such text is
+stored, logged and shown on pages, so every client passes it through `redact` first.
+
+`redact` removes, whatever the secrets it is given:
+- the values of Authorization / Proxy-Authorization headers (as a header line, JSON or
+  a repr, plain or URL-encoded), and any `Basic …` / `Bearer …` credential;
+- the userinfo of URLs (`https://user:pw@host` -> `https://***@host`);
+and every known secret: the values passed in and the forge tokens from settings, each
+also as base64 (how `user:password` travels in Basic auth) and URL-encoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
+
+MASK = "***"
+_MIN_SECRET = 4  # shorter "secrets" would blank out ordinary words
+_SETTINGS_TOKENS = ("PORTAL_GITOPS_TOKEN", "PORTAL_GITOPS_GITLAB_TOKEN", "PORTAL_GITOPS_GITEA_TOKEN")
+
+_SEP = r"""(["']?\s*(?::|=|%3A|%3D)\s*["']?(?:\s|%20|\+)*)"""
+# The header's value runs to the end of the line, a closing quote or the next field.
+_HEADER = re.compile(rf"""(?i)\b((?:proxy-)?authorization){_SEP}(?:[^\r\n"',;}}\]&]|%[0-9a-f]{{2}})+""")
+_TOKEN_CHAR = r"(?:[A-Za-z0-9._~+/\-]|%[0-9A-Fa-f]{2})"
+# A credential is at least 8 characters; an all-lowercase word ("Basic authentication")
+# is prose, not base64 or a token.
+_SCHEME = re.compile(
+    rf"(?i)\b(basic|bearer)(?:\s+|%20|\+)(?!(?-i:[a-z]+)(?!{_TOKEN_CHAR}|=|%3D)){_TOKEN_CHAR}{{8,}}(?:=|%3D)*"
+)
+_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@"'<>]+@""")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """`text` without credentials: see the module docstring. `secrets` are extra known values
+    (a password, `user:password`, a token); forms of each are removed too."""
+    if not text:
+        return text
+    for form in sorted(_forms([*secrets, *_settings_tokens()]), key=len, reverse=True):
+        text = text.replace(form, MASK)
+    text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _SCHEME.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    return _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+
+
+def basic_pair(username: str, password: str) -> str:
+    """What Basic auth encodes; pass it to `redact` so its base64 form is removed."""
+    return f"{username}:{password}"
+
+
+def _forms(secrets: Iterable[str | None]) -> set[str]:
+    forms: set[str] = set()
+    for secret in secrets:
+        if not secret or len(secret) < _MIN_SECRET:
+            continue
+        raw = secret.encode()
+        encoded = base64.b64encode(raw).decode("ascii")
+        urlsafe = base64.urlsafe_b64encode(raw).decode("ascii")
+        for form in (secret, quote(secret, safe=""), quote_plus(secret), encoded, urlsafe):
+            forms.add(form)
+            forms.add(form.rstrip("="))
+    return {f for f in forms if len(f) >= _MIN_SECRET}
+
+
+def _settings_tokens() -> list[str]:
+    from django.conf import settings
+
+    if not settings.configured:
+        return []
+    return [str(getattr(settings, name, "") or "") for name in _SETTINGS_TOKENS]

@@ -19,7 +19,7 @@ ODD = [
     ("flux-system", "Weird Name/../x"),
     ("Flux_System", "payments"),
     ("apps", "-leading-dash"),
-    ("apps", "x" * 300),
+    ("apps", "x" * 252 + "-"),  # as long as the column allows, ending where a DNS name may not
 ]
 
 

@@ -35,6 +35,7 @@ from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceErro
 from gitops.store import StoreResult, write
 from gitops.stored import read_state
 from portal.catalog.models import Cluster
+from portal.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +180,11 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".
+            # Its text is shown on /clusters: no credential of the cluster may reach it.
             log.exception("poll of %s failed unexpectedly", cluster.name)
-            return _mark_stale(cluster, f"poll failed: {type(exc).__name__}: {exc}", at, started)
+            credential = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+            message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
+            return _mark_stale(cluster, message, at, started)
         seconds = time.monotonic() - started
         Cluster.objects.filter(pk=cluster.pk).update(
             last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=listing.unavailable,

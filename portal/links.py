@@ -25,8 +25,9 @@ def safe_http_url(url: str | None) -> str | None:
 
 
 def argocd_app_url(namespace: str, name: str) -> str | None:
-    """The application in Argo CD's UI: /applications/<app namespace>/<name>."""
+    """The application in Argo CD's UI: /applications/<app namespace>/<name>; None when
+    either part is empty (a hand-written manifest without a namespace has no such page)."""
     base = safe_http_url(settings.PORTAL_ARGOCD_URL)
-    if not base:
+    if not base or not namespace or not name:
         return None
     return f"{base.rstrip('/')}/applications/{quote(namespace, safe='')}/{quote(name, safe='')}"

@@ -104,3 +104,11 @@ def test_the_gitops_page_shows_odd_apps_escaped(client, users, odd_fleet):
     body = client.get("/gitops", {"cluster": "prod-eu-1"}).content.decode()
     assert "Weird Name/../x" in body and "checkout-manual" in body
     assert 'href="/api/v1/gitops/prod-eu-1/' not in body
+
+
+def test_argocd_has_no_page_for_an_app_without_namespace(settings):
+    from portal.links import argocd_app_url
+
+    settings.PORTAL_ARGOCD_URL = "https://argocd.example.com"
+    assert argocd_app_url("", "checkout-manual") is None
+    assert argocd_app_url("argocd", "checkout") == "https://argocd.example.com/applications/argocd/checkout"

@@ -278,3 +278,20 @@ def test_a_poll_that_fails_for_any_reason_marks_the_cluster_stale_and_keeps_its_
     assert manifest_cluster.stale_since is not None
     assert manifest_cluster.poll_lock_until is None  # the lock is released for the next poll
     assert_demo_stored(manifest_cluster)
+
+
+def test_a_failed_poll_shows_no_credential_of_its_cluster(manifest_cluster, monkeypatch):
+    # An unexpected error whose text carries the cluster's token (a client library echoing its
+    # request) is stored and shown on /clusters without it.
+    monkeypatch.setenv("PROD_EU_TOKEN", "s3cr3t-cluster-token")
+    Cluster.objects.filter(pk=manifest_cluster.pk).update(token_env="PROD_EU_TOKEN")
+    manifest_cluster.refresh_from_db()
+    error = RuntimeError("request failed: Authorization: Bearer s3cr3t-cluster-token; retry s3cr3t-cluster-token")
+
+    report = poll(manifest_cluster, source=_Objects({}, error=error))
+
+    assert not report.ok
+    assert "s3cr3t-cluster-token" not in report.error
+    manifest_cluster.refresh_from_db()
+    assert "s3cr3t-cluster-token" not in manifest_cluster.last_error
+    assert manifest_cluster.last_error.startswith("poll failed: RuntimeError: request failed")

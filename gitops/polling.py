@@ -30,6 +30,7 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.collectors import collect
 from gitops.derive import derive
+from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
@@ -176,7 +177,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             if listing.fatal is not None:
                 return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
             snapshot = collect_snapshot(listing)
-            stored = store_snapshot(cluster, snapshot, at)
+            stored, held = _store_guarded(cluster, snapshot, at)
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".
@@ -186,13 +187,16 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
             return _mark_stale(cluster, message, at, started)
         seconds = time.monotonic() - started
+        unavailable = listing.unavailable | {hold.key: hold.message for hold in held}
+        for hold in held:
+            log.warning("%s: %s", cluster.name, hold.message)
         Cluster.objects.filter(pk=cluster.pk).update(
-            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=listing.unavailable,
+            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
             last_poll_seconds=seconds,
         )
         for warning in snapshot.warnings[:50]:
             log.warning("%s: %s", cluster.name, warning)
-        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=listing.unavailable,
+        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
                           warnings=snapshot.warnings)
     finally:
         _release(cluster, token)
@@ -224,7 +228,18 @@ def _mark_stale(cluster: Cluster, message: str, at: datetime, started: float) ->
 
 def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
     """Steps 3 and 4 of a poll, in turn: read what the store holds of the cluster (one query
-    per table, outside the write), derive the changes (pure), write them (one transaction)."""
+    per table, outside the write), derive the changes (pure), write them (one transaction).
+    Rows are taken as given: the mass-disappearance guard belongs to polls (`poll`)."""
     state = read_state(cluster, snapshot.listed_kinds)
-    changes = derive(state, snapshot, at)
-    return write(changes)
+    return write(derive(state, snapshot, at))
+
+
+def _store_guarded(cluster: Cluster, snapshot: Snapshot, at: datetime) -> tuple[StoreResult, list[Hold]]:
+    """`store_snapshot` behind the mass-disappearance guard: an app kind whose list came back
+    (nearly) empty is left as stored, unless the previous poll already held it (confirmed)."""
+    state = read_state(cluster, snapshot.listed_kinds)
+    # What the previous poll wrote, read now: the caller's Cluster may be older than that poll.
+    previous = Cluster.objects.filter(pk=cluster.pk).values_list("unavailable", flat=True).first()
+    held = holds(state, snapshot, held_before=held_keys(previous))
+    state.listed_kinds = state.listed_kinds - {hold.kind for hold in held}
+    return write(derive(state, snapshot, at)), held

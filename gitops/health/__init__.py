@@ -10,6 +10,9 @@ Two vocabularies live here, on purpose kept apart:
   Missing, Unknown. `flux_health()` (`flux`) judges Flux objects in them,
   `argo_health_worst()` aggregates like Argo CD, `workload_health_to_argo()` translates a
   kstatus status (`argo`).
+- Custom-resource health rules (`rules`): Argo CD's Lua checks from argocd-cm and Flux's
+  ``healthCheckExprs`` (CEL), run sandboxed (`lua`, `cel`); "No health check for <kind>";
+  and the disagreement between a tool's verdict and a rule's.
 
 Everything is a pure function over the plain dicts the Kubernetes API returns (or that a
 YAML loader produced from a dump: timestamps may then be datetimes, not strings). The
@@ -31,6 +34,16 @@ from gitops.health.kinds import (
     KStatus,
 )
 from gitops.health.kstatus_compute import compute, kstatus
+from gitops.health.rules import (
+    HealthDisagreement,
+    HealthRules,
+    HealthVerdict,
+    PortalRule,
+    argocd_cm_rules,
+    health_disagreement,
+    kustomization_rules,
+    missing_health_check,
+)
 
 __all__ = [
     "CURRENT",
@@ -41,10 +54,18 @@ __all__ = [
     "TERMINATING",
     "UNKNOWN",
     "FluxHealth",
+    "HealthDisagreement",
+    "HealthRules",
+    "HealthVerdict",
     "KStatus",
+    "PortalRule",
     "argo_health_worst",
+    "argocd_cm_rules",
     "compute",
     "flux_health",
+    "health_disagreement",
     "kstatus",
+    "kustomization_rules",
+    "missing_health_check",
     "workload_health_to_argo",
 ]

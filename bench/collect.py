@@ -2,7 +2,13 @@
 polled end to end (official client → collectors → store), against the floor of only
 fetching and JSON-parsing the same responses.
 
-    .venv/bin/python bench/collect.py [--clusters 20] [--apps 500]
+Two shapes, printed side by side: the standalone fleet (an Argo CD in every cluster, each
+app on the cluster that lists it, its Deployment beside it) and a hub (one Argo CD listing
+every app, each placed on its destination cluster by `spec.destination.server`, the
+destinations not read, so versions come from `status.summary.images`). One hub poll is
+one big list; what it adds is placing each app and writing versions for 40 clusters.
+
+    .venv/bin/python bench/collect.py [--clusters 20] [--apps 500] [--hub-apps 4000] [--hub-destinations 40]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/collect.py
 """
 
@@ -18,8 +24,10 @@ from harness import bench_database, peak_rss_mib
 SERVICES = 40
 
 
-def application(i: int, cluster: str, reconciled_at: str = "2026-11-29T09:00:00Z") -> dict:
-    """An Argo CD Application the size real ones are (history, resources, images, operation)."""
+def application(i: int, cluster: str, reconciled_at: str = "2026-11-29T09:00:00Z",
+                server: str = "https://kubernetes.default.svc") -> dict:
+    """An Argo CD Application the size real ones are (history, resources, images, operation),
+    deploying to `server` (in-cluster unless a hub's destination is given)."""
     service = f"svc{i % SERVICES:02d}"
     name = f"{service}-{i:04d}"
     sha = uuid.uuid5(uuid.NAMESPACE_URL, f"{cluster}/{name}").hex + "abcdef01"
@@ -36,14 +44,14 @@ def application(i: int, cluster: str, reconciled_at: str = "2026-11-29T09:00:00Z
             "project": f"project-{i % 6}",
             "source": {"repoURL": "https://github.com/acme/gitops.git", "path": f"apps/{service}/overlays/prod",
                        "targetRevision": "main"},
-            "destination": {"server": "https://kubernetes.default.svc", "namespace": name},
+            "destination": {"server": server, "namespace": name},
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": ["CreateNamespace=true"]},
         },
         "status": {
             "sync": {"status": "OutOfSync" if i % 17 == 0 else "Synced", "revision": sha,
                      "comparedTo": {"source": {"repoURL": "https://github.com/acme/gitops.git",
                                                "path": f"apps/{service}/overlays/prod", "targetRevision": "main"},
-                                    "destination": {"server": "https://kubernetes.default.svc", "namespace": name}}},
+                                    "destination": {"server": server, "namespace": name}}},
             "health": {"status": "Degraded" if i % 23 == 0 else "Healthy",
                        "lastTransitionTime": "2026-11-29T08:00:00Z"},
             "history": [{"id": h, "revision": sha, "deployedAt": f"2026-11-{10 + h:02d}T10:00:00Z",
@@ -99,6 +107,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--apps", type=int, default=500)
+    parser.add_argument("--hub-apps", type=int, default=4000)
+    parser.add_argument("--hub-destinations", type=int, default=40)
     args = parser.parse_args()
 
     from tests.kube_emulator import KubeEmulator
@@ -131,33 +141,37 @@ def main() -> None:
 
         # Floor: the same list requests, fetched and json-parsed, nothing else.
         http = urllib3.PoolManager()
-        headers = {"Authorization": f"Bearer {emulator.token}"}
-        started = time.perf_counter()
-        for _ in clusters:
-            for spec in kinds.KINDS:
-                token = ""
-                while True:
-                    query = "?limit=500" + (f"&continue={token}" if token else "")
-                    body = http.request("GET", emulator.url + spec.list_path(spec.versions[0]) + query,
-                                        headers=headers).data
-                    page = json.loads(body)
-                    token = (page.get("metadata") or {}).get("continue") or ""
-                    if not token:
-                        break
-        floor = time.perf_counter() - started
+
+        def list_floor(api: KubeEmulator, times: int) -> float:
+            headers = {"Authorization": f"Bearer {api.token}"}
+            started = time.perf_counter()
+            for _ in range(times):
+                for spec in kinds.KINDS:
+                    token = ""
+                    while True:
+                        query = "?limit=500" + (f"&continue={token}" if token else "")
+                        body = http.request("GET", api.url + spec.list_path(spec.versions[0]) + query,
+                                            headers=headers).data
+                        page = json.loads(body)
+                        token = (page.get("metadata") or {}).get("continue") or ""
+                        if not token:
+                            break
+            return time.perf_counter() - started
+
+        floor = list_floor(emulator, len(clusters))
 
         write_seconds = 0.0
-        real_store = polling.store_snapshot
+        real_write = polling.write  # the store's one write transaction, as the poll calls it
 
-        def timed_store(*a, **kw):
+        def timed_write(*a, **kw):
             nonlocal write_seconds
             t = time.perf_counter()
             try:
-                return real_store(*a, **kw)
+                return real_write(*a, **kw)
             finally:
                 write_seconds += time.perf_counter() - t
 
-        polling.store_snapshot = timed_store
+        polling.write = timed_write
         started = time.perf_counter()
         for cluster in clusters:
             report = polling.poll(cluster)
@@ -189,13 +203,81 @@ def main() -> None:
         assert stored == total_apps, stored
         print(f"database: {vendor}; fleet: {args.clusters} clusters x {args.apps} apps "
               f"(+{args.apps} Deployments each) = {total_apps} apps")
-        print(f"floor (fetch + json parse only): {floor:.2f} s, {total_apps / floor:,.0f} apps/s")
+        # The emulator builds every page in Python: this floor is mostly the emulator's own cost,
+        # so ratios to it understate the portal's. bench/fleet.py measures against a server
+        # that costs next to nothing (nginx serving pre-serialised lists).
+        print(f"floor (this in-process emulator serving the lists + fetch + JSON parse; mostly the emulator): "
+              f"{floor:.2f} s, {total_apps / floor:,.0f} apps/s")
         print(f"end to end, first poll (all inserts): {first:.2f} s, {total_apps / first:,.0f} apps/s, "
               f"{first / floor:.2f}x floor; DB write {write_first:.2f} s")
-        print(f"end to end, next poll (no change):   {second:.2f} s, {total_apps / second:,.0f} apps/s, "
+        print(f"end to end, next poll (nothing changed): {second:.2f} s, {total_apps / second:,.0f} apps/s, "
               f"{second / floor:.2f}x floor; DB write {write_second:.2f} s")
         print(f"end to end, every app reconciled:    {reconciled:.2f} s, {total_apps / reconciled:,.0f} apps/s, "
               f"{reconciled / floor:.2f}x floor; DB write {write_reconciled:.2f} s")
+        print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+
+        # The hub fleet: one Argo CD listing every app, each deploying to one of N destination
+        # clusters by server URL. The destinations are in the catalog, not read: each app's
+        # versions are written for its destination from status.summary.images.
+        with KubeEmulator() as hub_api:
+            os.environ["BENCH_HUB_TOKEN"] = hub_api.token
+            for spec in kinds.KINDS:
+                hub_api.install(spec.api_version(spec.versions[0]), spec.plural, spec.kind)
+            servers = [f"https://dest-{n:02d}.bench.internal:6443" for n in range(args.hub_destinations)]
+
+            def hub_apps(reconciled_at: str) -> list[dict]:
+                return [application(i, "hub", reconciled_at, server=servers[i % len(servers)])
+                        for i in range(args.hub_apps)]
+
+            hub_api.add_all(hub_apps("2026-11-29T09:00:00Z"))
+            for spec in kinds.KINDS:
+                hub_api.warm(spec, 500)
+            hub = Cluster.objects.create(name="hub", environment=env, connection=Cluster.Connection.API,
+                                         api_url=hub_api.url, token_env="BENCH_HUB_TOKEN")
+            destinations = Cluster.objects.bulk_create(
+                Cluster(name=f"dest-{n:02d}", environment=env, connection=Cluster.Connection.NONE, api_url=server)
+                for n, server in enumerate(servers)
+            )
+            hub_floor = list_floor(hub_api, 1)
+
+            def hub_poll() -> tuple[float, float]:
+                nonlocal write_seconds
+                write_seconds = 0.0
+                started = time.perf_counter()
+                report = polling.poll(hub)
+                assert report.ok, report.error
+                return time.perf_counter() - started, write_seconds
+
+            hub_first, hub_write_first = hub_poll()
+            hub_second, hub_write_second = hub_poll()
+            hub_api.add_all(hub_apps("2026-11-29T09:03:00Z"))
+            hub_reconciled, hub_write_reconciled = hub_poll()
+
+            from gitops.models import RunningVersion
+
+            placed = GitOpsApp.objects.filter(read_from=hub).exclude(cluster=hub).count()
+            assert placed == args.hub_apps, placed
+            versions = RunningVersion.objects.filter(cluster__in=destinations, workload__isnull=True)
+            reached = versions.values("cluster").distinct().count()
+            assert reached == len(destinations), reached
+
+        n = args.hub_apps
+        print()
+        print(f"hub fleet: 1 Argo CD listing {n} apps for {len(destinations)} destination clusters "
+              f"(by server URL, not read: versions from status.summary.images)")
+        print(f"floor (the same emulator serving the hub's lists + fetch + JSON parse): "
+              f"{hub_floor:.2f} s, {n / hub_floor:,.0f} apps/s")
+        for what, seconds, write in (
+            ("first poll (all inserts)", hub_first, hub_write_first),
+            ("next poll (nothing changed)", hub_second, hub_write_second),
+            ("every app reconciled", hub_reconciled, hub_write_reconciled),
+        ):
+            print(f"end to end, {what + ':':<29}{seconds:.2f} s, {n / seconds:,.0f} apps/s, "
+                  f"{seconds / hub_floor:.2f}x floor; DB write {write:.2f} s")
+        print("beside the standalone fleet (apps/s, hub / standalone): "
+              f"first {n / hub_first:,.0f} / {total_apps / first:,.0f}, "
+              f"nothing changed {n / hub_second:,.0f} / {total_apps / second:,.0f}, "
+              f"reconciled {n / hub_reconciled:,.0f} / {total_apps / reconciled:,.0f}")
         print(f"peak RSS: {peak_rss_mib():.0f} MiB")
 
 

@@ -13,6 +13,7 @@ tool's own format. The stories the fleet tells are listed in examples/README.md.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import shutil
 import uuid
@@ -78,7 +79,31 @@ CLUSTERS = {
     "prod-eu-1": ("argo", "prod", "prod", list(PINS["prod"]), 4),
     "prod-us-1": ("flux", "prod", "prod", [s for s in PINS["prod"] if s != "recommendations"], 5),
     "prod-ap-1": ("argo", "prod", "prod-ap", list(PINS["prod-ap"]), 9),
+    # tool "hub": no Argo CD of its own; mgmt-hub's Argo CD deploys to it (see HUB below).
+    "prod-eu-2": ("hub", "prod", "prod", ["checkout", "cart", "catalog", "loyalty"], 20),
+    "prod-sa-1": ("hub", "prod", "prod", ["checkout", "catalog", "frontend", "loyalty"], 21),
+    "dev-eu-2": ("hub", "dev", "dev", ["checkout", "loyalty"], 22),
 }
+# A service only the new regions run, and nobody has added to fleet.yaml yet: what the
+# Discovery page offers to add (its team comes from here, not from the catalog).
+NEW_SERVICES = {"loyalty": ("growth", {"dev": "0.4.0", "prod": "0.3.2"})}
+for _service, (_team, _pins) in NEW_SERVICES.items():
+    for _overlay, _version in _pins.items():
+        PINS[_overlay][_service] = _version
+
+# The hub: one Argo CD on the management cluster mgmt-hub, deploying to the "hub" clusters
+# above from outside, each known to it by a cluster Secret (name + server). The portal reads
+# mgmt-hub and prod-eu-2 (folders); prod-sa-1 is in the catalog but not read (versions as
+# Argo CD reports them); dev-eu-2 is in no catalog at all (an unregistered destination).
+HUB = "mgmt-hub"
+HUB_DAY = 18
+HUB_SERVERS = {
+    "prod-eu-2": "https://prod-eu-2.k8s.acme-shop.internal:6443",
+    "prod-sa-1": "https://prod-sa-1.k8s.acme-shop.internal:6443",
+    "dev-eu-2": "https://dev-eu-2.k8s.acme-shop.internal:6443",
+}
+HUB_BY_NAME = {"dev-eu-2"}  # apps that name their destination instead of giving its server
+HUB_READ = {"prod-eu-2"}  # destinations whose folder (workloads) the portal reads
 
 HEAD_AT = "2026-11-29T14:48:12Z"  # the last commit on main
 SNAPSHOT_AT = datetime(2026, 11, 29, 15, 41, 7, tzinfo=UTC)  # when the dump was taken
@@ -590,9 +615,10 @@ def argo_projects(cluster: str, day: int) -> list[dict[str, Any]]:
 def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(Application, owner info for its workloads or None when nothing runs)."""
     tool, env, overlay, _, _ = CLUSTERS[cluster]
-    name = f"{service}-{env}"
-    app_ns = "argocd" if cluster == "prod-ap-1" else APP_NAMESPACE.get(service, "argocd")
-    project = "default" if cluster == "prod-ap-1" else PROJECT_OF.get(service, "shop")
+    hub = tool == "hub"  # written on mgmt-hub, one app per (service, destination cluster)
+    name = f"{service}-{cluster}" if hub else f"{service}-{env}"
+    app_ns = "argocd" if cluster == "prod-ap-1" or hub else APP_NAMESPACE.get(service, "argocd")
+    project = "regions" if hub else "default" if cluster == "prod-ap-1" else PROJECT_OF.get(service, "shop")
     instance = name if app_ns == "argocd" else f"{app_ns}_{name}"
     kind = "StatefulSet" if service in STATEFUL else "Deployment"
     created = at(day, 10) + jitter(cluster, service, minutes=300)
@@ -602,6 +628,9 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
     path = f"apps/{service}/overlays/{overlay}"
     destination = ({"name": "in-cluster", "namespace": service} if cluster == "prod-ap-1"
                    else {"namespace": service, "server": IN_CLUSTER})
+    if hub:
+        destination = ({"name": cluster, "namespace": service} if cluster in HUB_BY_NAME
+                       else {"namespace": service, "server": HUB_SERVERS[cluster]})
 
     if helm:
         chart_version = helm[0]
@@ -802,7 +831,7 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
     app = {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",
-        "metadata": meta(cluster, "Application", app_ns, name, created,
+        "metadata": meta(HUB if hub else cluster, "Application", app_ns, name, created,
                          generation=40 + int.from_bytes(_h("gen", cluster, service)[:1], "big") % 200,
                          labels={"acme-shop.io/team": TEAMS[service], "acme-shop.io/environment": env},
                          annotations=annotations,
@@ -1172,8 +1201,13 @@ def flux_helmrelease(cluster: str, service: str, day: int) -> tuple[list[dict[st
 # ---------------------------------------------------------------------------------------
 # Cluster folders
 def build_cluster(cluster: str) -> dict[str, list[dict[str, Any]]]:
+    if cluster == HUB:
+        return build_hub()
     tool, env, overlay, services, day = CLUSTERS[cluster]
     files: dict[str, list[dict[str, Any]]] = {}
+    if tool == "hub":
+        # Only the workloads: the Applications that put them there live on mgmt-hub.
+        return {"workloads.yaml": hub_workloads(cluster)} if cluster in HUB_READ else {}
     workloads: list[dict[str, Any]] = []
     if tool == "argo":
         files["argocd/appprojects.yaml"] = argo_projects(cluster, day)
@@ -1220,6 +1254,86 @@ def build_cluster(cluster: str) -> dict[str, list[dict[str, Any]]]:
         files["flux-system/helm.yaml"] = releases
     files["workloads.yaml"] = workloads
     return files
+
+
+# ---------------------------------------------------------------------------------------
+# The hub (mgmt-hub): Argo CD's own namespace as `kubectl get -n argocd -o yaml` prints it.
+def hub_destinations() -> list[str]:
+    return [c for c, (tool, *_rest) in CLUSTERS.items() if tool == "hub"]
+
+
+def hub_apps() -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    return [argo_app(cluster, service, CLUSTERS[cluster][4])
+            for cluster in hub_destinations() for service in CLUSTERS[cluster][3]]
+
+
+def hub_workloads(cluster: str) -> list[dict[str, Any]]:
+    """A destination's workloads, tracked by the hub's apps (tracking-id names the hub app)."""
+    objects: list[dict[str, Any]] = []
+    day = CLUSTERS[cluster][4]
+    for service in CLUSTERS[cluster][3]:
+        app, owner = argo_app(cluster, service, day)
+        assert owner is not None
+        created = at(day, 10) + jitter(cluster, service, minutes=300) + timedelta(minutes=1, seconds=5)
+        chart = HELM[service][0] if service in HELM else None
+        objects.append(make_service(cluster, service, created, owner, runs(cluster, service), chart))
+        objects.append(make_workload(cluster, service, owner, created,
+                                     generation=1 + len(app["status"].get("history", [])), helm_chart=chart))
+    return objects
+
+
+def cluster_secret(cluster: str) -> dict[str, Any]:
+    """A declarative cluster Secret with its name and server only. A real one also carries
+    `config` (bearer token, TLS client key); the demo has none, and the portal never reads it."""
+    data = {"name": cluster, "server": HUB_SERVERS[cluster]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": meta(HUB, "Secret", "argocd", f"cluster-{cluster}", at(HUB_DAY, 9, 30) + jitter(cluster,
+                         minutes=600), generation=None,
+                         labels={"argocd.argoproj.io/secret-type": "cluster", "acme-shop.io/region": cluster[-4:]}),
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in sorted(data.items())},
+    }
+
+
+def hub_project() -> dict[str, Any]:
+    """Project `regions`: the new regions, with a deny window (launch freeze) on prod-sa-1."""
+    destinations = [{"namespace": "*", "server": HUB_SERVERS[c]} for c in hub_destinations()
+                    if c not in HUB_BY_NAME]
+    destinations += [{"name": c, "namespace": "*"} for c in sorted(HUB_BY_NAME)]
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": meta(HUB, "AppProject", "argocd", "regions", at(HUB_DAY, 9, 12, 40), generation=3),
+        "spec": {
+            "clusterResourceWhitelist": [{"group": "", "kind": "Namespace"}],
+            "description": "Regions rolled out from the management cluster",
+            "destinations": destinations,
+            "sourceRepos": [REPO_URL, CHART_REPO],
+            # Argo CD applies a window to an app matching any of its lists: clusters only here.
+            "syncWindows": [{
+                "clusters": [HUB_SERVERS["prod-sa-1"]],
+                "description": "Launch freeze: prod-sa-1 takes customer traffic from 2026-12-07; "
+                               "changes only through the launch checklist",
+                "duration": "24h",
+                "kind": "deny",
+                "manualSync": False,
+                "schedule": "0 0 * * *",
+                "timeZone": "America/Sao_Paulo",
+            }],
+        },
+        "status": {},
+    }
+
+
+def build_hub() -> dict[str, list[dict[str, Any]]]:
+    default = argo_projects(HUB, HUB_DAY)[0]
+    return {
+        "argocd/appprojects.yaml": [default, hub_project()],
+        "argocd/applications.yaml": [app for app, _owner in hub_apps()],
+        "argocd/cluster-secrets.yaml": [cluster_secret(c) for c in hub_destinations()],
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -1492,15 +1606,18 @@ def main() -> None:
     catalog = yaml.safe_load((HERE / "fleet.yaml").read_text())
     for service in catalog["services"]:
         TEAMS[service["name"]] = service["team"]
+    for service, (team, _pins) in NEW_SERVICES.items():
+        TEAMS.setdefault(service, team)
     for cluster in catalog["clusters"]:
-        assert cluster["name"] in CLUSTERS, cluster["name"]
+        assert cluster["name"] in CLUSTERS or cluster["name"] == HUB, cluster["name"]
 
     if CLUSTERS_DIR.exists():
         shutil.rmtree(CLUSTERS_DIR)
-    for cluster in CLUSTERS:
+    for cluster in [*CLUSTERS, HUB]:
         for rel, docs in build_cluster(cluster).items():
-            tool = CLUSTERS[cluster][0]
-            header = f"cluster {cluster} ({'Argo CD' if tool == 'argo' else 'Flux'}): {rel}"
+            tool = "hub" if cluster == HUB else CLUSTERS[cluster][0]
+            what = {"argo": "Argo CD", "flux": "Flux", "hub": "Argo CD hub"}.get(tool, f"managed by {HUB}")
+            header = f"cluster {cluster} ({what}): {rel}"
             dump_all(CLUSTERS_DIR / cluster / rel, docs, header)
 
     if REPO_DIR.exists():

@@ -8,6 +8,7 @@ value instead of raising, so one odd field never costs the whole object.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -135,6 +136,40 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
         return [json_safe(item, _depth=_depth + 1) for item in value]
     if isinstance(value, datetime | date):
         return rfc3339(parse_time(value))
+    return value
+
+
+# PostgreSQL's text and jsonb cannot hold NUL, and no UTF-8 column can hold an unpaired
+# surrogate (JSON's "\ud800" decodes to one): either, in one string of one object, failed
+# the whole cluster's store. They are shown as U+FFFD, as a decoder shows an invalid byte.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
+def storable_text(value: Any) -> Any:
+    """`value` with every NUL and unpaired surrogate in its strings (keys too) replaced by
+    U+FFFD; changed in place where it is a dict or list, walked without recursion."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub(REPLACEMENT_CHARACTER, value)
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, dict):
+            for key in list(current):
+                item = current[key]
+                if isinstance(item, str):
+                    current[key] = item = _UNSTORABLE.sub(REPLACEMENT_CHARACTER, item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+                if isinstance(key, str) and _UNSTORABLE.search(key):
+                    del current[key]
+                    current[_UNSTORABLE.sub(REPLACEMENT_CHARACTER, key)] = item
+        elif isinstance(current, list):
+            for index, item in enumerate(current):
+                if isinstance(item, str):
+                    current[index] = _UNSTORABLE.sub(REPLACEMENT_CHARACTER, item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
     return value
 
 

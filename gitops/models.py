@@ -21,7 +21,7 @@ from gitops.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
 from gitops.attention import Attention
 from gitops.attention import grace_cutoff as grace_cutoff
 from gitops.revisions import commit_of
-from portal.catalog.models import Cluster, Environment, Service
+from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
 TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
 
@@ -46,8 +46,10 @@ PROBLEMS_FIRST = "problems"
 # A time never set sorts as the oldest possible instant, so every key has a value to page by
 # and both databases put it in the same place.
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+_NO_ENVIRONMENT_ORDER = 2**31 - 1
 _SORT_KEYS = {
-    "sort_env": F("cluster__environment__order"),
+    # A discovered cluster has no environment yet: its apps sort after every environment's.
+    "sort_env": Coalesce(F("cluster__environment__order"), Value(_NO_ENVIRONMENT_ORDER)),
     "sort_cluster": F("cluster__name"),
     "sort_sync_since": Coalesce("sync_since", Value(_NEVER, output_field=DateTimeField())),
     "sort_health_since": Coalesce("health_since", Value(_NEVER, output_field=DateTimeField())),
@@ -120,7 +122,15 @@ def sync_held(sync_blocked: bool, sync_blocked_until: datetime | None, at: datet
 
 
 class GitOpsApp(models.Model):
+    # The cluster the app deploys to (its destination, gitops.topology): every page files the
+    # app, its environment and its running versions there. `read_from` is the cluster whose
+    # poll reported it (the Argo CD instance's own cluster for a hub); a poll replaces the
+    # rows it read, wherever they point.
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="apps")
+    read_from = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="apps_read")
+    argocd_instance = models.ForeignKey(
+        ArgoCDInstance, null=True, blank=True, on_delete=models.SET_NULL, related_name="apps"
+    )
     tool = models.CharField(max_length=8, choices=TOOLS)
     kind = models.CharField(max_length=40)  # Application | Kustomization | HelmRelease
     namespace = models.CharField(max_length=253)
@@ -185,7 +195,7 @@ class GitOpsApp(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "tool", "kind", "namespace", "name"], name="uniq_app"),
+            models.UniqueConstraint(fields=["read_from", "tool", "kind", "namespace", "name"], name="uniq_app"),
         ]
         indexes = [
             models.Index(fields=["problem_rank", "cluster", "namespace", "name"]),
@@ -193,6 +203,14 @@ class GitOpsApp(models.Model):
             models.Index(fields=["health_status", "health_since"]),
             models.Index(fields=["name"]),
         ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # An app read from the cluster it deploys to (a standalone Argo CD, Flux) needs no
+        # second cluster named. Read through __dict__: a deferred field is never loaded here.
+        values = self.__dict__
+        if values.get("read_from_id", 0) is None and values.get("cluster_id") is not None:
+            self.read_from_id = values["cluster_id"]
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.namespace}/{self.name}"
@@ -277,10 +295,15 @@ class Workload(models.Model):
 
 
 class RunningVersion(models.Model):
-    """One service's image running in one workload: the unit of "what actually runs"."""
+    """One service's image running in one workload: the unit of "what actually runs".
+
+    Without a workload, the version is as an Argo CD instance reports it (the app's
+    `status.summary.images`) for a destination cluster the portal does not read."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="running_versions")
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="running_versions")
+    workload = models.ForeignKey(
+        Workload, null=True, blank=True, on_delete=models.CASCADE, related_name="running_versions"
+    )
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="running_versions")
     container = models.CharField(max_length=253)

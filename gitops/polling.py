@@ -24,18 +24,21 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.collectors import collect
+from gitops.argocd_api import ArgoCDSource
+from gitops.collectors import CLUSTER_SECRET_KIND, collect
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
+from gitops.models import GitOpsApp
 from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
 from gitops.stored import read_state
-from portal.catalog.models import Cluster
+from gitops.unchanged import FULL_POLL_EVERY, catalog_digest, listing_digest
+from portal.catalog.models import ArgoCDInstance, Cluster, Service
 from portal.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,7 @@ _CAPABILITY_WORDS = {
     kinds.ROLLOUTS: "Argo Rollouts",
 }
 LOCK_SECONDS = 300
+SHOWN_WARNINGS = 20  # warnings kept on the cluster for /clusters; all of them are counted
 
 
 @dataclass
@@ -64,6 +68,7 @@ class PollReport:
     unavailable: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: str = ""
+    unchanged: bool = False  # every object as the last full poll read it: nothing collected or written
 
 
 def source_for(cluster: Cluster) -> ClusterSource:
@@ -79,11 +84,16 @@ def source_for(cluster: Cluster) -> ClusterSource:
         return ManifestSource(folder, name=cluster.name)
     if kind == Cluster.Connection.IN_CLUSTER:
         return KubeSource.in_cluster(name=cluster.name, timeout=timeout)
-    if kind == Cluster.Connection.API:
+    if kind in (Cluster.Connection.API, Cluster.Connection.ARGOCD_API):
         token = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
         if not token:
             raise SourceError(
                 "unauthorized", f"no token: environment variable {cluster.token_env or '(none named)'} is empty"
+            )
+        if kind == Cluster.Connection.ARGOCD_API:
+            return ArgoCDSource(
+                cluster.api_url, token, ca_data=cluster.ca_data or None, ca_file=cluster.ca_file or None,
+                verify=cluster.verify_tls, name=cluster.name, timeout=timeout,
             )
         return KubeSource.from_url(
             cluster.api_url, token, ca_data=cluster.ca_data or None, ca_file=cluster.ca_file or None,
@@ -103,13 +113,16 @@ class Listing:
     unavailable: dict[str, str] = field(default_factory=dict)  # capability -> why, in words
     warnings: list[str] = field(default_factory=list)
     fatal: SourceError | None = None  # what stopped the whole read (None when part was read)
+    # The Argo CD instance's cluster list when the source answers it itself (the Argo CD API).
+    argocd_clusters: list | None = None
 
 
 def list_capabilities(source: ClusterSource) -> Listing:
     """Every kind, capability by capability; a cluster-wide failure stops the read."""
     listing = Listing()
     failures: list[SourceError] = []
-    for capability in kinds.CAPABILITIES:
+    # A source may serve only some capabilities (the Argo CD API: apps and projects).
+    for capability in getattr(source, "capabilities", kinds.CAPABILITIES):
         for spec in kinds.kinds_for(capability):
             try:
                 result = source.list_objects(spec)
@@ -124,6 +137,8 @@ def list_capabilities(source: ClusterSource) -> Listing:
             listing.warnings.extend(result.warnings)
     if not listing.listed and failures:
         listing.fatal = failures[0]
+    elif isinstance(source, ArgoCDSource):
+        listing.argocd_clusters = source.argocd_clusters()
     return listing
 
 
@@ -148,6 +163,8 @@ def collect_snapshot(listing: Listing) -> Snapshot:
         workloads=collected.workloads,
         listed_kinds=listing.listed,
         warnings=listing.warnings + collected.warnings,
+        argocd_clusters=listing.argocd_clusters if listing.argocd_clusters is not None
+        else collected.argocd_clusters if CLUSTER_SECRET_KIND in listing.listed else None,
     )
 
 
@@ -168,6 +185,8 @@ def _release(cluster: Cluster, token: str) -> None:
 def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
     started = time.monotonic()
     at = at or timezone.now()
+    if source is None and cluster.connection == Cluster.Connection.NONE:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read: an Argo CD instance reports its apps")
     token = _acquire(cluster, at)
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
@@ -176,8 +195,18 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             listing = _list(cluster, source)
             if listing.fatal is not None:
                 return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
+            previous = _previous_poll(cluster)
+            digest = listing_digest(listing.objects, listing.listed, listing.unavailable,
+                                    _catalog_key(cluster, listing.argocd_clusters))
+            if previous.unchanged(digest, at):
+                return _record_unchanged(cluster, at, started)
             snapshot = collect_snapshot(listing)
-            stored, held = _store_guarded(cluster, snapshot, at)
+            stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
+            if digest is not None:
+                # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
+                # a discovered destination), and the next poll compares against the catalog as it is.
+                digest = listing_digest(listing.objects, listing.listed, listing.unavailable,
+                                        _catalog_key(cluster, listing.argocd_clusters))
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".
@@ -193,6 +222,9 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
         Cluster.objects.filter(pk=cluster.pk).update(
             last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
             last_poll_seconds=seconds,
+            # A held kind was not stored: the next poll must look again, whatever it reads.
+            listing_digest="" if held or digest is None else digest, listing_full_at=at,
+            poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
         )
         for warning in snapshot.warnings[:50]:
             log.warning("%s: %s", cluster.name, warning)
@@ -200,6 +232,60 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
                           warnings=snapshot.warnings)
     finally:
         _release(cluster, token)
+
+
+@dataclass(frozen=True)
+class PreviousPoll:
+    """What the previous poll of a cluster recorded, read when this one has listed."""
+
+    unavailable: dict[str, str]
+    listing_digest: str
+    listing_full_at: datetime | None
+
+    def unchanged(self, digest: str | None, at: datetime) -> bool:
+        """This poll read what the last full one stored, recently enough to trust it."""
+        return bool(
+            digest
+            and digest == self.listing_digest
+            and self.listing_full_at is not None
+            and at - self.listing_full_at < FULL_POLL_EVERY
+            and not held_keys(self.unavailable)
+        )
+
+
+def _previous_poll(cluster: Cluster) -> PreviousPoll:
+    # Read now, not from the caller's Cluster: that may be older than the previous poll.
+    row = Cluster.objects.filter(pk=cluster.pk).values("unavailable", "listing_digest", "listing_full_at").first()
+    if row is None:
+        return PreviousPoll({}, "", None)
+    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"])
+
+
+def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
+    """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
+    which image is which service, which cluster is which destination (the catalog's clusters,
+    Argo CD instances, and the instance's own cluster list when its source answered one), and
+    the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
+    services = Service.objects.order_by("pk").values_list("pk", "name", "image_repository", "image_aliases")
+    clusters = Cluster.objects.order_by("pk").values_list(
+        "pk", "name", "api_url", "environment_id", "connection", "discovered", "argocd_aliases"
+    )
+    instances = ArgoCDInstance.objects.order_by("pk").values_list("pk", "name", "cluster_id", "namespace",
+                                                                  "agent_mapping")
+    placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
+        count=Count("id"), last=Max("updated_at")
+    )
+    return catalog_digest([*services, *clusters, *instances, (repr(argocd_clusters),),
+                           (placed_here["count"], placed_here["last"])])
+
+
+def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:
+    """A poll that read only what the store already holds: the cluster was read, nothing else."""
+    seconds = time.monotonic() - started
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, last_poll_seconds=seconds
+    )
+    return PollReport(cluster.name, ok=True, seconds=seconds, unchanged=True)
 
 
 def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
@@ -234,12 +320,11 @@ def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreR
     return write(derive(state, snapshot, at))
 
 
-def _store_guarded(cluster: Cluster, snapshot: Snapshot, at: datetime) -> tuple[StoreResult, list[Hold]]:
+def _store_guarded(cluster: Cluster, snapshot: Snapshot, at: datetime, held_before: set[str]
+                   ) -> tuple[StoreResult, list[Hold]]:
     """`store_snapshot` behind the mass-disappearance guard: an app kind whose list came back
     (nearly) empty is left as stored, unless the previous poll already held it (confirmed)."""
     state = read_state(cluster, snapshot.listed_kinds)
-    # What the previous poll wrote, read now: the caller's Cluster may be older than that poll.
-    previous = Cluster.objects.filter(pk=cluster.pk).values_list("unavailable", flat=True).first()
-    held = holds(state, snapshot, held_before=held_keys(previous))
+    held = holds(state, snapshot, held_before=held_before)
     state.listed_kinds = state.listed_kinds - {hold.kind for hold in held}
     return write(derive(state, snapshot, at)), held

@@ -28,6 +28,10 @@ MISSING = "Missing"
 # Argo CD's order of severity (gitops-engine health.IsWorse): later is worse.
 HEALTH_ORDER = [HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED, UNKNOWN]
 
+# Deployments kept per app, newest last (Argo CD's default revisionHistoryLimit); collectors
+# read no more than this, the store keeps no more.
+HISTORY_KEPT = 10
+
 
 @dataclass(frozen=True)
 class SourceSpec:
@@ -168,3 +172,6 @@ class Snapshot:
     workloads: list[WorkloadRow] = field(default_factory=list)
     listed_kinds: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    # The Argo CD instance's cluster list (gitops.topology.ArgoCluster: name, server, agent;
+    # never credentials), from its cluster Secrets or its API; None when it was not read.
+    argocd_clusters: list[Any] | None = None

@@ -34,7 +34,7 @@ from kubernetes.config.incluster_config import (
 )
 from kubernetes.config.kube_config import load_kube_config
 
-from gitops.fields import MAX_DEPTH, as_str, dig
+from gitops.fields import MAX_DEPTH, as_str, dig, storable_text
 from gitops.kinds import KindSpec, split_api_version
 from portal.redaction import redact
 
@@ -153,11 +153,23 @@ def _cut_too_deep(text: str, limit: int = MAX_DEPTH) -> str:
     return "".join(parts)
 
 
+# Escapes of NUL or of a surrogate (half of a pair, or alone), and raw NUL bytes: only a
+# text holding one of these is walked for text no database column can store. Plain
+# substring searches (a few C passes); "\\ud"/"\\uD" also match "\\udXXX" escapes that are not
+# surrogates (U+D000-U+D7FF), which only costs that text a walk.
+_UNSTORABLE_JSON = (b"\\u0000", b"\\ud", b"\\uD", b"\x00")
+_UNSTORABLE_YAML = ("\\0", "\\x00", "\\u", "\\U")
+
+
 def _load_json(data: bytes) -> tuple[Any, bool]:
     """The decoded JSON text, and whether parts nested too deep were cut out of it."""
     if not _json_nests_deeper(data):
-        return json.loads(data), False
-    return json.loads(_cut_too_deep(data.decode("utf-8"))), True
+        decoded, cut = json.loads(data), False
+    else:
+        decoded, cut = json.loads(_cut_too_deep(data.decode("utf-8"))), True
+    if any(marker in data for marker in _UNSTORABLE_JSON):
+        storable_text(decoded)
+    return decoded, cut
 
 
 def _holds_cut(value: Any) -> bool:
@@ -569,7 +581,10 @@ class ManifestSource:
             raise ValueError(f"document {deep} nested deeper than {MAX_DEPTH} levels")
         # Parse the whole file before yielding anything: a syntax error on document 3
         # skips the file rather than half of it.
-        return list(yaml.load_all(text, Loader=_PlainLoader)), False  # noqa: S506 - a safe loader
+        documents = list(yaml.load_all(text, Loader=_PlainLoader))  # noqa: S506 - a safe loader
+        if any(escape in text for escape in _UNSTORABLE_YAML):  # how YAML writes NUL or a surrogate
+            storable_text(documents)
+        return documents, False
 
 
 def _yaml_too_deep(text: str, limit: int = MAX_DEPTH) -> int:

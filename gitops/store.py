@@ -8,6 +8,11 @@ Argo CD rows from the same poll are updated. State changes become StateChange ro
 "since when" of the pages and the episode unit of notifications); a service's running
 version replaced by another on a workload becomes a VersionChange. Wide rows go through
 the bulk paths of `gitops.bulkwrite` (COPY and UPDATE … FROM on PostgreSQL).
+
+The rows a poll replaces are those read from the cluster, wherever they deploy: a hub's
+apps are filed under their destinations, a destination no catalog cluster matches under
+a discovered cluster written here first, and every destination whose running versions
+changed is announced as well as the polled cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from gitops.derive import APP_FIELDS, WORKLOAD_FIELDS, Changes
 from gitops.models import AppProject, GitOpsApp, RunningVersion, StateChange, VersionChange, Workload
 from gitops.rows import Snapshot, app_key
 from gitops.signals import cluster_stored
+from gitops.topology import Unregistered
 from portal.catalog.models import Cluster
 
 __all__ = ["Snapshot", "StoreResult", "app_key", "write"]
@@ -48,10 +54,14 @@ def write(changes: Changes) -> StoreResult:
         if apps.projects is not None:
             AppProject.objects.filter(cluster=cluster).delete()
             AppProject.objects.bulk_create(apps.projects)
+        _file_unregistered(apps.unregistered)
         _write_apps(changes)
         if changes.workloads is not None:
             _write_workloads(changes)
         cluster_stored.send(sender=Cluster, cluster=cluster)
+        destinations = Cluster.objects.filter(pk__in=apps.destinations_touched, environment__isnull=False)
+        for destination in destinations.order_by("pk"):
+            cluster_stored.send(sender=Cluster, cluster=destination)
     workloads = changes.workloads
     return StoreResult(
         apps=apps.seen, created=len(apps.created), updated=len(apps.updated), removed=len(apps.gone),
@@ -67,13 +77,48 @@ def _write_apps(changes: Changes) -> None:
     bulk_insert_rows(GitOpsApp, apps.created)
     if apps.updated:
         bulk_update_rows(GitOpsApp, apps.updated, APP_FIELDS)
-    _fill_ids(apps.created, GitOpsApp.objects.filter(cluster=changes.state.cluster),
+    _fill_ids(apps.created, GitOpsApp.objects.filter(read_from=changes.state.cluster),
               lambda a: app_key(a.tool, a.kind, a.namespace, a.name))
     copy_rows(StateChange, [_with_ids(change) for change in apps.state_changes])
+    if apps.image_versions_stale:
+        RunningVersion.objects.filter(id__in=apps.image_versions_stale).delete()
+    copy_rows(RunningVersion, [_with_ids(row) for row in apps.image_versions_added])
     # Which services each app deploys (M2M), rewritten for new apps and those whose set changed.
     through = GitOpsApp.services.through
     through.objects.filter(gitopsapp_id__in=[a.id for a in apps.relinked]).delete()
     copy_rows(through, [{"gitopsapp_id": app.id, "service_id": service_id} for app, service_id in apps.links])
+
+
+def _file_unregistered(placed: list[tuple[GitOpsApp, Unregistered]]) -> None:
+    """A discovered cluster for each destination no catalog cluster matched (found again by
+    its slug when another poll wrote it first), and its apps pointed at it."""
+    clusters: dict[str, Cluster] = {}
+    for app, found in placed:
+        cluster = clusters.get(found.slug)
+        if cluster is None:
+            cluster = _discovered_cluster(found)
+            clusters[found.slug] = cluster
+        app.cluster = cluster
+
+
+def _discovered_cluster(found: Unregistered) -> Cluster:
+    existing = Cluster.objects.filter(name=found.slug).first()
+    if existing is not None and (existing.discovered or set(found.aliases) & set(existing.argocd_aliases or [])):
+        return existing
+    name = found.slug if existing is None else _free_name(found.slug)
+    return Cluster.objects.create(
+        name=name, environment=None, discovered=True, enabled=False, connection=Cluster.Connection.NONE,
+        api_url=found.api_url[:500], argocd_aliases=list(found.aliases),
+    )
+
+
+def _free_name(slug: str) -> str:
+    """`slug`, made unique among the catalog's cluster names with a numeric suffix."""
+    taken = set(Cluster.objects.filter(name__startswith=slug[:57]).values_list("name", flat=True))
+    number = 2
+    while f"{slug[:57]}-{number}" in taken:
+        number += 1
+    return f"{slug[:57]}-{number}"
 
 
 def _write_workloads(changes: Changes) -> None:

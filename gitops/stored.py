@@ -3,6 +3,11 @@
 Deriving a poll's changes compares its rows with these; reading them up front keeps the
 derive step pure and the number of queries per poll constant, whatever the fleet size.
 Only what the poll listed is read: kinds it could not list are left alone by the write.
+
+A cluster's rows are the apps *read from* it (`GitOpsApp.read_from`), wherever they deploy;
+the catalog's clusters are read too, to place each app on its destination
+(gitops.topology), and so are the apps other clusters' polls placed here, whose
+workloads this poll may read.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ from dataclasses import dataclass, field
 
 from gitops.collectors.workloads import WORKLOAD_KINDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
-from gitops.rows import ProjectRow, app_key
-from portal.catalog.models import Cluster, Service, service_image_index
+from gitops.rows import ProjectRow, ResourceKey, app_key
+from portal.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
 
 # Large JSON columns, always rewritten from the poll's values when a row changes: an
 # unchanged app is recognised by its fingerprint, so they are never read back.
@@ -34,6 +39,19 @@ class StoredVersion:
     image: str
 
 
+@dataclass(frozen=True)
+class StoredImageVersion:
+    """A RunningVersion without a workload: a version as Argo CD reports it (summary.images)
+    for an app this cluster's poll placed on a cluster the portal does not read."""
+
+    id: int
+    app_id: int
+    cluster_id: int
+    service_id: int
+    image: str
+    version: str
+
+
 @dataclass
 class ClusterState:
     """One cluster, and what the store held of it when the poll began."""
@@ -48,10 +66,18 @@ class ClusterState:
     workload_kinds: set[str] = field(default_factory=set)  # workload kinds this poll listed
     workloads: dict[WorkloadKey, Workload] = field(default_factory=dict)
     running: list[StoredVersion] = field(default_factory=list)
+    # Every catalog cluster (to place apps on their destinations) and this cluster's Argo CD.
+    catalog: list[Cluster] = field(default_factory=list)
+    instance: ArgoCDInstance | None = None
+    image_versions: list[StoredImageVersion] = field(default_factory=list)
+    # Apps read elsewhere (a hub) that deploy here, by the resources they manage: this
+    # poll's workloads are theirs when nothing read here claims them.
+    foreign_resources: dict[ResourceKey, GitOpsApp] = field(default_factory=dict)
 
 
 def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
-    """At most five queries: services, apps, AppProjects (when not listed), workloads, running versions."""
+    """A query per table: services, apps, AppProjects (when not listed), catalog clusters,
+    the Argo CD instance, versions from Argo CD, workloads, running versions, foreign apps."""
     services = list(Service.objects.all())
     projects = None
     if "AppProject" not in listed_kinds:
@@ -66,11 +92,21 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
         service_ids={s.name: s.id for s in services},
         apps={
             app_key(a.tool, a.kind, a.namespace, a.name): a
-            for a in GitOpsApp.objects.filter(cluster=cluster).defer(*APP_DEFERRED)
+            for a in GitOpsApp.objects.filter(read_from=cluster).defer(*APP_DEFERRED)
         },
         projects=projects,
         workload_kinds=listed_kinds & set(WORKLOAD_KINDS),
+        catalog=list(Cluster.objects.order_by("id").only(
+            "id", "name", "api_url", "argocd_aliases", "discovered", "environment_id", "connection", "enabled"
+        )),
     )
+    if "Application" in listed_kinds:
+        state.instance = instance_of(cluster)
+        state.image_versions = [
+            StoredImageVersion(*values) for values in RunningVersion.objects.filter(
+                app__read_from=cluster, workload__isnull=True
+            ).values_list("id", "app_id", "cluster_id", "service_id", "image", "version")
+        ]
     if state.workload_kinds:
         state.workloads = {
             (w.kind, w.namespace, w.name): w
@@ -84,4 +120,32 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
             ).values_list("id", "service_id", "container", "version", "app_id", "image",
                          "workload__kind", "workload__namespace", "workload__name")
         ]
+        state.foreign_resources = _foreign_resources(cluster)
     return state
+
+
+def instance_of(cluster: Cluster) -> ArgoCDInstance:
+    """The Argo CD instance whose Applications are read from `cluster`; one is recorded
+    (named after the cluster, its UI the portal's default) the first time they are."""
+    instance = ArgoCDInstance.objects.filter(cluster=cluster).order_by("id").first()
+    if instance is not None:
+        return instance
+    name = cluster.name
+    if ArgoCDInstance.objects.filter(name=name).exists():
+        name = f"{cluster.name[:50]}-{cluster.pk}"
+    instance, _ = ArgoCDInstance.objects.get_or_create(name=name, defaults={"cluster": cluster})
+    return instance
+
+
+def _foreign_resources(cluster: Cluster) -> dict[ResourceKey, GitOpsApp]:
+    """The resources (Argo CD status.resources) of apps placed here by another cluster's poll."""
+    index: dict[ResourceKey, GitOpsApp] = {}
+    foreign = GitOpsApp.objects.filter(cluster=cluster, tool="argo").exclude(read_from=cluster)
+    for app in foreign.only("id", "tool", "kind", "namespace", "name", "cluster_id", "read_from_id", "raw"):
+        resources = ((app.raw or {}).get("status") or {}).get("resources") or []
+        for entry in resources if isinstance(resources, list) else []:
+            if isinstance(entry, dict) and entry.get("kind") and entry.get("name"):
+                key = ResourceKey(str(entry.get("group") or ""), str(entry["kind"]),
+                                  str(entry.get("namespace") or ""), str(entry["name"]))
+                index.setdefault(key, app)
+    return index

@@ -24,10 +24,13 @@ def safe_http_url(url: str | None) -> str | None:
     return parts.geturl()
 
 
-def argocd_app_url(namespace: str, name: str) -> str | None:
-    """The application in Argo CD's UI: /applications/<app namespace>/<name>; None when
-    either part is empty (a hand-written manifest without a namespace has no such page)."""
-    base = safe_http_url(settings.PORTAL_ARGOCD_URL)
+def argocd_app_url(namespace: str, name: str, ui_url: str | None = None) -> str | None:
+    """The application in its Argo CD instance's UI: /applications/<app namespace>/<name>.
+
+    `ui_url` is the instance's (portal.catalog.models.ArgoCDInstance.ui_url); empty, the
+    portal's default PORTAL_ARGOCD_URL. None when either name part is empty (a hand-written
+    manifest without a namespace has no such page) or no base is an http(s) URL."""
+    base = safe_http_url(ui_url or settings.PORTAL_ARGOCD_URL)
     if not base or not namespace or not name:
         return None
     return f"{base.rstrip('/')}/applications/{quote(namespace, safe='')}/{quote(name, safe='')}"

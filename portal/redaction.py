@@ -7,9 +7,14 @@ stored, logged and shown on pages, so every client passes it through `redact` fi
 `redact` removes, whatever the secrets it is given:
 - the values of Authorization / Proxy-Authorization headers (as a header line, JSON or
   a repr, plain or URL-encoded), and any `Basic …` / `Bearer …` credential;
-- the userinfo of URLs (`https://user:pw@host` -> `https://***@host`);
-and every known secret: the values passed in and the forge tokens from settings, each
-also as base64 (how `user:password` travels in Basic auth) and URL-encoded.
+- the SASL responses an SMTP server may echo back (`AUTH PLAIN <base64 of
+  "\\0user\\0password">`, `AUTH LOGIN …`, XOAUTH2);
+- the userinfo of URLs (`https://user:pw@host` -> `https://***@host`), also URL-encoded and
+  with an unescaped `@` in the password, as a failing `git` prints its command line or
+  remote in stderr, and the `password=` lines of git's credential protocol;
+and every known secret: the values passed in, the forge tokens and the SMTP password from
+settings, each also as base64 (how `user:password` travels in Basic auth and
+`\\0user\\0password` in SMTP AUTH PLAIN) and URL-encoded.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from urllib.parse import quote, quote_plus
 
 MASK = "***"
 _MIN_SECRET = 4  # shorter "secrets" would blank out ordinary words
-_SETTINGS_TOKENS = ("PORTAL_GITOPS_TOKEN", "PORTAL_GITOPS_GITLAB_TOKEN", "PORTAL_GITOPS_GITEA_TOKEN")
+_SETTINGS_TOKENS = (
+    "PORTAL_GITOPS_TOKEN", "PORTAL_GITOPS_GITLAB_TOKEN", "PORTAL_GITOPS_GITEA_TOKEN", "EMAIL_HOST_PASSWORD",
+)
 
 _SEP = r"""(["']?\s*(?::|=|%3A|%3D)\s*["']?(?:\s|%20|\+)*)"""
 # The header's value runs to the end of the line, a closing quote or the next field.
@@ -32,7 +39,15 @@ _TOKEN_CHAR = r"(?:[A-Za-z0-9._~+/\-]|%[0-9A-Fa-f]{2})"
 _SCHEME = re.compile(
     rf"(?i)\b(basic|bearer)(?:\s+|%20|\+)(?!(?-i:[a-z]+)(?!{_TOKEN_CHAR}|=|%3D)){_TOKEN_CHAR}{{8,}}(?:=|%3D)*"
 )
-_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@"'<>]+@""")
+# An SMTP AUTH command with its initial response (RFC 4954), as a server may quote it back.
+# A lower-case word after it ("AUTH LOGIN failed") is prose, not base64.
+_SASL = re.compile(
+    r"(?i:\b(AUTH\s+(?:PLAIN|LOGIN|XOAUTH2|OAUTHBEARER|CRAM-MD5)))\s+(?![a-z]+(?![A-Za-z0-9+/=]))[A-Za-z0-9+/]{4,}={0,2}"
+)
+# Greedy up to the last `@` before the path: a password with an unescaped `@` goes whole.
+_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s"'<>]+@""")
+_ENCODED_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*%3A%2F%2F)(?:(?!%2F|%3F|%23)[^/?#\s"'<>&])+%40""")
+_CREDENTIAL_LINE = re.compile(r"(?im)^(\s*password=).+$")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -44,12 +59,21 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         text = text.replace(form, MASK)
     text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _SCHEME.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _SASL.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _ENCODED_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}%40", text)
+    text = _CREDENTIAL_LINE.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
 
 
 def basic_pair(username: str, password: str) -> str:
     """What Basic auth encodes; pass it to `redact` so its base64 form is removed."""
     return f"{username}:{password}"
+
+
+def plain_auth(username: str, password: str) -> list[str]:
+    """What SMTP AUTH PLAIN encodes (RFC 4616), with and without the authorization identity
+    smtplib and other clients may send; pass them to `redact` so their base64 goes too."""
+    return [f"\0{username}\0{password}", f"{username}\0{username}\0{password}"]
 
 
 def _forms(secrets: Iterable[str | None]) -> set[str]:
@@ -71,4 +95,8 @@ def _settings_tokens() -> list[str]:
 
     if not settings.configured:
         return []
-    return [str(getattr(settings, name, "") or "") for name in _SETTINGS_TOKENS]
+    tokens = [str(getattr(settings, name, "") or "") for name in _SETTINGS_TOKENS]
+    smtp_user, smtp_password = str(settings.EMAIL_HOST_USER or ""), str(settings.EMAIL_HOST_PASSWORD or "")
+    if smtp_password:
+        tokens.extend(plain_auth(smtp_user, smtp_password))
+    return tokens

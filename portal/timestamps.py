@@ -75,9 +75,11 @@ def rfc3339(value: datetime | None) -> str:
     if value is None:
         return ""
     utc = _as_utc(value)
-    stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    # isoformat is C and writes the same digits as strftime here, at a third less cost: a poll
+    # formats every history entry's times.
+    stamp = utc.replace(tzinfo=None).isoformat()
     if utc.microsecond:
-        stamp += f".{utc.microsecond:06d}".rstrip("0")
+        stamp = stamp.rstrip("0")
     return stamp + "Z"
 
 

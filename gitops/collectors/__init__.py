@@ -17,6 +17,7 @@ from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.fields import as_list, as_str, dig, json_safe
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
+from gitops.topology import ArgoCluster, cluster_from_secret
 
 __all__ = [
     "KINDS",
@@ -32,7 +33,9 @@ __all__ = [
 ]
 
 APP_KINDS = ("Application", "Kustomization", "HelmRelease")
-KINDS: tuple[str, ...] = (*APP_KINDS, "AppProject", *SOURCE_KINDS, *WORKLOAD_KINDS)
+# Argo CD cluster Secrets: read for their name and server only (gitops.topology).
+CLUSTER_SECRET_KIND = "Secret"
+KINDS: tuple[str, ...] = (*APP_KINDS, "AppProject", *SOURCE_KINDS, *WORKLOAD_KINDS, CLUSTER_SECRET_KIND)
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Collected:
     projects: list[ProjectRow] = field(default_factory=list)
     workloads: list[WorkloadRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # objects skipped, and why
+    argocd_clusters: list[ArgoCluster] = field(default_factory=list)  # from cluster Secrets
 
 
 def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
@@ -91,6 +95,8 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
                 out.workloads.append(row)
 
     map_workloads_to_apps(out.apps, out.workloads)
+    # Any other Secret is not ours to read; a cluster Secret gives its name and server only.
+    out.argocd_clusters = [c for c in map(cluster_from_secret, lists.get(CLUSTER_SECRET_KIND, [])) if c]
     return out
 
 
@@ -124,9 +130,26 @@ def _project_row(obj: Mapping[str, Any]) -> ProjectRow:
     return row
 
 
+# The longest name or namespace a Kubernetes API server accepts (a DNS subdomain), and
+# what the store's columns hold. Longer ones come only from hand-written manifests or a
+# broken source; on PostgreSQL one of them failed the whole cluster's store.
+MAX_NAME = 253
+MAX_UID = 64  # an API server's uids are UUIDs (36); the store's column holds 64
+
+
 def _usable(kind: str, obj: Any, warnings: list[str]) -> bool:
     if not isinstance(obj, Mapping):
         warnings.append(f"{kind}: skipped an entry that is not an object ({type(obj).__name__})")
+        return False
+    namespace = as_str(dig(obj, "metadata", "namespace"))
+    name = as_str(dig(obj, "metadata", "name"))
+    if len(name) > MAX_NAME or len(namespace) > MAX_NAME:
+        where = f"{namespace[:60]}/{name[:60]}" if namespace else name[:60]
+        warnings.append(f"{kind} {where}: skipped: name or namespace longer than {MAX_NAME} characters")
+        return False
+    if len(as_str(dig(obj, "metadata", "uid"))) > MAX_UID:
+        where = f"{namespace}/{name}" if namespace else name
+        warnings.append(f"{kind} {where}: skipped: metadata.uid longer than {MAX_UID} characters")
         return False
     return True
 

@@ -26,6 +26,7 @@ from gitops.fields import (
 from gitops.rows import (
     ARGO,
     HEALTH_ORDER,
+    HISTORY_KEPT,
     OUT_OF_SYNC,
     SYNCED,
     UNKNOWN,
@@ -71,7 +72,7 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     row.automated = automated_sync(spec)
     row.manual_sync = not row.automated
     row.reconciled_at = parse_time(status.get("reconciledAt"))
-    row.history = _history(as_list(status.get("history")))
+    row.history = _history(as_list(status.get("history"))[-HISTORY_KEPT:])
     row.images = str_list(dig(status, "summary", "images"))
     row.resources = _resources(as_list(status.get("resources")))
     row.conditions = conditions(obj)

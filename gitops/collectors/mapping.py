@@ -69,6 +69,11 @@ def _resource_index(apps: Iterable[AppRow]) -> dict[ResourceKey, AppKey]:
     return index
 
 
+def resource_keys(workload: WorkloadRow) -> list[ResourceKey]:
+    """The keys an Argo CD Application's status.resources may list this workload under."""
+    return _resource_keys(workload)
+
+
 def _resource_keys(workload: WorkloadRow) -> list[ResourceKey]:
     groups = _GROUPS.get(workload.kind, ("",))
     return [ResourceKey(group, workload.kind, workload.namespace, workload.name) for group in groups]

@@ -118,6 +118,11 @@ def _pod_spec(
     return as_dict(dig(target, "spec", "template", "spec"))
 
 
+# What RunningVersion.container holds; Kubernetes itself allows 63 (a DNS label), but a
+# custom resource's pod template (a Rollout's) is not validated by the API server.
+MAX_CONTAINER_NAME = 253
+
+
 def _containers(pod_spec: Mapping[str, Any], row: WorkloadRow) -> list[ContainerImage]:
     out = []
     for field, init in (("initContainers", True), ("containers", False)):
@@ -126,6 +131,10 @@ def _containers(pod_spec: Mapping[str, Any], row: WorkloadRow) -> list[Container
                 continue
             name = as_str(container.get("name"))
             image = as_str(container.get("image"))
+            if len(name) > MAX_CONTAINER_NAME:
+                # Not a name Kubernetes can run; stored, it failed the whole cluster's write.
+                row.warnings.append(f"container {name[:60]}: skipped: name longer than {MAX_CONTAINER_NAME} characters")
+                continue
             parsed = parse_image(image)
             if parsed is None:
                 # Kept with empty parts so the container still shows; it matches no service.

@@ -1,6 +1,10 @@
-"""An app's stored values from its row: services it runs, sync-window verdict, problem rank,
-fingerprint, and the state changes since the previous poll. Pure: rows and the stored
-state in, unsaved model instances and row dicts out.
+"""An app's stored values from its row: the cluster it deploys to, services it runs,
+sync-window verdict, problem rank, fingerprint, and the state changes since the previous
+poll. Pure: rows and the stored state in, unsaved model instances and row dicts out.
+
+An app placed on a cluster the portal does not read runs what Argo CD reports
+(`status.summary.images`): those versions become RunningVersion rows without a workload,
+so the matrix and the service pages show them like any other.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
+from gitops.columns import fitted
+from gitops.derive.destinations import Placement, Placer
 from gitops.fields import json_safe
 from gitops.models import AppProject, GitOpsApp, problem_rank
-from gitops.rows import AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
+from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
 from gitops.stored import ClusterState
+from gitops.topology import Unregistered
 from gitops.windowstate import window_state
 from portal.catalog.images import parse_image
 
@@ -30,7 +37,7 @@ APP_FIELDS = [
     "health_since", "health_message", "ready_reason", "suspended", "automated", "manual_sync", "operation_phase",
     "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
     "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
-    "problem_rank", "running", "raw", "fingerprint", "updated_at",
+    "problem_rank", "running", "raw", "fingerprint", "updated_at", "cluster", "argocd_instance",
 ]
 
 
@@ -51,6 +58,13 @@ class AppChanges:
     relinked: list[GitOpsApp] = field(default_factory=list)  # apps whose service links are rewritten
     links: list[tuple[GitOpsApp, int]] = field(default_factory=list)  # (app, service id)
     seen: int = 0
+    # Apps whose destination matched no catalog cluster, with the discovered cluster to file them under.
+    unregistered: list[tuple[GitOpsApp, Unregistered]] = field(default_factory=list)
+    # Versions as Argo CD reports them (RunningVersion rows without a workload), and stale ones' ids.
+    image_versions_added: list[dict[str, Any]] = field(default_factory=list)
+    image_versions_stale: list[int] = field(default_factory=list)
+    # Clusters other than the polled one whose running versions this poll changed.
+    destinations_touched: set[int] = field(default_factory=set)
 
     def now(self) -> dict[str, GitOpsApp]:
         """The cluster's apps after the poll, by app key."""
@@ -99,13 +113,26 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
             workloads_by_app[workload.app_key].append(workload)
     names = set(state.service_ids)
     seen: set[str] = set()
+    placer = Placer(state, snapshot)
+    wanted_images: dict[tuple, dict[str, Any]] = {}
     for row in snapshot.apps:
         key = app_key(*row.key)
         if row.kind not in listed or key in seen:
             continue
+        placement = placer.place(row)
+        if placement.duplicate:
+            continue  # the agent's own poll reports this app (gitops.derive.destinations)
         seen.add(key)
-        running = _services_for_app(row, workloads_by_app.get(row.key, []), state.service_index, names)
+        if not placement.has_environment:
+            running: dict[str, list[str]] = {}  # a discovered cluster runs no service until it is added
+        elif placement.cluster is not None and placement.cluster.pk != state.cluster.pk:
+            running = _services_from_images(row, state.service_index)
+        else:
+            running = _services_for_app(row, workloads_by_app.get(row.key, []), state.service_index, names)
         values = _app_values(row, running, projects, at)
+        values["cluster_id"] = placement.cluster.pk if placement.cluster is not None else None
+        values["argocd_instance_id"] = state.instance.pk if state.instance is not None and row.tool == ARGO else None
+        values["fingerprint"] = fingerprint(values)
         app = state.apps.get(key)
         if app is None:
             app = _new_app(state, row, values, at)
@@ -118,12 +145,45 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
         if relink:
             out.relinked.append(app)
             out.links.extend((app, state.service_ids[s]) for s in running if s in state.service_ids)
+        if placement.new is not None:
+            out.unregistered.append((app, placement.new))
+        if placement.by_argocd and placement.has_environment:
+            _want_images(wanted_images, app, placement, row, state)
     out.gone = [a for k, a in state.apps.items() if k not in seen and a.kind in listed]
     for app in out.gone:
         key = app_key(app.tool, app.kind, app.namespace, app.name)
         out.state_changes.append(_state_change(state, None, key, "presence", "present", "gone", at))
     out.seen = len(seen)
+    if "Application" in listed:
+        _compare_images(out, state, wanted_images)
     return out
+
+
+def _want_images(wanted: dict[tuple, dict[str, Any]], app: GitOpsApp, placement: Placement, row: AppRow,
+                 state: ClusterState) -> None:
+    """The RunningVersion rows (no workload) for what Argo CD reports the app running."""
+    assert placement.cluster is not None
+    for image in row.images:
+        parsed = parse_image(image)
+        service = state.service_index.get(parsed.name) if parsed else None
+        if parsed is None or service is None or not parsed.version:
+            continue
+        service_id = state.service_ids[service]
+        identity = (id(app) if app.pk is None else app.pk, placement.cluster.pk, service_id, image[:500],
+                    parsed.version[:200])
+        wanted[identity] = {"cluster_id": placement.cluster.pk, "workload": None, "app": app,
+                            "service_id": service_id, "container": "", "image": image[:500],
+                            "version": parsed.version[:200]}
+
+
+def _compare_images(out: AppChanges, state: ClusterState, wanted: dict[tuple, dict[str, Any]]) -> None:
+    have = {(v.app_id, v.cluster_id, v.service_id, v.image, v.version): v for v in state.image_versions}
+    out.image_versions_added = [row for key, row in wanted.items() if key not in have]
+    stale = [v for key, v in have.items() if key not in wanted]
+    out.image_versions_stale = [v.id for v in stale]
+    out.destinations_touched = {row["cluster_id"] for row in out.image_versions_added} | {
+        v.cluster_id for v in stale}
+    out.destinations_touched.discard(state.cluster.pk)
 
 
 def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, values: dict[str, Any],
@@ -162,7 +222,7 @@ def _state_change(state: ClusterState, app: GitOpsApp | None, key: str, field_na
 
 
 def _new_app(state: ClusterState, row: AppRow, values: dict[str, Any], at: datetime) -> GitOpsApp:
-    app = GitOpsApp(cluster=state.cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
+    app = GitOpsApp(read_from=state.cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
                     first_seen=at, **values)
     app.sync_since = at
     app.health_since = _health_since(row, at)
@@ -203,40 +263,52 @@ def _services_for_app(
     return dict(running)
 
 
+def _services_from_images(row: AppRow, index: dict[str, str]) -> dict[str, list[str]]:
+    """{service: [versions]} as Argo CD reports them (summary.images: tags or digests as written)."""
+    running: dict[str, list[str]] = defaultdict(list)
+    for image in row.images:
+        parsed = parse_image(image)
+        service = index.get(parsed.name) if parsed else None
+        if parsed is not None and service is not None and parsed.version and parsed.version not in running[service]:
+            running[service].append(parsed.version)
+    return dict(running)
+
+
 def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, ProjectRow],
                 at: datetime) -> dict[str, Any]:
-    """Every column a poll writes for the app, its sync-window verdict and fingerprint included."""
+    """Every column a poll writes for the app from its row, its sync-window verdict included
+    (the caller adds where it belongs and the fingerprint)."""
     primary = row.sources[0] if row.sources else None
     values = {
         "uid": row.uid,
         "project": row.project,
-        "repo_url": (primary.repo_url if primary else "")[:500],
-        "path": (primary.path if primary else "")[:500],
-        "chart": (primary.chart if primary else "")[:253],
-        "target_revision": (primary.target_revision if primary else "")[:253],
+        "repo_url": primary.repo_url if primary else "",
+        "path": primary.path if primary else "",
+        "chart": primary.chart if primary else "",
+        "target_revision": primary.target_revision if primary else "",
         "sources": [plain(s) for s in row.sources],
-        "destination_server": row.destination_server[:500],
-        "destination_name": row.destination_name[:253],
-        "destination_namespace": row.destination_namespace[:253],
+        "destination_server": row.destination_server,
+        "destination_name": row.destination_name,
+        "destination_namespace": row.destination_namespace,
         "sync_status": row.sync_status,
-        "synced_revision": row.synced_revision[:300],
+        "synced_revision": row.synced_revision,
         "synced_revisions": row.synced_revisions,
-        "source_revision": row.source_revision[:300],
+        "source_revision": row.source_revision,
         "health_status": row.health_status,
         "health_message": row.health_message[:4000],
-        "ready_reason": row.ready_reason[:100],
+        "ready_reason": row.ready_reason,
         "suspended": row.suspended,
         "automated": row.automated,
         "manual_sync": row.manual_sync,
-        "operation_phase": row.operation_phase[:32],
+        "operation_phase": row.operation_phase,
         "operation_message": row.operation_message[:4000],
         "operation_started_at": row.operation_started_at,
         "operation_finished_at": row.operation_finished_at,
         "reconciled_at": row.reconciled_at,
-        "history": row.history[-10:],
+        "history": row.history[-HISTORY_KEPT:],
         "images": row.images,
         "conditions": row.conditions,
-        "interval": row.interval[:32],
+        "interval": row.interval,
         "warnings": row.warnings,
         "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),
         "running": running,
@@ -246,5 +318,4 @@ def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, 
     window = window_state(row, projects, at)
     if window is not None:
         values.update(window)
-    values["fingerprint"] = fingerprint(values)
-    return values
+    return fitted(GitOpsApp, values)

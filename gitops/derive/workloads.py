@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gitops.collectors.mapping import resource_keys
+from gitops.columns import fitted
 from gitops.derive.apps import plain
-from gitops.models import GitOpsApp, Workload
+from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
 from gitops.rows import Snapshot, WorkloadRow, app_key
 from gitops.stored import ClusterState, WorkloadKey
 
@@ -40,19 +42,32 @@ class WorkloadChanges:
 def derive_workloads(state: ClusterState, snapshot: Snapshot, apps_now: dict[str, GitOpsApp],
                      gone_app_ids: set[int], at: datetime) -> WorkloadChanges:
     """`apps_now`: the cluster's apps after the poll; `gone_app_ids`: apps it removes, whose
-    references the database clears (SET_NULL) when they are deleted."""
+    references the database clears (SET_NULL) when they are deleted.
+
+    A workload no app read here claims belongs to an app another cluster's poll placed
+    here (a hub's Application listing it in status.resources): its replicas and exact
+    versions refine what that Argo CD reports."""
     out = WorkloadChanges()
     stored_app_keys = {a.id: key for key, a in state.apps.items() if a.id not in gone_app_ids}
+    stored_app_keys.update({a.id: _identity(state, a) for a in state.foreign_resources.values()})
     seen: dict[WorkloadKey, tuple[WorkloadRow, GitOpsApp | None]] = {}
     for row in snapshot.workloads:
         if row.kind not in state.workload_kinds or row.key in seen:
             continue
         app = apps_now.get(app_key(*row.app_key)) if row.app_key else None
+        if app is None and state.foreign_resources:
+            app = next((state.foreign_resources[k] for k in resource_keys(row) if k in state.foreign_resources), None)
         seen[row.key] = (row, app)
         _compare(out, state, row, app, stored_app_keys, at)
     out.gone = [w.id for key, w in state.workloads.items() if key not in seen]
     _running_versions(out, state, seen, stored_app_keys, at)
     return out
+
+
+def _identity(state: ClusterState, app: GitOpsApp) -> str:
+    """An app's key among this poll's: apps read from elsewhere are qualified by that cluster."""
+    key = app_key(app.tool, app.kind, app.namespace, app.name)
+    return key if app.read_from_id in (None, state.cluster.pk) else f"{app.read_from_id}:{key}"
 
 
 def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: GitOpsApp | None,
@@ -68,6 +83,7 @@ def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: G
         "health_message": row.health_message[:2000],
         "updated_at": at,
     }
+    fitted(Workload, values)
     workload = state.workloads.get(row.key)
     if workload is None:
         out.created.append(
@@ -75,7 +91,7 @@ def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: G
         )
         return
     stored_app = stored_app_keys.get(workload.app_id) if workload.app_id is not None else None
-    same_app = stored_app == (app_key(app.tool, app.kind, app.namespace, app.name) if app else None)
+    same_app = stored_app == (_identity(state, app) if app else None)
     if same_app and not any(getattr(workload, name) != value for name, value in values.items()
                             if name != "updated_at"):
         return
@@ -99,17 +115,18 @@ def _running_versions(out: WorkloadChanges, state: ClusterState,
     after: dict[tuple[int, WorkloadKey], set[str]] = defaultdict(set)
     for key, (row, app) in seen.items():
         workload = instances.get(key) or state.workloads[key]
-        app_name = app_key(app.tool, app.kind, app.namespace, app.name) if app else None
+        app_name = _identity(state, app) if app else None
         for container in row.containers:
             service = state.service_index.get(f"{container.registry}/{container.repository}")
-            version = (container.tag or container.digest)[:200]
+            version = container.tag or container.digest
             if not service or not version:
                 continue
             service_id = state.service_ids[service]
-            image = container.image[:500]
-            wanted[(service_id, key, container.container, version, app_name, image)] = {
-                "cluster_id": state.cluster.id, "workload": workload, "app": app, "service_id": service_id,
-                "container": container.container, "image": image, "version": version,
+            fields = fitted(RunningVersion, {"container": container.container, "image": container.image,
+                                             "version": version})
+            version, image = fields["version"], fields["image"]
+            wanted[(service_id, key, fields["container"], version, app_name, image)] = {
+                "cluster_id": state.cluster.id, "workload": workload, "app": app, "service_id": service_id, **fields,
             }
             after[(service_id, key)].add(version)
     out.running_stale = [rid for key, rid in have.items() if key not in wanted]
@@ -118,8 +135,8 @@ def _running_versions(out: WorkloadChanges, state: ClusterState,
         old_versions = before.get((service_id, workload_key))
         if not old_versions or old_versions == new_versions:
             continue  # first sight is not a change
-        out.version_changes.append({
+        out.version_changes.append(fitted(VersionChange, {
             "service_id": service_id, "environment_id": state.cluster.environment_id,
             "cluster_id": state.cluster.id, "app": seen[workload_key][1],
             "from_version": ", ".join(sorted(old_versions)), "to_version": ", ".join(sorted(new_versions)), "at": at,
-        })
+        }))

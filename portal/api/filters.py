@@ -37,7 +37,7 @@ def base_queryset() -> QuerySet[GitOpsApp]:
     """Apps with everything the serializer reads, in a fixed number of queries, carrying
     their sort keys (a page's cursor is written from its last row's)."""
     return (
-        GitOpsApp.objects.select_related("cluster", "cluster__environment")
+        GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance")
         .prefetch_related("services")
         .defer("raw", "history", "conditions", "images", "warnings", "synced_revisions")
         .with_sort_keys()

@@ -111,8 +111,14 @@ class AppSerializer(serializers.Serializer):
     # Context: `request` and `now`, the instant every time-dependent field is judged at. Rows come
     # from portal.api.filters (annotated with the after_change_* values).
 
-    cluster = serializers.CharField(source="cluster.name")
-    environment = serializers.CharField(source="cluster.environment.name")
+    cluster = serializers.CharField(source="cluster.name", help_text="the cluster the application deploys to")
+    environment = serializers.CharField(
+        source="cluster.environment.name", allow_null=True,
+        help_text="its cluster's environment; null while that cluster is an unregistered (discovered) destination",
+    )
+    argocd_instance = serializers.CharField(
+        source="argocd_instance.name", allow_null=True, help_text="the Argo CD instance that manages it; null for Flux"
+    )
     tool = serializers.ChoiceField(choices=["argo", "flux"])
     kind = serializers.ChoiceField(choices=["Application", "Kustomization", "HelmRelease"])
     namespace = serializers.CharField(help_text="namespace of the Application/Kustomization/HelmRelease object")

@@ -45,8 +45,13 @@ def load_fleet(path: Path) -> LoadedFleet:
             env_name = item.get("environment")
             if env_name not in envs:
                 raise FleetFileError(f"cluster {item.get('name')!r}: unknown environment {env_name!r}")
-            defaults = {"environment": envs[env_name], "enabled": bool(item.get("enabled", True))}
-            if item.get("manifests"):
+            defaults = {"environment": envs[env_name], "enabled": bool(item.get("enabled", True)),
+                        "argocd_aliases": _aliases(item)}
+            if item.get("connection") == Cluster.Connection.NONE:
+                # Not read: an Argo CD instance elsewhere reports its apps; `api_url` is the
+                # server its cluster Secret names (how its Applications are matched to it).
+                defaults.update(connection=Cluster.Connection.NONE, api_url=item.get("api_url", ""))
+            elif item.get("manifests"):
                 defaults.update(connection=Cluster.Connection.MANIFESTS,
                                 manifests_path=str((base / item["manifests"]).resolve()))
             elif item.get("api_url"):
@@ -77,3 +82,11 @@ def _source(item: dict) -> str:
     if not isinstance(source, str):
         raise FleetFileError(f"service {item.get('name')!r}: source must be a repository URL, not {source!r}")
     return source.strip()
+
+
+def _aliases(item: dict) -> list[str]:
+    """`argocd_aliases:` the Argo CD cluster names or server URLs that mean this cluster."""
+    aliases = item.get("argocd_aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise FleetFileError(f"cluster {item.get('name')!r}: argocd_aliases must be a list of names or URLs")
+    return [a.strip() for a in aliases]

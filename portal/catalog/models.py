@@ -1,8 +1,17 @@
-"""The catalog: environments, the clusters in them, and the services we run."""
+"""The catalog: environments, the clusters in them, the Argo CD instances that deploy to
+them, and the services we run.
+
+A cluster is either added by an admin (it has an environment) or *discovered*: an Argo CD
+instance deploys to it and no catalog cluster matched the destination. A discovered
+cluster has no environment yet and is never polled; its apps are shown under
+"unregistered destination" until an admin adds it (gitops.topology does the matching).
+"""
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from portal.catalog.images import normalise_name
 
@@ -25,9 +34,17 @@ class Cluster(models.Model):
         IN_CLUSTER = "in_cluster", "in-cluster service account"
         API = "api", "API URL + token"
         MANIFESTS = "manifests", "folder of manifests"
+        # A destination whose apps an Argo CD instance on another cluster reports.
+        NONE = "none", "not read (its apps come from an Argo CD instance)"
+        # Applications and AppProjects from the Argo CD API server (`api_url`, read-only
+        # token in `token_env`); see gitops.argocd_api.
+        ARGOCD_API = "argocd_api", "Argo CD API URL + read-only token"
 
     name = models.SlugField(max_length=63, unique=True)
-    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="clusters")
+    # None only while the cluster is discovered (an Argo CD destination no admin has added).
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, related_name="clusters", null=True, blank=True
+    )
     connection = models.CharField(max_length=16, choices=Connection.choices, default=Connection.KUBECONFIG)
     kubeconfig_path = models.CharField(max_length=500, blank=True, help_text="empty: $KUBECONFIG or ~/.kube/config")
     kubeconfig_context = models.CharField(max_length=200, blank=True)
@@ -41,6 +58,13 @@ class Cluster(models.Model):
     verify_tls = models.BooleanField(default=True)
     manifests_path = models.CharField(max_length=500, blank=True, help_text="folder of YAML/JSON snapshots")
     enabled = models.BooleanField(default=True)
+    # How Argo CD instances name this cluster as a destination, besides `name` and `api_url`:
+    # their cluster Secrets' `name` values and `server` URLs ("prod-eu", "https://10.0.0.1:6443").
+    argocd_aliases = models.JSONField(
+        default=list, blank=True, help_text="Argo CD cluster names or server URLs that mean this cluster"
+    )
+    # Found as an Argo CD destination that matched no cluster: no environment, not polled.
+    discovered = models.BooleanField(default=False)
 
     # Poll status, written by gitops.tasks.poll_cluster.
     last_poll_at = models.DateTimeField(null=True, blank=True)
@@ -52,9 +76,64 @@ class Cluster(models.Model):
     unavailable = models.JSONField(default=dict, blank=True)
     poll_lock_until = models.DateTimeField(null=True, blank=True)
     poll_lock_token = models.CharField(max_length=64, blank=True)
+    # What the last full poll read (gitops.unchanged), so an identical read can skip the rest.
+    listing_digest = models.CharField(max_length=32, blank=True)
+    listing_full_at = models.DateTimeField(null=True, blank=True)
+    # What the last full poll skipped or could only partly read, each naming its object (the
+    # first few of `poll_warning_count`): a bad object never drops its cluster, and says so.
+    poll_warning_count = models.PositiveIntegerField(default=0)
+    poll_warnings = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["environment__order", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.environment_id is None and not self.discovered:
+            raise ValidationError({"environment": "Only a discovered destination may be in no environment yet."})
+
+    @property
+    def destination_label(self) -> str:
+        """How Argo CD names a discovered cluster: "prod-eu (https://10.0.0.1:6443)"."""
+        names = [a for a in self.argocd_aliases or [] if isinstance(a, str) and "://" not in a]
+        server = next((a for a in self.argocd_aliases or [] if isinstance(a, str) and "://" in a), self.api_url)
+        name = names[0] if names else ""
+        return f"{name} ({server})" if name and server else (name or server or self.name)
+
+
+class ArgoCDInstance(models.Model):
+    """One Argo CD installation: where the portal reads it, and where its UI is.
+
+    Its Applications are read from `cluster` (the Kubernetes API of the cluster it runs on,
+    which is also what its `in-cluster` destination means) or from its own API (`api_url`,
+    with a read-only token named by `token_env`). `ui_url` is the base of deep links; empty
+    falls back to settings.PORTAL_ARGOCD_URL.
+    """
+
+    class AgentMapping(models.TextChoices):
+        NONE = "", "no argocd-agent"
+        NAMESPACE = "namespace", "argocd-agent principal: one namespace per agent"
+        DESTINATION = "destination", "argocd-agent principal: destination name is the agent"
+
+    name = models.SlugField(max_length=63, unique=True)
+    cluster = models.ForeignKey(
+        Cluster, null=True, blank=True, on_delete=models.SET_NULL, related_name="argocd_instances",
+        help_text="the cluster Argo CD runs on (its in-cluster destination), read through its Kubernetes API",
+    )
+    namespace = models.CharField(max_length=253, default="argocd", help_text="Argo CD's control-plane namespace")
+    api_url = models.URLField(max_length=500, blank=True, help_text="Argo CD API server, e.g. https://argocd.example.com")
+    token_env = models.CharField(
+        max_length=200, blank=True, help_text="name of the environment variable that holds a read-only API token"
+    )
+    verify_tls = models.BooleanField(default=True)
+    ui_url = models.URLField(max_length=500, blank=True, help_text="Argo CD UI for links; empty: PORTAL_ARGOCD_URL")
+    agent_mapping = models.CharField(max_length=16, choices=AgentMapping.choices, blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "Argo CD instance"
 
     def __str__(self) -> str:
         return self.name
@@ -93,3 +172,18 @@ def service_image_index(services: list[Service] | models.QuerySet[Service]) -> d
         for name in service.image_names():
             index.setdefault(name, service.name)
     return index
+
+
+class IgnoredImage(models.Model):
+    """A running image an admin said is not a service: service discovery stops listing it."""
+
+    # Normalised name (`ghcr.io/acme/sidecar`), as `normalise_name` writes it.
+    repository = models.CharField(max_length=300, unique=True)
+    ignored_by = models.CharField(max_length=150, blank=True)
+    ignored_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["repository"]
+
+    def __str__(self) -> str:
+        return self.repository

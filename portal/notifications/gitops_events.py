@@ -108,6 +108,8 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     )
     causes = _causes(app, start, versions)
     cluster = app.cluster.name
+    # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
+    environment = app.cluster.environment.name if app.cluster.environment is not None else ""
     since = utc_stamp(start)
     summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
@@ -116,7 +118,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
         changes_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
     facts = [
-        ("Environment", app.cluster.environment.name),
+        ("Environment", environment or "unregistered destination"),
         ("Cluster", cluster),
         ("Application", f"{app.namespace}/{app.name}"),
         ("Sync", app.sync_status),
@@ -135,7 +137,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
         title=f"{app.name} is {state_title(app)} on {cluster}",
         summary=summary,
         started_at=start,
-        environment=app.cluster.environment.name,
+        environment=environment,
         cluster=cluster,
         services=tuple(services),
         facts=tuple(facts),
@@ -144,7 +146,8 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
             ("Open in portal", _action_link(app, services)),
             ("Changes", changes_url),
             ("Synced commit", commit_url),
-            ("Argo CD", argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None),
+            ("Argo CD", argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
+             if app.tool == "argo" else None),
         ),
         details={
             "app": {

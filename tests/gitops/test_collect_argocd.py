@@ -274,3 +274,11 @@ def test_projects_without_namespace_or_windows() -> None:
     assert default.destinations == []
     foo = project_row(load_objects(REAL / "argocd" / "argocd-training__appproj_foo.yaml")["AppProject"][0])
     assert foo.sync_windows == []
+
+
+def test_only_the_history_the_store_keeps_is_read() -> None:
+    # A revisionHistoryLimit above Argo CD's default of 10: the newest 10, oldest first.
+    history = [{"id": i, "revision": f"{i:040x}", "deployedAt": f"2026-11-{i:02d}T10:00:00Z"} for i in range(1, 26)]
+    row = application_row(_app(status={"history": history}))
+    assert [h["id"] for h in row.history] == list(range(16, 26))
+    assert row.history[-1]["deployed_at"] == "2026-11-25T10:00:00Z"

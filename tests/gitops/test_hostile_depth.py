@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from gitops import kinds
 from gitops.fields import MAX_DEPTH, TooDeep, json_safe
@@ -24,6 +26,7 @@ from gitops.kinds import KindSpec
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import poll
 from gitops.sources import ListResult, ManifestSource
+from portal.accounts.roles import Role, grant
 from portal.catalog.fleetfile import load_fleet
 from portal.catalog.models import Cluster
 
@@ -116,6 +119,17 @@ def test_json_manifest_with_a_key_1200_levels_deep_skips_that_object_only(manife
     ), report.warnings
     manifest_cluster.refresh_from_db()
     assert manifest_cluster.last_error == "" and manifest_cluster.stale_since is None
+    # Counted on the cluster, and named where people look.
+    assert manifest_cluster.poll_warning_count == len(report.warnings) >= 1
+    assert any("Application argocd/hostile-values" in w for w in manifest_cluster.poll_warnings)
+    admin = get_user_model().objects.create_user("watcher")
+    grant(admin, Role.VIEWER)
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/clusters").content.decode()
+    count = manifest_cluster.poll_warning_count
+    assert f"{count} object{'s' if count != 1 else ''} skipped or partly read" in page
+    assert "Application argocd/hostile-values" in page
 
 
 def test_yaml_manifest_nested_too_deep_skips_the_file_by_name(manifest_cluster):

@@ -189,7 +189,7 @@ def test_a_poll_that_finds_nothing_new_rewrites_no_app(api_cluster, kube_emulato
     before = dict(GitOpsApp.objects.filter(cluster=api_cluster).values_list("name", "updated_at"))
 
     again = poll(api_cluster, at=start + timedelta(minutes=1))
-    assert again.ok and again.stored.updated == 0 and again.stored.created == 0
+    assert again.ok and again.unchanged  # every object as the first poll read it: nothing to store
     assert dict(GitOpsApp.objects.filter(cluster=api_cluster).values_list("name", "updated_at")) == before
 
     # Any write to the object (a new resourceVersion) with a new state is picked up.
@@ -214,7 +214,8 @@ def test_a_second_poll_of_the_same_cluster_waits_its_turn(api_cluster):
 
 
 def test_the_demo_fleet_is_collected_with_correct_states(fleet):
-    for cluster in Cluster.objects.select_related("environment"):
+    # Every cluster the portal reads (prod-sa-1 is not: the hub's Argo CD reports its apps).
+    for cluster in Cluster.objects.exclude(connection=Cluster.Connection.NONE).select_related("environment"):
         report = poll(cluster)
         assert report.ok, (cluster.name, report.error)
         assert not report.warnings, (cluster.name, report.warnings)

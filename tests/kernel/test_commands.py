@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def test_load_demo_then_poll_prints_a_summary_per_cluster():
     out = StringIO()
     call_command("load_demo", "--no-collect", stdout=out)
-    assert "3 environments, 5 clusters, 12 services" in out.getvalue()
+    assert "3 environments, 8 clusters, 12 services" in out.getvalue()  # 5 standalone + the hub and 2 destinations
     assert not GitOpsApp.objects.exists()
     out = StringIO()
     call_command("poll", "prod-eu-1", stdout=out)
@@ -76,3 +76,26 @@ def test_the_demo_gets_its_registry_snapshot_and_offers_upgrades(settings, clien
     client.force_login(user)
     assert "Open PR → 3.4.1" in client.get("/updates").content.decode()
     assert "Open PR → 3.4.1" in client.get("/matrix").content.decode()
+
+
+def test_load_demo_reads_a_destination_listed_before_its_hub_again(tmp_path):
+    from pathlib import Path
+
+    from gitops.models import Workload
+
+    clusters = Path(__file__).resolve().parents[2] / "examples" / "clusters"
+    fleet = tmp_path / "fleet.yaml"
+    # The destination sorts before the hub: read first, its workloads find no hub app yet.
+    fleet.write_text(
+        "environments: [{name: prod, order: 3, production: true}]\n"
+        "clusters:\n"
+        f"  - {{name: a-prod-eu-2, environment: prod, manifests: {clusters / 'prod-eu-2'},\n"
+        "     argocd_aliases: ['https://prod-eu-2.k8s.acme-shop.internal:6443']}\n"
+        f"  - {{name: z-hub, environment: prod, manifests: {clusters / 'mgmt-hub'}}}\n"
+        "services: [{name: checkout, image: ghcr.io/acme-shop/checkout, team: checkout}]\n"
+    )
+    out = StringIO()
+    call_command("load_demo", "--fleet", str(fleet), stdout=out)
+    assert out.getvalue().count("a-prod-eu-2:") == 2  # read again after the hub
+    workload = Workload.objects.get(cluster__name="a-prod-eu-2", name="checkout")
+    assert workload.app is not None and workload.app.name == "checkout-prod-eu-2"

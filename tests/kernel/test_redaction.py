@@ -123,3 +123,82 @@ def test_a_webhook_receiver_echoing_the_authorization_header_is_redacted(db) -> 
     )
     assert JWT not in error.message and "secretpath" not in error.message and "s3cret-sign" not in error.message
     assert error.message.startswith("HTTP 502: bad gateway") and not error.permanent
+
+
+# --- SMTP AUTH and git (issue 19: the gaps left after the first redaction) ------------
+
+SMTP_USER, SMTP_PASSWORD = "mailer@acme.example", "smtp-Pa55-4d9e"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+PLAIN = _b64(chr(0) + SMTP_USER + chr(0) + SMTP_PASSWORD)  # what smtplib sends (RFC 4616)
+PLAIN_AUTHZID = _b64(SMTP_USER + chr(0) + SMTP_USER + chr(0) + SMTP_PASSWORD)
+XOAUTH2 = _b64("user=" + SMTP_USER + chr(1) + "auth=Bearer ya29.a0AfH6SMBx" + chr(1) * 2)
+
+
+@pytest.mark.parametrize(
+    ("echo", "credential"),
+    [
+        (f"535 5.7.8 Error: authentication failed: AUTH PLAIN {PLAIN}", PLAIN),
+        (f"5.7.8 rejected auth plain {PLAIN_AUTHZID}", PLAIN_AUTHZID),
+        (f"501 bad command AUTH XOAUTH2 {XOAUTH2}", XOAUTH2),
+    ],
+)
+def test_smtp_auth_responses_go_even_when_the_password_is_not_given(echo: str, credential: str) -> None:
+    out = redact(echo)
+    assert credential not in out and credential.rstrip("=") not in out
+    assert out == echo.replace(credential, MASK)
+
+
+def test_the_smtp_password_from_settings_goes_in_its_auth_plain_form(settings: Any) -> None:
+    settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = SMTP_USER, SMTP_PASSWORD
+    plain = PLAIN
+    # A server that names the credential without the AUTH verb in front of it.
+    out = redact(f"535 authentication failed for {plain}; password was {SMTP_PASSWORD}")
+    assert plain not in out and plain.rstrip("=") not in out and SMTP_PASSWORD not in out
+    assert out == f"535 authentication failed for {MASK}; password was {MASK}"
+
+
+@pytest.mark.parametrize("prose", ["AUTH LOGIN failed", "504 5.5.4 AUTH PLAIN mechanism not supported",
+                                   "530 5.7.0 Must issue a STARTTLS command first"])
+def test_smtp_prose_is_left_alone(prose: str) -> None:
+    assert redact(prose) == prose
+
+
+def test_a_failed_git_command_line_keeps_no_userinfo(tmp_path) -> None:
+    import subprocess
+
+    token = "ghp_R3alLooking0Token4Git"
+    remote = f"https://x-access-token:{token}@127.0.0.1:9/acme/deploy.git"
+    result = subprocess.run(["git", "ls-remote", remote], cwd=tmp_path, capture_output=True, text=True,
+                            env={"GIT_TERMINAL_PROMPT": "0", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    error = subprocess.CalledProcessError(result.returncode, ["git", "ls-remote", remote], stderr=result.stderr)
+    assert error.returncode != 0 and token in str(error)  # Python's message quotes the command line
+
+    out = redact(f"{error}: {result.stderr.strip()}")
+
+    assert token not in out and "x-access-token" not in out
+    assert "https://***@127.0.0.1:9/acme/deploy.git" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fatal: unable to access 'https://bot:p@ss-w0rd@git.corp.example/acme/deploy.git/': 403",
+        "remote=https%3A%2F%2Fbot%3Ap%40ss-w0rd%40git.corp.example%2Facme%2Fdeploy.git&branch=main",
+        "protocol=https\nhost=git.corp.example\nusername=bot\npassword=p@ss-w0rd\n",
+    ],
+)
+def test_git_userinfo_goes_with_an_at_sign_in_the_password_or_url_encoded(text: str) -> None:
+    out = redact(text)
+    assert "p@ss-w0rd" not in out and "ss-w0rd" not in out and "p%40ss" not in out
+    assert "git.corp.example" in out and MASK in out
+
+
+def test_an_at_sign_in_a_query_or_path_is_not_userinfo() -> None:
+    for text in ("see https://github.com/acme/deploy/commits?author=bot@acme.example",
+                 "https://registry.example/v2/acme/app/manifests/sha256@abc"):
+        assert redact(text) == text

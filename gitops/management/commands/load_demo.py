@@ -1,4 +1,8 @@
-"""Load the demo fleet (examples/fleet.yaml) and collect every demo cluster once."""
+"""Load the demo fleet (examples/fleet.yaml) and collect every demo cluster once.
+
+A destination an Argo CD hub deploys to is read after the hub (its workloads are linked to
+the hub's apps by their `status.resources`), whatever order the catalog lists them in.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import F
 
+from gitops.derive.destinations import reads_workloads
+from gitops.models import GitOpsApp
 from portal.catalog.fleetfile import FleetFileError, load_fleet
 from portal.catalog.models import Cluster
 
@@ -30,12 +37,28 @@ class Command(BaseCommand):
         )
         if options["no_collect"]:
             return
-        for cluster in Cluster.objects.filter(enabled=True).select_related("environment"):
-            report = poll(cluster)
-            if report.ok and report.stored:
-                self.stdout.write(
-                    f"  {cluster.name}: {report.stored.apps} apps, {report.stored.workloads} workloads"
-                    f" ({report.seconds:.2f} s)"
-                )
-            else:
-                self.stdout.write(f"  {cluster.name}: {report.error or report.skipped}")
+        clusters = list(Cluster.objects.filter(enabled=True).select_related("environment"))
+        for cluster in clusters:
+            self._poll(poll, cluster)
+        # A destination's workloads join the apps an Argo CD hub reports for it when the
+        # destination is read after the hub: read again each one that was read before.
+        order = {cluster.pk: i for i, cluster in enumerate(clusters)}
+        early = {
+            cluster_id
+            for cluster_id, read_from_id in GitOpsApp.objects.exclude(cluster=F("read_from")).values_list(
+                "cluster_id", "read_from_id")
+            if order.get(cluster_id, len(order)) < order.get(read_from_id, -1)
+        }
+        for cluster in clusters:
+            if cluster.pk in early and reads_workloads(cluster):
+                self._poll(poll, cluster)
+
+    def _poll(self, poll, cluster: Cluster) -> None:
+        report = poll(cluster)
+        if report.ok and report.stored:
+            self.stdout.write(
+                f"  {cluster.name}: {report.stored.apps} apps, {report.stored.workloads} workloads"
+                f" ({report.seconds:.2f} s)"
+            )
+        else:
+            self.stdout.write(f"  {cluster.name}: {report.error or report.skipped}")

@@ -53,10 +53,11 @@ class Command(BaseCommand):
             if at.tzinfo is None:
                 raise CommandError("--at needs an offset, e.g. 2026-11-29T18:00:00+01:00")
         project_name = app.project or "default"
-        project = AppProject.objects.filter(cluster=app.cluster, name=project_name).first()
-        unavailable = app.cluster.unavailable.get("argocd-projects")
+        project = AppProject.objects.filter(cluster=app.read_from, name=project_name).first()
+        # The AppProject lives where the app was read (a hub's Argo CD), not where it deploys.
+        unavailable = app.read_from.unavailable.get("argocd-projects")
         if project is None:
-            why = unavailable or f"AppProject {project_name!r} was not found on {app.cluster.name}"
+            why = unavailable or f"AppProject {project_name!r} was not found on {app.read_from.name}"
             raise CommandError(f"cannot judge sync windows: {why}")
         manual = options["manual"] or app.manual_sync
         explanation = syncwindows.explain(project.sync_windows, app_target(app), at, manual=manual)

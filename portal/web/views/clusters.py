@@ -1,7 +1,9 @@
 """The catalog as people see it: environments, their clusters with poll status, services.
 
-Two actions: a member may ask for a poll now; an admin may switch a cluster's polling
-on or off (configuration).
+Three actions: a member may ask for a poll now; an admin may switch a cluster's polling
+on or off (configuration), and add a discovered destination (a cluster an Argo CD instance
+deploys to that no catalog cluster matched) to an environment in one click, the
+environment suggested from its name.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from gitops.topology import suggest_environment
 from portal.accounts.roles import Role, requires_role
 from portal.audit.models import record
 from portal.catalog.models import Cluster, Environment, Service
@@ -22,12 +25,19 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     environments = list(Environment.objects.all())
     clusters = list(Cluster.objects.select_related("environment").annotate(app_count=Count("apps")))
     by_env: dict[int, list[Cluster]] = {}
+    discovered: list[tuple[Cluster, str]] = []
+    names = [env.name for env in environments]
     for cluster in clusters:
-        by_env.setdefault(cluster.environment_id, []).append(cluster)
+        if cluster.environment_id is None:
+            discovered.append((cluster, suggest_environment(cluster.destination_label, names)))
+        else:
+            by_env.setdefault(cluster.environment_id, []).append(cluster)
     context = {
         "environments": [(env, by_env.get(env.id, [])) for env in environments],
+        "all_environments": environments,
+        "discovered": discovered,
         "services": Service.objects.all(),
-        "cluster_count": len(clusters),
+        "cluster_count": len(clusters) - len(discovered),
     }
     return render(request, "web/clusters.html", context)
 
@@ -52,4 +62,34 @@ def set_enabled(request: HttpRequest, name: str) -> HttpResponse:
     cluster.save(update_fields=["enabled"])
     record(request.user, "cluster.enabled" if cluster.enabled else "cluster.disabled", cluster.name)
     messages.info(request, f"Polling of {cluster.name} is {'on' if cluster.enabled else 'off'}.")
+    return redirect("clusters")
+
+
+@require_POST
+@requires_role(Role.ADMIN)
+def add_discovered(request: HttpRequest, name: str) -> HttpResponse:
+    """A discovered destination joins an environment: its apps count there from now on
+    (matrix, notifications, upgrades), their versions as its Argo CD reports them until an
+    admin gives it connection details of its own."""
+    cluster = get_object_or_404(Cluster, name=name)
+    if not cluster.discovered:
+        messages.info(request, f"{cluster.name} is in the catalog already.")
+        return redirect("clusters")
+    environment = Environment.objects.filter(name=request.POST.get("environment", "")).first()
+    if environment is None:
+        messages.error(request, f"Choose an environment for {cluster.name}.")
+        return redirect("clusters")
+    cluster.environment = environment
+    cluster.discovered = False
+    cluster.enabled = True
+    cluster.save(update_fields=["environment", "discovered", "enabled"])
+    record(request.user, "cluster.added", cluster.name, environment=environment.name,
+           destination=cluster.destination_label)
+    # Its apps run services only once it has an environment: the next poll of the Argo CD
+    # that reports them links them; ask for it now.
+    from gitops.tasks import poll_cluster
+
+    for read_from in set(cluster.apps.values_list("read_from_id", flat=True)):
+        poll_cluster.delay(read_from)
+    messages.info(request, f"{cluster.name} is in {environment.name}; its apps are filed there from the next poll.")
     return redirect("clusters")

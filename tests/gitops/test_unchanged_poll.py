@@ -1,0 +1,135 @@
+"""A poll that reads exactly what the last full poll read runs no collector and writes nothing but
+the cluster's "read at" (gitops.unchanged), through the real path: kubernetes client → emulator."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from gitops import kinds, polling
+from gitops.models import GitOpsApp
+from gitops.unchanged import FULL_POLL_EVERY, listing_digest
+from portal.catalog.fleetfile import load_fleet
+from portal.catalog.models import Cluster, Service
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+def demo_objects() -> list[dict]:
+    objects = []
+    for path in sorted((ROOT / "examples" / "clusters" / "prod-eu-1").rglob("*.yaml")):
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return objects
+
+
+@pytest.fixture
+def cluster(db, kube_emulator, monkeypatch):
+    load_fleet(ROOT / "examples" / "fleet.yaml")
+    monkeypatch.setenv(TOKEN_ENV, kube_emulator.token)
+    kube_emulator.add_all(demo_objects())
+    for spec in kinds.KINDS:
+        kube_emulator.install(spec.api_version(spec.versions[0]), spec.plural, spec.kind)
+    Cluster.objects.filter(name="prod-eu-1").update(
+        connection=Cluster.Connection.API, api_url=kube_emulator.url, token_env=TOKEN_ENV
+    )
+    return Cluster.objects.get(name="prod-eu-1")
+
+
+@pytest.fixture
+def collector_runs(monkeypatch):
+    runs = []
+    real = polling.collect
+
+    def counting(objects):
+        runs.append(sum(len(items) for items in objects.values()))
+        return real(objects)
+
+    monkeypatch.setattr(polling, "collect", counting)
+    return runs
+
+
+def writes(queries) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(WRITES)]
+
+
+def test_an_unchanged_cluster_is_read_and_nothing_else(cluster, collector_runs):
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    assert len(collector_runs) == 1
+
+    with CaptureQueriesContext(connection) as queries:
+        report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert report.ok and report.unchanged
+    assert len(collector_runs) == 1, "no collector ran"
+    written = writes(queries.captured_queries)
+    assert written and all('"catalog_cluster"' in sql for sql in written), written
+    assert not any("gitops_" in sql for sql in written)
+    assert Cluster.objects.get(pk=cluster.pk).last_ok_at == at + timedelta(minutes=1)
+
+
+def test_one_changed_object_means_a_full_poll(cluster, collector_runs, kube_emulator):
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    app = copy.deepcopy(next(o for o in demo_objects() if o.get("kind") == "Application"))
+    app["status"]["health"] = {"status": "Degraded", "message": "Back-off restarting failed container"}
+    kube_emulator.add(app)  # a new resourceVersion, as the API server writes one
+
+    report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert report.ok and not report.unchanged
+    assert len(collector_runs) == 2
+    stored = GitOpsApp.objects.get(cluster=cluster, name=app["metadata"]["name"])
+    assert stored.health_status == "Degraded"
+
+
+def test_a_new_service_is_seen_by_the_next_poll(cluster, collector_runs):
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    Service.objects.create(name="istio-proxy", image_repository="docker.io/istio/proxyv2")
+
+    report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert not report.unchanged
+    assert len(collector_runs) == 2
+
+
+def test_a_full_poll_runs_at_least_every_ten_minutes(cluster, collector_runs):
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    assert polling.poll(cluster, at=at + FULL_POLL_EVERY - timedelta(seconds=1)).unchanged
+    assert not polling.poll(cluster, at=at + FULL_POLL_EVERY).unchanged
+    assert len(collector_runs) == 2
+
+
+def test_a_kind_that_could_not_be_listed_is_a_change(cluster, collector_runs, kube_emulator):
+    from tests.kube_emulator import Fault
+
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    kube_emulator.fail(kinds.kinds_for(kinds.ARGOCD_PROJECTS)[0], Fault.forbidden())
+
+    report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert not report.unchanged
+    assert "argocd-projects" in Cluster.objects.get(pk=cluster.pk).unavailable
+
+
+def test_objects_without_a_resource_version_have_no_digest():
+    listed = {"Application": [{"metadata": {"name": "a", "uid": "u1"}}]}
+    assert listing_digest(listed, ["Application"], {}, "catalog") is None
+    with_version = {"Application": [{"metadata": {"name": "a", "uid": "u1", "resourceVersion": "7"}}]}
+    digest = listing_digest(with_version, ["Application"], {}, "catalog")
+    assert digest and digest == listing_digest(with_version, ["Application"], {}, "catalog")
+    assert digest != listing_digest(with_version, ["Application"], {}, "another catalog")
+    assert digest != listing_digest(with_version, ["Application", "Deployment"], {}, "catalog")

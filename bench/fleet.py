@@ -9,8 +9,10 @@ What runs, as production runs it:
   server (`http://127.0.0.1:PORT/c17` is c17's API URL) reached with a token from an
   environment variable. nginx answers from the page cache, so the floor below measures the
   portal's reading, not the server;
-- `celery -A portal worker --beat` from the tree under test (--tree), on a fresh PostgreSQL
-  database (created beside the one DATABASE_URL names) and its own Redis database;
+- the portal's workers from the tree under test (--tree), split as docker-compose.yml runs
+  them (polls with beat in one worker of --concurrency processes; forge, registry and
+  notification work in another), on a fresh PostgreSQL database (created beside the one
+  DATABASE_URL names) and their own Redis database;
 - while it runs, a third of the Argo CD apps get a new resourceVersion and status.reconciledAt
   every minute (each app every 3 minutes, as Argo CD's reconciliation does) and 1 % of all apps
   change health every 3 minutes; once, a Degraded app is written into one cluster and the
@@ -249,12 +251,23 @@ Cluster.objects.bulk_create(
     subprocess.run([sys.executable, "manage.py", "shell", "-v", "0", "-c", script], cwd=tree, env=env, check=True)
 
 
-def start_worker(tree: Path, env: dict[str, str], concurrency: int, extra: list[str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "celery", "-A", "portal", "worker", "--beat", "--concurrency",
-               str(concurrency), "--loglevel", "WARNING", *extra]
-    log = open(tree / "var" / f"bench-fleet-worker-{concurrency}.log", "w")  # noqa: SIM115 - lives with the worker
-    return subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+def start_workers(tree: Path, env: dict[str, str], concurrency: int, extra: list[str]) -> list[subprocess.Popen]:
+    """The workers as docker-compose.yml runs them: polls (with beat here) in one worker of
+    `concurrency` processes, forge/registry/notification work in another of one process."""
+    celery = [sys.executable, "-m", "celery", "-A", "portal", "worker", "--loglevel", "WARNING",
+              "--without-gossip", "--without-mingle"]
+    commands = {
+        "poll": [*celery, "--beat", "--queues", "poll", "--concurrency", str(concurrency),
+                 "--hostname", "poll@%h", *extra],
+        "background": [*celery, "--queues", "notify,registry,forge", "--concurrency", "1",
+                       "--hostname", "background@%h"],
+    }
+    workers = []
+    for name, command in commands.items():
+        log = open(tree / "var" / f"bench-fleet-{name}-{concurrency}.log", "w")  # noqa: SIM115 - lives with it
+        workers.append(subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True))
+    return workers
 
 
 def process_tree(pid: int) -> list[int]:
@@ -436,7 +449,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
 
     run = Run(concurrency=concurrency)
     mutator = Mutator(www, fleet)
-    worker = start_worker(tree, env, concurrency, args.worker_arg or [])
+    workers = start_workers(tree, env, concurrency, args.worker_arg or [])
     started = time.monotonic()
     mutator.start()
     seen: dict[str, object] = {}
@@ -448,9 +461,9 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     try:
         while time.monotonic() < measure_from + minutes * 60:
             now = time.monotonic()
-            pids = process_tree(worker.pid)
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker exited ({worker.returncode}); see var/bench-fleet-worker-*.log")
+            pids = [pid for worker in workers for pid in process_tree(worker.pid)]
+            if any(worker.poll() is not None for worker in workers):
+                raise SystemExit("a worker exited; see var/bench-fleet-*.log")
             rows = list(Cluster.objects.values_list("name", "last_ok_at"))
             if now >= measure_from:
                 if cpu_at_start is None:
@@ -485,18 +498,20 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
             time.sleep(1.0 if probe_written is not None and run.change_seconds is None else 5.0)
     finally:
         mutator.stop.set()
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in workers:
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
     return run
 
 
 def report(run: Run, floor: float, label: str) -> None:
     ages = sorted(a for a in run.ages if a != float("inf"))
     never = sum(1 for a in run.ages if a == float("inf"))
-    print(f"\n== {label}: {run.concurrency} worker process(es) ==")
+    print(f"\n== {label}: {run.concurrency} poll worker process(es) ==")
     if ages:
         p50 = statistics.median(ages)
         p95 = ages[min(len(ages) - 1, int(0.95 * len(ages)))]
@@ -507,7 +522,8 @@ def report(run: Run, floor: float, label: str) -> None:
           f"({run.sweep_rate() * 60:.2f} sweeps/min)")
     if sweeps:
         per_sweep = run.cpu / sweeps
-        print(f"worker CPU: {run.cpu:.0f} s = {per_sweep:.1f} s per sweep = {per_sweep / floor:.1f}x the floor")
+        print(f"workers' CPU (both workers, beat included): {run.cpu:.0f} s = {per_sweep:.1f} s per sweep = "
+              f"{per_sweep / floor:.1f}x the floor")
     if run.depth:
         peak = max(sum(d.values()) for _, d in run.depth)
         print(f"queue depth: max {peak} (all queues); over time:")

@@ -72,6 +72,11 @@ class DemoForge(Forge):
 
     # --- reading ---------------------------------------------------------------------
 
+    def read_default_branch(self) -> str:
+        # The bare repository's HEAD names the branch `build_demo_repo` committed to.
+        done = _run(self.path, "symbolic-ref", "--short", "HEAD")
+        return done.stdout.decode().strip() if done.returncode == 0 else DEMO_BRANCH
+
     def branch_head(self, branch: str) -> str:
         _check_name(branch)
         done = _run(self.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -77,6 +77,13 @@ class NotConfigured(ForgeError):
 
 class WritesRefused(ForgeError):
     """This forge only reads (the demo forge)."""
+
+
+class ChecksUnreadable(ForgeError):
+    """The token may read the pull request but none of its head commit's checks.
+
+    A GitHub fine-grained token with only Contents and Pull requests permissions answers 403
+    on check runs and on commit statuses: the checks are unknown, the pull request is not."""
 
 
 @dataclass(frozen=True)
@@ -189,13 +196,58 @@ def error_message(body: Any) -> str:
     return redact_credentials(text)[:300]
 
 
+class TreeFiles(Mapping[str, str]):
+    """The files of one tree by path; each is read from the forge the first time its text is
+    asked for, then kept. Listing the paths reads nothing."""
+
+    def __init__(self, forge: Forge, branch: str, paths: Iterable[str]) -> None:
+        self._forge = forge
+        self._branch = branch
+        self._paths = list(dict.fromkeys(paths))
+        self._known = set(self._paths)
+        self._texts: dict[str, str] = {}
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._known:
+            raise KeyError(path)
+        if path not in self._texts:
+            self._texts[path] = self._forge.read_file(path, self._branch)
+        return self._texts[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @property
+    def read(self) -> list[str]:
+        """The paths whose text was read so far."""
+        return list(self._texts)
+
+
 class Forge(abc.ABC):
     """One repository on one Git host."""
 
     kind: str
     repo: RepoRef
+    _default_branch: str | None = None  # what `default_branch` was told, once
 
     # --- reading ---------------------------------------------------------------------
+
+    def default_branch(self) -> str:
+        """The branch the repository's HEAD names: what `HEAD` (or no revision) means to Argo CD
+        and Flux. Asked once per client, then kept: it changes only when someone renames it."""
+        if self._default_branch is None:
+            self._default_branch = self.read_default_branch()
+        return self._default_branch
+
+    @abc.abstractmethod
+    def read_default_branch(self) -> str:
+        """Ask the forge for the repository's default branch (see `default_branch`)."""
 
     @abc.abstractmethod
     def branch_head(self, branch: str) -> str:
@@ -218,6 +270,13 @@ class Forge(abc.ABC):
         wanted = [e.path for e in entries if pin_format(e.path) is not None]
         return entries, self.read_files(wanted, branch)
 
+    def tree_files(self, branch: str) -> tuple[list[TreeEntry], TreeFiles]:
+        """The whole tree at a branch, and its pin-holding files read only when asked for:
+        what an application builds (kustomize bases, `$values` files) can be anywhere in the
+        repository, but it is rarely more than a handful of its files."""
+        entries = self.tree("", branch)
+        return entries, TreeFiles(self, branch, [e.path for e in entries if pin_format(e.path) is not None])
+
     @abc.abstractmethod
     def open_pull_requests(self) -> list[PullRequestInfo]:
         """Every open pull/merge request of the repository (all pages)."""
@@ -233,7 +292,8 @@ class Forge(abc.ABC):
 
     @abc.abstractmethod
     def checks(self, pr: PullRequestInfo) -> str:
-        """PASS, RUNNING, FAIL or NONE for the pull request's head commit."""
+        """PASS, RUNNING, FAIL or NONE for the pull request's head commit; ChecksUnreadable
+        when the token may read none of them."""
 
     @abc.abstractmethod
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:

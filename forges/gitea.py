@@ -85,6 +85,9 @@ class GiteaForge(Forge):
 
     # --- reading -------------------------------------------------------------------------
 
+    def read_default_branch(self) -> str:
+        return self._request("GET", "", "repository")["default_branch"]
+
     def branch_head(self, branch: str) -> str:
         return self._request("GET", f"/branches/{quote(branch, safe='')}", f"branch {branch}")["commit"]["id"]
 

@@ -27,6 +27,7 @@ from forges.forge import (
     PASS,
     RUNNING,
     BranchExists,
+    ChecksUnreadable,
     FileChange,
     Forge,
     ForgeError,
@@ -88,6 +89,9 @@ class GitHubForge(Forge):
 
     # --- reading -------------------------------------------------------------------------
 
+    def read_default_branch(self) -> str:
+        return self._call("GET", "repository", lambda: self._repo.default_branch)
+
     def branch_head(self, branch: str) -> str:
         return self._call("GET", f"branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
 
@@ -138,18 +142,33 @@ class GitHubForge(Forge):
 
     def checks(self, pr: PullRequestInfo) -> str:
         sha = pr.head_sha or self.pull_request(pr.number).head_sha
+        commit = self._repo.get_commit(sha)  # lazy: no request
+        # Check runs need the "Checks" permission, commit statuses "Commit statuses"; a
+        # fine-grained token often has neither (403). Each is read on its own, so one that
+        # is refused leaves the other, and both refused are "checks unknown", never an error
+        # that would hide the pull request's state.
+        runs = self._readable(
+            f"check runs of #{pr.number}",
+            lambda: [_check_run(run.status, run.conclusion) for run in commit.get_check_runs()],
+        )
+        statuses = self._readable(f"commit statuses of #{pr.number}", lambda: _combined(commit.get_combined_status()))
+        if runs is None and statuses is None:
+            raise ChecksUnreadable(
+                f"GitHub: checks of #{pr.number} unknown: the token may read neither check runs "
+                "(Checks: read) nor commit statuses (Commit statuses: read)",
+                403,
+            )
+        return fold_checks([*(runs or []), *(statuses or [])])
 
-        def read() -> str:
-            commit = self._repo.get_commit(sha)
-            results = [_check_run(run.status, run.conclusion) for run in commit.get_check_runs()]
-            combined = commit.get_combined_status()
-            # A repository that only uses Actions has a combined status of "pending" with
-            # no statuses at all: that is "no statuses", not "running".
-            if combined.total_count:
-                results.append({"success": PASS, "pending": RUNNING}.get(combined.state, FAIL))
-            return fold_checks(results)
-
-        return self._call("GET", f"checks of #{pr.number}", read)
+    def _readable(self, what: str, fn: Callable[[], list[str]]) -> list[str] | None:
+        """`fn`'s answer, or None when the token is not allowed to read it (403; 404 for a
+        token that may not see the endpoint at all)."""
+        try:
+            return self._call("GET", what, fn)
+        except ForgeError as error:
+            if error.status in (403, 404):
+                return None
+            raise
 
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
         def read() -> list[ReleaseInfo]:
@@ -306,6 +325,14 @@ def _pr(pull: Any) -> PullRequestInfo:
         closed_at=pull.closed_at,
         created_at=pull.created_at,
     )
+
+
+def _combined(combined: Any) -> list[str]:
+    # A repository that only uses Actions has a combined status of "pending" with no
+    # statuses at all: that is "no statuses", not "running".
+    if not combined.total_count:
+        return []
+    return [{"success": PASS, "pending": RUNNING}.get(combined.state, FAIL)]
 
 
 def _check_run(status: str | None, conclusion: str | None) -> str:

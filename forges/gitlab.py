@@ -87,6 +87,9 @@ class GitLabForge(Forge):
 
     # --- reading -------------------------------------------------------------------------
 
+    def read_default_branch(self) -> str:
+        return self._call("project", lambda: self._gl.projects.get(self.repo.path).default_branch)
+
     def branch_head(self, branch: str) -> str:
         return self._call(f"branch {branch}", lambda: self._project.branches.get(branch).commit["id"])
 

@@ -1,38 +1,74 @@
-"""Celery tasks: beat fans out one poll per cluster, so a slow cluster delays nobody."""
+"""Celery tasks: beat fans out one poll per cluster, so a slow cluster delays nobody.
+
+A cluster whose poll is already queued or running is not queued again: `poll_all` takes a
+claim on the cluster (`portal.celery.claims`) before it queues, and the poll gives it back
+when it ends. The message expires when the claim does, a little before the next tick, so
+under a backlog the next tick replaces a poll that never started instead of adding one."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from gitops.models import AppProject, GitOpsApp
-from gitops.polling import poll
+from gitops.polling import LOCK_SECONDS, poll
 from gitops.windowstate import app_target, verdict
 from portal.catalog.models import Cluster
+from portal.celery import claims
+
+QUEUED_SHARE = 0.9  # of the poll interval: how long a queued poll stays claimed and valid
+
+
+def poll_claim_key(cluster_id: int) -> str:
+    return f"poll:{cluster_id}"
+
+
+def queued_seconds() -> float:
+    return settings.PORTAL_POLL_INTERVAL * QUEUED_SHARE
 
 
 @shared_task(name="gitops.poll_cluster", ignore_result=False)
-def poll_cluster(cluster_id: int) -> dict:
-    cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).select_related("environment").first()
-    if cluster is None:
-        return {"skipped": "no such enabled cluster"}
-    report = poll(cluster)
-    return {
-        "cluster": report.cluster,
-        "ok": report.ok,
-        "seconds": round(report.seconds, 3),
-        "apps": report.stored.apps if report.stored else None,
-        "error": report.error,
-        "skipped": report.skipped,
-    }
+def poll_cluster(cluster_id: int, claim: str = "") -> dict:
+    key = poll_claim_key(cluster_id)
+    try:
+        if claim:
+            # Queued -> running: the claim now covers the poll itself (at most its lock's time).
+            claims().extend(key, claim, LOCK_SECONDS)
+        cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).select_related("environment").first()
+        if cluster is None:
+            return {"skipped": "no such enabled cluster"}
+        report = poll(cluster)
+        return {
+            "cluster": report.cluster,
+            "ok": report.ok,
+            "seconds": round(report.seconds, 3),
+            "apps": report.stored.apps if report.stored else None,
+            "error": report.error,
+            "skipped": report.skipped,
+        }
+    finally:
+        if claim:
+            claims().release(key, claim)
 
 
 @shared_task(name="gitops.poll_all")
 def poll_all() -> int:
-    ids = list(Cluster.objects.filter(enabled=True).values_list("id", flat=True))
-    for cluster_id in ids:
-        poll_cluster.delay(cluster_id)
-    return len(ids)
+    """Queue a poll of every enabled cluster not already queued or being polled; how many were queued."""
+    store = claims()
+    seconds = queued_seconds()
+    queued = 0
+    for cluster_id in Cluster.objects.filter(enabled=True).order_by("id").values_list("id", flat=True):
+        # The message's expiry is fixed before the claim is taken, so it never outlives it.
+        expires = timezone.now() + timedelta(seconds=seconds)
+        token = store.take(poll_claim_key(cluster_id), seconds)
+        if token is None:
+            continue
+        poll_cluster.apply_async((cluster_id,), {"claim": token}, expires=expires)
+        queued += 1
+    return queued
 
 
 @shared_task(name="gitops.refresh_sync_windows")
@@ -42,19 +78,20 @@ def refresh_sync_windows() -> int:
     now = timezone.now()
     due = list(
         GitOpsApp.objects.filter(tool="argo", window_next_edge__lte=now).only(
-            "id", "cluster_id", "project", "name", "destination_namespace", "destination_server",
+            "id", "read_from_id", "project", "name", "destination_namespace", "destination_server",
             "destination_name", "manual_sync",
         )
     )
     if not due:
         return 0
+    # The AppProject lives where the app was read (a hub's), not on the cluster it deploys to.
     windows = {
         (p.cluster_id, p.name): p.sync_windows
-        for p in AppProject.objects.filter(cluster_id__in={a.cluster_id for a in due})
+        for p in AppProject.objects.filter(cluster_id__in={a.read_from_id for a in due})
     }
     fields = ["sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge"]
     for app in due:
-        state = verdict(windows.get((app.cluster_id, app.project or "default"), []), app_target(app),
+        state = verdict(windows.get((app.read_from_id, app.project or "default"), []), app_target(app),
                         app.manual_sync, now)
         for name in fields:
             setattr(app, name, state[name])

@@ -1,8 +1,9 @@
 """`make run`: the whole portal on one machine with nothing installed but Python.
 
 Migrates, loads the demo fleet, creates the local demo admin, then runs the web
-server and a Celery worker with embedded beat (serverless filesystem broker) side by
-side. Ctrl-C (or SIGTERM) stops both and waits for them.
+server and two Celery workers (polls with embedded beat; notifications, registry and forge
+work) on the serverless filesystem broker, side by side. Ctrl-C (or SIGTERM) stops them all
+and waits for them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ def _step(args: list[str]) -> None:
     subprocess.run(args, check=True, cwd=ROOT)
 
 
+def worker_commands() -> list[list[str]]:
+    """The embedded run's workers, split as in production (docker-compose.yml): polls, with beat,
+    in a worker of their own, so a forge backlog never delays a poll; everything else in a
+    second one, notifications first. Both read the same serverless broker folder."""
+    celery = [sys.executable, "-m", "celery", "-A", "portal", "worker", "--loglevel", "INFO",
+              "--without-gossip", "--without-mingle"]
+    return [
+        [*celery, "--beat", "--queues", "poll", "--concurrency", "2", "--hostname", "poll@%h"],
+        [*celery, "--queues", "notify,registry,forge", "--concurrency", "1", "--hostname", "background@%h"],
+    ]
+
+
 def main() -> int:
     os.environ.setdefault("PORTAL_DEMO", "1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -39,13 +52,9 @@ def main() -> int:
 
     children = [
         subprocess.Popen([*MANAGE, "runserver", address, "--noreload"], cwd=ROOT),
-        subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "worker", "--beat", "--loglevel", "INFO",
-             "--concurrency", "2", "--without-gossip", "--without-mingle"],
-            cwd=ROOT,
-        ),
+        *(subprocess.Popen(command, cwd=ROOT) for command in worker_commands()),
     ]
-    print(f"\nPortal: http://{address}/  (Ctrl-C stops the web server and the worker)\n", flush=True)
+    print(f"\nPortal: http://{address}/  (Ctrl-C stops the web server and the workers)\n", flush=True)
 
     stopping = False
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -169,6 +170,7 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
     REDIS_URL if REDIS_URL else f"file://{VAR_DIR / 'results'}"
 )
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+BROKER_IS_REDIS = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
@@ -178,6 +180,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+elif BROKER_IS_REDIS:
+    # A worker consuming several queues asks Redis for them in the order its -Q lists them
+    # (BRPOP tries the keys in order) instead of kombu's default round robin.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority"}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -185,6 +191,37 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Queues. Polls, forge work, registry work and notifications each have their own, and the
+# worker command lines (docker-compose.yml, portal/embedded.py, the README) run polls in a
+# worker of their own: a queue only orders messages, it cannot stop a worker process that is
+# busy with a forge task (a rate-limit wait may hold it for minutes) from making a poll wait,
+# so the guarantee that a forge backlog never delays a poll comes from separate processes.
+# The other worker consumes `notify,registry,forge` in that order (Redis: the priority strategy
+# above) and takes a message only when a process is free (prefetch disabled), so a
+# notification waits for at most the task already running, never for the backlog.
+POLL_QUEUE, NOTIFY_QUEUE, REGISTRY_QUEUE, FORGE_QUEUE = "poll", "notify", "registry", "forge"
+PORTAL_QUEUES = (POLL_QUEUE, NOTIFY_QUEUE, REGISTRY_QUEUE, FORGE_QUEUE)
+# Each bound to an exchange of its own name (unnamed, Celery would bind all four to the default one).
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in PORTAL_QUEUES]
+# Anything not routed below (housekeeping that reads only the store) goes with notifications.
+CELERY_TASK_DEFAULT_QUEUE = NOTIFY_QUEUE
+CELERY_TASK_ROUTES = {
+    "gitops.*": {"queue": POLL_QUEUE},
+    "releases.*": {"queue": REGISTRY_QUEUE},
+    # The pins fan-out waits behind forge work on purpose: while the forge worker is behind,
+    # it queues nothing more (its tick expires), and the reads already queued are claimed.
+    "delivery.read_due_git_pins": {"queue": FORGE_QUEUE},
+    "delivery.read_repository_pins": {"queue": FORGE_QUEUE},
+    "delivery.read_git_pins": {"queue": FORGE_QUEUE},
+    "delivery.track_pull_requests": {"queue": FORGE_QUEUE},
+    "delivery.open_automatic_prs": {"queue": FORGE_QUEUE},
+    "delivery.*": {"queue": NOTIFY_QUEUE},
+    "notifications.*": {"queue": NOTIFY_QUEUE},
+}
+# One message reserved per free process, none held behind a busy one.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis only (and warns elsewhere)
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
@@ -225,29 +262,35 @@ PORTAL_REGISTRY_PLAIN_HTTP = [host.lower() for host in env_list("PORTAL_REGISTRY
 PORTAL_REGISTRY_TIMEOUT = float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", "10"))  # seconds per request
 
 # Beat: one entry per periodic task; most only find what is due and fan out one small task each.
+# Every one expires before its next tick: a tick that waited a whole period (a worker down, a
+# queue backed up) is dropped for the next one instead of piling up behind it.
+PERIODIC_EXPIRY = 0.9  # of the period
+
+
+def periodic(task: str, seconds: float) -> dict:
+    return {"task": task, "schedule": float(seconds), "options": {"expires": float(seconds) * PERIODIC_EXPIRY}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    "poll-all-clusters": {"task": "gitops.poll_all", "schedule": float(PORTAL_POLL_INTERVAL)},
-    "refresh-sync-windows": {"task": "gitops.refresh_sync_windows", "schedule": 60.0},
-    "send-notifications": {"task": "notifications.send_due", "schedule": 60.0},
-    "track-pull-requests": {"task": "delivery.track_pull_requests", "schedule": 1800.0},
+    "poll-all-clusters": periodic("gitops.poll_all", PORTAL_POLL_INTERVAL),
+    "refresh-sync-windows": periodic("gitops.refresh_sync_windows", 60),
+    "send-notifications": periodic("notifications.send_due", 60),
+    "track-pull-requests": periodic("delivery.track_pull_requests", 1800),
     # Upstream releases change slowly and registries rate-limit: hourly by default.
-    "poll-registries": {
-        "task": "releases.poll_all_registries",
-        "schedule": float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600")),
-    },
-    # Each application's Git pins are read at most every 10 minutes; this only finds the due ones.
-    "read-git-pins": {"task": "delivery.read_due_git_pins", "schedule": 60.0},
+    "poll-registries": periodic(
+        "releases.poll_all_registries", float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600"))
+    ),
+    # Each repository's Git pins are read at most every 10 minutes; this only finds the due ones.
+    "read-git-pins": periodic("delivery.read_due_git_pins", 60),
     # The matrix's read model is kept by every write; this only mends what no writer announced.
-    "refresh-placements": {"task": "delivery.refresh_placements", "schedule": 3600.0},
-    "open-automatic-prs": {
-        "task": "delivery.open_automatic_prs",
-        "schedule": float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800")),
-    },
+    "refresh-placements": periodic("delivery.refresh_placements", 3600),
+    "open-automatic-prs": periodic(
+        "delivery.open_automatic_prs", float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800"))
+    ),
     # Merged PRs -> running in production (running_at), "merged, not deployed", rollback offers.
-    "track-deployments": {
-        "task": "delivery.track_deployments",
-        "schedule": float(os.environ.get("PORTAL_DELIVERY_TRACK_INTERVAL", "300")),
-    },
+    "track-deployments": periodic(
+        "delivery.track_deployments", float(os.environ.get("PORTAL_DELIVERY_TRACK_INTERVAL", "300"))
+    ),
 }
 
 # --- REST framework ---------------------------------------------------------

@@ -1,30 +1,39 @@
 """From "move this service to that version here" to a previewed, then opened, pull request.
 
 Every flow (upgrade, promotion, rollback; by hand or automatic) goes through here:
-a builder turns an application and a service into a `portal.delivery.planner.Change`,
-`preview_change` reads the application's files from its one repository and plans the
-pull request with the one planner (adding what a person must know first: a freeze, a sync
-window, a manual-sync application, pins by digest), and `open_change` previews again and
-opens it through `portal.delivery.pull_requests` (claimed once, audited, never merged).
+a builder turns an application and a service into a `portal.delivery.planner.Change`
+aimed where the pin lives (`gitops.pinsource.pin_source`: a HelmRelease's values beside it
+in the Kustomization's repository, never the Helm chart repository), `preview_change` reads
+the files from that one repository and plans the pull request with the one planner (adding
+what a person must know first: a freeze, a sync window, a manual-sync application, pins by
+digest, an application that follows a tag), and `open_change` previews again and opens it
+through `portal.delivery.pull_requests` (claimed once, audited, never merged).
 
-Several changes to one repository, branch and environment (several services of one
-application, or ticked lines on the Updates page) make one pull request; one change is a
-group of one. Rollbacks are never held and never carry a freeze note.
+Which branch: the revision the application follows. `HEAD` or none is the forge's default
+branch (asked once per client); a tag, a semver range or a commit is not a branch, so the
+change is proposed on the default branch only when the person confirms it (merging there
+deploys nothing until the followed tag moves).
+
+Several changes to one repository, branch and environment (several services, in one path
+or several, or ticked lines on the Updates page) make one pull request and one commit; one
+change is a group of one. Rollbacks are never held and never carry a freeze note.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
 from django.utils import timezone
 
-from forges.forge import Forge, ForgeError
+from forges.forge import Forge, ForgeError, NotFound
 from forges.hosts import forge_for
+from forges.repourls import parse_repo_url
 from gitops.models import GitOpsApp, sync_held
+from gitops.pinsource import BRANCH, COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, ref_name, revision_kind
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
@@ -34,7 +43,6 @@ from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BRANCH = "main"
 MAX_CHANGES_PER_PR = 20
 FREEZE_DECISION = "Opening now is a decision to change during it."
 FREEZE_OPENED = "This pull request was opened by hand during the freeze."
@@ -47,12 +55,31 @@ class ChangeError(ValueError):
 # --- builders ------------------------------------------------------------------------
 
 
-def followed_branch(app: GitOpsApp) -> str:
-    """The branch the application follows; `HEAD` or nothing means the default branch."""
-    revision = (app.target_revision or "").strip()
-    if not revision or revision == "HEAD":
-        return DEFAULT_BRANCH
-    return revision.removeprefix("refs/heads/")
+@dataclass(frozen=True)
+class BaseBranch:
+    """The branch a pull request goes into, and what the application follows when that is not it."""
+
+    branch: str
+    follows: str = ""  # "the tag v1.4.0", "the semver range 1.2.*", "the commit 4f2a9c1": not a branch
+
+
+def base_branch(forge: Forge, revision: str) -> BaseBranch:
+    """Where a change to an application following `revision` goes (see the module docstring)."""
+    kind = revision_kind(revision)
+    if kind == DEFAULT:
+        return BaseBranch(forge.default_branch())
+    name = ref_name(revision)
+    if kind == BRANCH:
+        return BaseBranch(name)
+    if kind == NAME:
+        try:
+            forge.branch_head(name)
+            return BaseBranch(name)
+        except NotFound:
+            kind = TAG  # a name that is not a branch is a tag (or nothing: the read says so)
+    what = {TAG: "the tag", RANGE: "the semver range", COMMIT: "the commit"}[kind]
+    shown = name[:12] if kind == COMMIT else name
+    return BaseBranch(forge.default_branch(), follows=f"{what} {shown}")
 
 
 def current_version(app: GitOpsApp, service: Service, pinned: str | None = None) -> str:
@@ -69,23 +96,28 @@ def current_version(app: GitOpsApp, service: Service, pinned: str | None = None)
 
 
 def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str, **extra) -> Change:
-    if not app.repo_url:
-        raise ChangeError(f"{app.name} names no Git repository")
+    source = pin_source(app)
+    if not source.found:
+        raise ChangeError(source.unknown or f"{app.name} names no Git repository")
     if not to_version:
         raise ChangeError("no target version")
     if from_version == to_version:
         raise ChangeError(f"{service.name} is already at {to_version} in {app.name}")
+    if app.cluster.environment is None:
+        raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
     return Change(
         kind=kind,
         services=(service.name,),
         environment=app.cluster.environment.name,
-        repository=app.repo_url,
-        base_branch=followed_branch(app),
-        path=(app.path or "").strip("/"),
+        repository=source.repository,
+        # As followed: `preview_change` asks the forge what it means (HEAD, a tag, a branch).
+        base_branch=source.revision.strip(),
+        path=source.path,
         image=service.image_repository,
         from_version=from_version,
         to_version=to_version,
         clusters=(app.cluster.name,),
+        apps=(app.pk,),
         **extra,
     )
 
@@ -133,13 +165,22 @@ def _pinned(app: GitOpsApp, service: Service) -> str | None:
     return versions[0] if len(versions) == 1 and not versions[0].startswith("sha256:") else None
 
 
-def group_key(change: Change) -> tuple[str, str, str, str, str]:
-    """Changes with the same key can share one pull request."""
-    return (change.kind, change.repository, change.base_branch, change.environment, change.path)
+def group_key(change: Change) -> tuple[str, str, str, str]:
+    """Changes with the same key share one pull request: one per repository, base branch and
+    environment, whatever the paths (a monorepo's services go out in one commit)."""
+    revision = change.base_branch.strip()
+    branch = "" if revision_kind(revision) == DEFAULT else ref_name(revision)
+    return (change.kind, _repository_key(change.repository), branch, change.environment)
+
+
+def _repository_key(url: str) -> str:
+    # `https://github.com/acme/GitOps.git` and `git@github.com:acme/gitops` are one repository.
+    ref = parse_repo_url(url)
+    return "/".join(ref.key) if ref is not None else url.strip().removesuffix("/").removesuffix(".git")
 
 
 def group_changes(changes: Sequence[Change]) -> list[tuple[Change, ...]]:
-    """Changes grouped by repository, branch, environment (and path), in first-seen order."""
+    """Changes grouped by repository, branch and environment, in first-seen order."""
     groups: dict[tuple[str, ...], list[Change]] = {}
     for change in changes:
         groups.setdefault(group_key(change), []).append(change)
@@ -157,14 +198,28 @@ class DeliveryPreview:
     preview: Preview | None
     warnings: list[str] = field(default_factory=list)
     error: str = ""  # the repository could not be read
+    follows: str = ""  # what the application follows when it is not a branch ("the tag v1.4.0")
+    confirmed: bool = False  # the person chose the default branch anyway
 
     @property
     def change(self) -> Change:
         return self.preview.change if self.preview is not None else self.changes[0]
 
     @property
+    def paths(self) -> list[str]:
+        """The folders the changes land in, in first-seen order."""
+        return list(dict.fromkeys(c.path for c in self.changes))
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """The application follows a tag, range or commit and nobody confirmed the default branch."""
+        return bool(self.follows) and not self.confirmed
+
+    @property
     def can_open(self) -> bool:
-        return self.preview is not None and self.preview.can_open and not self.error
+        return (
+            self.preview is not None and self.preview.can_open and not self.error and not self.needs_confirmation
+        )
 
     @property
     def problems(self) -> list[str]:
@@ -172,7 +227,10 @@ class DeliveryPreview:
 
 
 def apps_of(change: Change) -> list[GitOpsApp]:
-    """The stored applications a change lands in (same repository and path, on its clusters)."""
+    """The stored applications a change lands in: the ones it names, else those with its
+    repository and path on its clusters."""
+    if change.apps:
+        return list(GitOpsApp.objects.filter(pk__in=change.apps).select_related("cluster__environment"))
     query = GitOpsApp.objects.filter(repo_url=change.repository, path__in=_path_spellings(change.path))
     if change.clusters:
         query = query.filter(cluster__name__in=change.clusters)
@@ -218,35 +276,54 @@ def preview_change(
     *,
     forge: Forge | None = None,
     automatic: bool = False,
+    confirm_default_branch: bool = False,
     now: Callable[[], datetime] = timezone.now,
 ) -> DeliveryPreview:
     """Read the files of the change's one repository and plan it. Writes nothing.
 
-    Several changes must share repository, branch, environment and path (see `group_changes`);
-    they become one pull request."""
+    Several changes must share repository, branch and environment (see `group_changes`);
+    they become one pull request, each change planned under its own path. When the
+    application follows a tag, a range or a commit, the change is planned on the default
+    branch and can be opened only with `confirm_default_branch`."""
     changes = group_of(change)
     if not changes:
         raise ChangeError("nothing to change")
     if len(changes) > MAX_CHANGES_PER_PR:
         raise ChangeError(f"at most {MAX_CHANGES_PER_PR} changes make one pull request")
     if len({group_key(c) for c in changes}) > 1:
-        raise ChangeError("changes in one pull request must share repository, branch, environment and path")
+        raise ChangeError("changes in one pull request must share repository, branch and environment")
     at = now()
-    apps = apps_of(changes[0])
-    warnings = warnings_for(changes, apps, at)
+    apps = [app for c in changes for app in apps_of(c)]
+    warnings = warnings_for(changes, list({app.pk: app for app in apps}.values()), at)
+    follows = ""
     try:
         forge = forge or forge_for(changes[0].repository)
-        entries, files = forge.pin_files(changes[0].path, changes[0].base_branch)
+        base = base_branch(forge, changes[0].base_branch)
+        follows = base.follows
+        changes = tuple(replace(c, base_branch=base.branch) for c in changes)
+        entries, files = forge.tree_files(base.branch)
+        # Files are read as the planner looks at them: what the applications build.
+        preview = plan(changes, entries, files, objects={app.pk: app.raw for app in apps})
     except (ForgeError, RuntimeError) as error:
         return DeliveryPreview(changes, None, warnings, error=f"Could not read the repository: {error}")
-    preview = plan(changes, entries, files)
+    if follows:
+        warnings.insert(
+            0,
+            f"{_apps_named(apps)} follows {follows}, not a branch: merging into {base.branch} deploys "
+            "nothing until that reference moves to include it.",
+        )
     if preview.digest_pinned:
         warnings.append(
             "Pinned by digest, left for a person: "
             + ", ".join(f"{p.path} line {p.line}" for p in preview.digest_pinned)
         )
     preview.description = _with_notes(preview.description, changes, warnings, automatic)
-    return DeliveryPreview(changes, preview, warnings)
+    return DeliveryPreview(changes, preview, warnings, follows=follows, confirmed=confirm_default_branch)
+
+
+def _apps_named(apps: Sequence[GitOpsApp]) -> str:
+    names = list(dict.fromkeys(app.name for app in apps))
+    return ", ".join(names) if names else "The application"
 
 
 def _with_notes(description: str, changes: tuple[Change, ...], warnings: list[str], automatic: bool) -> str:
@@ -279,17 +356,29 @@ def open_change(
     automatic: bool = False,
     *,
     forge: Forge | None = None,
+    confirm_default_branch: bool = False,
     now: Callable[[], datetime] = timezone.now,
 ) -> OpenResult:
-    """Preview afresh, then open (or link) the pull request. `user` None acts as "system"."""
+    """Preview afresh, then open (or link) the pull request. `user` None acts as "system".
+
+    An application that follows a tag gets a pull request on the default branch only when
+    `confirm_default_branch` says a person chose it (never automatically)."""
     changes = group_of(change)
     try:
         forge = forge or forge_for(changes[0].repository)
     except ForgeError as error:
         return OpenResult(REFUSED, str(error))
-    delivery = preview_change(changes, forge=forge, automatic=automatic, now=now)
+    delivery = preview_change(
+        changes, forge=forge, automatic=automatic, confirm_default_branch=confirm_default_branch, now=now
+    )
     if delivery.preview is None:
         return OpenResult(REFUSED, delivery.error)
+    if delivery.needs_confirmation:
+        return OpenResult(
+            REFUSED,
+            f"Not opened: the application follows {delivery.follows}, not a branch; confirm in the preview "
+            f"to propose the change on {delivery.change.base_branch}.",
+        )
     reviewers, labels = _reviewers_and_labels(changes)
     return open_planned(
         forge,

@@ -1,17 +1,28 @@
 """Git pins: which version Git declares for each service, per application.
 
-A task reads the files under each application's path at the branch it follows (at most
-every 10 minutes per application, never while a person waits), finds the image pins
-(`forges.pins.scan`) and stores one `GitPin` per place that pins a known service's
-image. Pages then answer "why did my change not go out?": Git pins 1.7.0, runs 1.6.0.
-A failed read is recorded on the application and keeps the pins already stored.
+Pins are read per repository and revision, never per application: one task reads the tree
+of a repository at the revision its applications follow, once, reads each file that can
+hold a pin once (however many applications include it), finds the image pins
+(`forges.pins.scan`) under each application's path and stores one `GitPin` per place that
+pins a known service's image. A hundred applications in one repository are one task and one
+tree read. Pages then answer "why did my change not go out?": Git pins 1.7.0, runs 1.6.0.
+
+Due-ness is per application (`GitPinRead.last_read_at`, at most every 10 minutes), and all
+the due applications of one repository and revision make one batch, so a repository is read
+at most every 10 minutes, and an application that just appeared is read within a minute
+without re-reading its neighbours early. A batch already queued or being read is not queued
+again (a claim, `portal.celery.claims`). Nothing is queued for a repository no configured
+forge token can read: its applications carry the reason once ("no token for github.com …:
+set PORTAL_GITOPS_TOKEN") on their `GitPinRead`, written without a log line. A failed read
+is recorded on every application of the batch and keeps the pins already stored.
 """
 
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -19,19 +30,20 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from forges.forge import Forge, ForgeError
-from forges.hosts import forge_for
-from forges.pins import scan
+from forges.forge import Forge, ForgeError, NotConfigured
+from forges.hosts import forge_for, parse
+from forges.pins import pin_format, scan
 from gitops.models import GitOpsApp
+from gitops.pinsource import BRANCH, DEFAULT, ref_name, revision_kind
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index
 from portal.delivery import placements
-from portal.delivery.changes import followed_branch
 from portal.delivery.models import GitPin, GitPinRead
 
 log = logging.getLogger(__name__)
 
 READ_INTERVAL = timedelta(minutes=10)
+ERROR_MAX_CHARS = 1000
 
 
 @dataclass
@@ -42,62 +54,200 @@ class PinReadReport:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class PinBatch:
+    """The due applications of one repository at one followed revision: one read."""
+
+    repository: str  # as the first application names it (what `forge_for` is given)
+    revision: str  # as followed: "HEAD", "main", "refs/heads/release-9", "v1.4.0"
+    app_ids: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        return batch_key(self.repository, self.revision)
+
+
+def batch_key(repository: str, revision: str) -> str:
+    """One repository and revision however its URL is written (`.git` or not, any case of
+    owner and name, clone or web URL): what batches and claims are keyed by."""
+    ref = parse(repository)
+    where = "/".join(ref.key) if ref is not None else repository.strip().lower().removesuffix(".git").rstrip("/")
+    kind = revision_kind(revision)
+    # `HEAD` and nothing are the default branch; `refs/heads/main` is the branch `main`.
+    followed = "HEAD" if kind == DEFAULT else ref_name(revision) if kind == BRANCH else revision.strip()
+    return f"{where}@{followed}"
+
+
 def readable_apps() -> QuerySet[GitOpsApp]:
     """Applications with a repository and a path: the ones whose pins can be read."""
     return GitOpsApp.objects.exclude(repo_url="").exclude(path="")
 
 
-def due_app_ids(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[int]:
-    """Applications not read within `interval` (or never read)."""
-    now = now or timezone.now()
+def _due(now: datetime, interval: timedelta) -> QuerySet[GitOpsApp]:
     cutoff = now - interval
-    return list(
-        readable_apps()
-        .filter(
-            Q(git_pin_read__isnull=True)
-            | Q(git_pin_read__last_read_at__isnull=True)
-            | Q(git_pin_read__last_read_at__lte=cutoff)
-        )
-        .order_by("id")
-        .values_list("id", flat=True)
+    return readable_apps().filter(
+        Q(git_pin_read__isnull=True)
+        | Q(git_pin_read__last_read_at__isnull=True)
+        | Q(git_pin_read__last_read_at__lte=cutoff)
     )
 
 
-def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
-    """Read `app`'s files and store its pins. Never raises for a forge or parse failure."""
-    now = now or timezone.now()
-    branch = followed_branch(app)
-    path = (app.path or "").strip("/").removeprefix("./")
-    status, _ = GitPinRead.objects.get_or_create(app=app)
-    try:
-        forge = forge or forge_for(app.repo_url)
-        _, files = forge.pin_files("" if path in ("", ".") else path, branch)
-        found = scan(files)
-    except (ForgeError, RuntimeError, OSError) as error:
-        message = str(error)[:1000] or type(error).__name__
-        log.warning("reading git pins of %s failed: %s", app, message)
-        GitPinRead.objects.filter(pk=status.pk).update(branch=branch, last_read_at=now, last_error=message)
-        return PinReadReport(app=app.name, ok=False, error=message)
+def due_app_ids(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[int]:
+    """Applications not read within `interval` (or never read)."""
+    return list(_due(now or timezone.now(), interval).order_by("id").values_list("id", flat=True))
 
+
+def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[PinBatch]:
+    """The due applications grouped by repository and revision (one query)."""
+    rows = _due(now or timezone.now(), interval).order_by("id").values_list("id", "repo_url", "target_revision")
+    grouped: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    keys: dict[tuple[str, str], str] = {}  # thousands of applications share a handful of spellings
+    for app_id, repository, revision in rows:
+        key = keys.get((repository, revision))
+        if key is None:
+            key = keys[(repository, revision)] = batch_key(repository, revision)
+        grouped[key].append((app_id, repository, revision))
+    return [
+        PinBatch(repository=apps[0][1], revision=apps[0][2], app_ids=tuple(app_id for app_id, _, _ in apps))
+        for apps in grouped.values()
+    ]
+
+
+def unreadable_reason(repository: str) -> str:
+    """Why no configured forge can read `repository` ("" when one can). Builds a client only:
+    no request is made, so the fan-out can ask this of every repository every minute."""
+    try:
+        forge_for(repository)
+    except NotConfigured as error:
+        return str(error)[:ERROR_MAX_CHARS]
+    return ""
+
+
+def record_unreadable(app_ids: Sequence[int], reason: str, now: datetime | None = None) -> int:
+    """Store `reason` on the applications' pin state, as a read that could not start (their
+    pins stay); the next look is in READ_INTERVAL. Returns how many applications newly say it."""
+    now = now or timezone.now()
+    _ensure_status_rows(app_ids)
+    statuses = GitPinRead.objects.filter(app_id__in=list(app_ids))
+    newly = statuses.exclude(last_error=reason).count()
+    statuses.update(last_read_at=now, last_error=reason)
+    return newly
+
+
+def read_pins(
+    apps: Sequence[GitOpsApp], *, forge: Forge | None = None, now: datetime | None = None
+) -> dict[int, PinReadReport]:
+    """Read and store the pins of `apps`, all in one repository at one revision, with one tree
+    read; a report per application id. Never raises for a forge or parse failure."""
+    now = now or timezone.now()
+    if not apps:
+        return {}
+    _ensure_status_rows([app.pk for app in apps])
+    first = apps[0]
+    branch = (first.target_revision or "").strip() or "HEAD"
+    try:
+        forge = forge or forge_for(first.repo_url)
+        branch = followed_branch(forge, first.target_revision)
+        files = _pin_files(forge, branch, [_app_path(app) for app in apps])
+    except NotConfigured as error:
+        message = str(error)[:ERROR_MAX_CHARS]
+        record_unreadable([app.pk for app in apps], message, now)
+        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+    except (ForgeError, RuntimeError, OSError) as error:
+        message = (str(error) or type(error).__name__)[:ERROR_MAX_CHARS]
+        # One line per repository and revision, however many applications it serves.
+        log.warning("reading git pins of %s at %s failed (%d applications): %s",
+                    first.repo_url, branch, len(apps), message)
+        GitPinRead.objects.filter(app_id__in=[app.pk for app in apps]).update(
+            branch=branch[:253], last_read_at=now, last_error=message
+        )
+        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+    return _store(apps, files, branch, now)
+
+
+def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
+    """Read one application's pins (a batch of one, for a person's "read now")."""
+    return read_pins([app], forge=forge, now=now)[app.pk]
+
+
+def followed_branch(forge: Forge, revision: str) -> str:
+    """The branch (or tag) to read at: the repository's default branch for `HEAD` or nothing."""
+    if revision_kind(revision) == DEFAULT:
+        return forge.default_branch()
+    return ref_name(revision)
+
+
+def _app_path(app: GitOpsApp) -> str:
+    path = (app.path or "").strip().strip("/").removeprefix("./")
+    return "" if path in ("", ".") else path
+
+
+def _under(path: str, prefix: str) -> bool:
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def _pin_files(forge: Forge, branch: str, prefixes: list[str]) -> dict[str, str]:
+    """The text of every file under any of `prefixes` that can hold a pin: one tree read (at
+    the folder they share), then each file once."""
+    shared = posixpath.commonpath(prefixes) if all(prefixes) else ""
+    entries = forge.tree(shared, branch)
+    folders = set(prefixes)
+    wanted = sorted(e.path for e in entries if pin_format(e.path) is not None and _in_any(e.path, folders))
+    return forge.read_files(wanted, branch)
+
+
+def _in_any(path: str, folders: set[str]) -> bool:
+    # By the path's own ancestors (a handful), not by every folder (a hundred applications).
+    if "" in folders or path in folders:
+        return True
+    parts = path.split("/")
+    return any("/".join(parts[:depth]) in folders for depth in range(1, len(parts)))
+
+
+def _store(apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime) -> dict[int, PinReadReport]:
     index = service_image_index(Service.objects.all())
     ids = dict(Service.objects.values_list("name", "id"))
-    rows = []
-    for pin in found.pins:
-        service = index.get(normalise_name(pin.image))
-        if service is None:
-            continue
-        rows.append(
-            GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
-        )
-    with transaction.atomic():
-        before = set(GitPin.objects.filter(app=app).values_list("service_id", flat=True))
-        GitPin.objects.filter(app=app).delete()
-        GitPin.objects.bulk_create(rows)
-        placements.refresh(app.cluster_id, before | {row.service_id for row in rows})
-        GitPinRead.objects.filter(pk=status.pk).update(branch=branch, last_read_at=now, last_ok_at=now, last_error="")
     names = {pk: name for name, pk in ids.items()}
-    pins = [{"service": names[r.service_id], "version": r.version, "path": r.path, "line": r.line} for r in rows]
-    return PinReadReport(app=app.name, ok=True, pins=pins)
+    rows_by_app: dict[int, list[GitPin]] = {}
+    for app in apps:
+        prefix = _app_path(app)
+        found = scan({path: text for path, text in files.items() if _under(path, prefix)})
+        rows_by_app[app.pk] = [
+            GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
+            for pin in found.pins
+            if (service := index.get(normalise_name(pin.image))) is not None
+        ]
+    by_cluster: dict[int, list[GitOpsApp]] = defaultdict(list)
+    for app in apps:
+        by_cluster[app.cluster_id].append(app)
+    for cluster_id, cluster_apps in by_cluster.items():
+        app_ids = [app.pk for app in cluster_apps]
+        rows = [row for app in cluster_apps for row in rows_by_app[app.pk]]
+        with transaction.atomic():
+            before = set(GitPin.objects.filter(app_id__in=app_ids).values_list("service_id", flat=True))
+            GitPin.objects.filter(app_id__in=app_ids).delete()
+            GitPin.objects.bulk_create(rows)
+            placements.refresh(cluster_id, before | {row.service_id for row in rows})
+            GitPinRead.objects.filter(app_id__in=app_ids).update(
+                branch=branch[:253], last_read_at=now, last_ok_at=now, last_error=""
+            )
+    return {
+        app.pk: PinReadReport(
+            app=app.name,
+            ok=True,
+            pins=[
+                {"service": names[r.service_id], "version": r.version, "path": r.path, "line": r.line}
+                for r in rows_by_app[app.pk]
+            ],
+        )
+        for app in apps
+    }
+
+
+def _ensure_status_rows(app_ids: Iterable[int]) -> None:
+    wanted = set(app_ids)
+    have = set(GitPinRead.objects.filter(app_id__in=wanted).values_list("app_id", flat=True))
+    GitPinRead.objects.bulk_create([GitPinRead(app_id=pk) for pk in sorted(wanted - have)], ignore_conflicts=True)
 
 
 # --- reading the store (pages and the API) ---------------------------------------------

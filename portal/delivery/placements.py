@@ -185,7 +185,8 @@ def on_cluster_saved(sender: object, instance: Cluster, created: bool, **kwargs:
         return  # nothing of it is placed yet: its first poll places it
     if before == (instance.environment_id, instance.name, instance.enabled):
         return
-    environments = {before[0], instance.environment_id}
+    # A discovered cluster (an unregistered Argo CD destination) has no environment, nor lines.
+    environments = {e for e in (before[0], instance.environment_id) if e is not None}
     with transaction.atomic():
         _lock(environments)
         for environment_id in environments:
@@ -194,4 +195,5 @@ def on_cluster_saved(sender: object, instance: Cluster, created: bool, **kwargs:
 
 def on_cluster_deleted(sender: object, instance: Cluster, **kwargs: object) -> None:
     """Its placements went with it (cascade); its environment's lines still name it."""
-    refresh_lines(instance.environment_id)
+    if instance.environment_id is not None:
+        refresh_lines(instance.environment_id)

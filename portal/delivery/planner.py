@@ -1,26 +1,32 @@
 """The one pull request planner: changes in, the branch, title, description, commit and edits out.
 
 A pull request carries one change or several (services of one application, ticked lines
-on the Updates page) to one repository, branch, environment and path; a single change is
-a group of one, planned by the same code. Each change is planned over the files as the
-previous ones left them (`forges.edits.retag_files`), and the edits are merged per file,
-so a reviewer sees one diff per file. `plan` is pure: no forge, no database; the branch
-prefix comes from settings (PORTAL_BRANCH_PREFIX) unless given.
+on the Updates page) to one repository, branch and environment, whatever their paths; a
+single change is a group of one, planned by the same code. Each change is planned over
+the files as the previous ones left them, and the edits are merged per file, so a reviewer
+sees one diff per file and one commit. Where the change lands is `forges.pins.tree_edit_result`
+given the application's object (what it builds: kustomize bases, Helm value files, `$ref`
+sources, a HelmRelease's values); a change whose application object is not known (a row
+written without it) falls back to every pin of the image under its path
+(`forges.edits.retag_files`).
+`plan` is pure: no forge, no database; the branch prefix comes from settings
+(PORTAL_BRANCH_PREFIX) unless given.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 
 from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
-from forges.pins import Pin
+from forges.pins import Edit, Pin, tree_edit_result
 from portal.imagerefs import parse_image
 from portal.timestamps import utc_stamp
 
@@ -45,8 +51,8 @@ class Change:
     services: tuple[str, ...]
     environment: str
     repository: str  # the repository URL as the GitOps tool holds it
-    base_branch: str  # the branch the GitOps application follows
-    path: str  # the application's path in the repository
+    base_branch: str  # the branch the pull request goes into (as followed, until the preview resolves it)
+    path: str  # the folder in the repository where the pin lives
     image: str
     from_version: str
     to_version: str
@@ -54,6 +60,7 @@ class Change:
     release_notes: str = ""
     failure: str = ""  # rollback: what went wrong
     failing_since: datetime | None = None  # rollback: since when
+    apps: tuple[int, ...] = ()  # the GitOpsApp rows the change lands in
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -123,12 +130,15 @@ def combined(changes: Change | Sequence[Change]) -> Change:
     first = group[0]
     services = tuple(s for c in group for s in c.services)
     clusters = tuple(dict.fromkeys(cl for c in group for cl in c.clusters))
+    apps = tuple(dict.fromkeys(a for c in group for a in c.apps))
     # One version when all agree; otherwise each service's, so the stored row still says what moved.
     to_versions = {c.to_version for c in group}
     from_versions = {c.from_version for c in group}
     to_version = first.to_version if len(to_versions) == 1 else ",".join(c.to_version for c in group)[:128]
     from_version = first.from_version if len(from_versions) == 1 else ",".join(c.from_version for c in group)[:128]
-    return replace(first, services=services, clusters=clusters, to_version=to_version, from_version=from_version)
+    return replace(
+        first, services=services, clusters=clusters, apps=apps, to_version=to_version, from_version=from_version
+    )
 
 
 def plan(
@@ -136,24 +146,33 @@ def plan(
     entries: Sequence[TreeEntry],
     files: Mapping[str, str],
     prefix: str | None = None,
+    objects: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Preview:
-    """The preview of the changes over the files under their path (path -> text). Pure."""
+    """The preview of the changes over the files (path -> text; a mapping that reads on demand
+    is read only where the changes look). `objects` maps an application id to its object as
+    the cluster holds it. Pure."""
     group = group_of(changes)
-    current = dict(files)
+    edited: dict[str, str] = {}
+    current = _Edited(edited, files)
     digest_pinned: list[Pin] = []
     problems: list[str] = []
     touched: list[str] = []
     for change in group:
-        step = retag_files(current, entries, change.image, change.from_version, change.to_version, change.path)
-        digest_pinned += step.digest_pinned
+        app = _object_of(change, objects or {})
+        if app is not None:
+            texts, found, left = _tree_step(current, app, change)
+        else:
+            texts, found, left, pinned = _path_step(current, entries, change)
+            digest_pinned += pinned
         # In a group, each problem says whose it is.
-        problems += [f"{', '.join(change.services)}: {p}" if len(group) > 1 else p for p in step.problems]
-        for edit in step.edits:
-            current[edit.path] = edit.after
-            if edit.path not in touched:
-                touched.append(edit.path)
+        problems += [f"{', '.join(change.services)}: {p}" if len(group) > 1 else p for p in left]
+        for path in found:
+            edited[path] = texts[path]
+            if path not in touched:
+                touched.append(path)
     by_path = {entry.path: entry for entry in entries}
-    edits = [file_edit(path, files[path], current[path], by_path.get(path)) for path in sorted(touched)]
+    edits = [file_edit(path, files[path], edited[path], by_path.get(path)) for path in sorted(touched)]
+    edits = [edit for edit in edits if edit.lines]
     title = title_for(group)
     return Preview(
         change=combined(group),
@@ -165,6 +184,87 @@ def plan(
         digest_pinned=digest_pinned,
         problems=problems,
     )
+
+
+class _Edited(Mapping[str, str]):
+    """The files as the changes planned so far left them; a file is read only when looked at."""
+
+    def __init__(self, edited: Mapping[str, str], files: Mapping[str, str]) -> None:
+        self._edited = edited
+        self._files = files
+
+    def __getitem__(self, path: str) -> str:
+        return self._edited[path] if path in self._edited else self._files[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._edited or path in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
+def _object_of(change: Change, objects: Mapping[int, Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The application object to plan with: one whose spec is known."""
+    for app_id in change.apps:
+        app = objects.get(app_id)
+        if app and isinstance(app.get("spec"), Mapping) and app["spec"]:
+            return app
+    return None
+
+
+def _tree_step(
+    current: Mapping[str, str], app: Mapping[str, Any], change: Change
+) -> tuple[dict[str, str], list[str], list[str]]:
+    result = tree_edit_result(current, app, change.image, change.from_version, change.to_version, path=change.path)
+    by_file: dict[str, list[Edit]] = {}
+    for edit in result.edits:
+        by_file.setdefault(edit.path, []).append(edit)
+    texts: dict[str, str] = {}
+    problems = list(result.reasons)
+    for path, edits in by_file.items():
+        text, stale = with_lines(current[path], edits)
+        if stale:
+            problems.append(f"{path} line {stale.line} is not what was read; left as it is")
+            continue
+        texts[path] = text
+    return texts, list(texts), problems
+
+
+def _path_step(
+    current: Mapping[str, str], entries: Sequence[TreeEntry], change: Change
+) -> tuple[dict[str, str], list[str], list[str], list[Pin]]:
+    # Only the files under the change's own path: the same image pinned in another folder of
+    # the repository (another environment) is not this change's pin.
+    own = {path: current[path] for path in current if under(path, change.path)}
+    step = retag_files(own, entries, change.image, change.from_version, change.to_version, change.path)
+    texts = {edit.path: edit.after for edit in step.edits}
+    return texts, list(texts), step.problems, step.digest_pinned
+
+
+def with_lines(text: str, edits: Sequence[Edit]) -> tuple[str, Edit | None]:
+    """`text` with each edit's line replaced, every line ending kept; the first edit whose
+    `before` is not the line found, if any (then `text` is returned unchanged)."""
+    lines = text.splitlines(keepends=True)
+    for edit in edits:
+        index = edit.line - 1
+        if not 0 <= index < len(lines):
+            return text, edit
+        line = lines[index]
+        body = line.rstrip("\r\n")
+        if body.lstrip("\ufeff") != edit.before.lstrip("\ufeff"):
+            return text, edit
+        bom = "\ufeff" if body.startswith("\ufeff") and not edit.after.startswith("\ufeff") else ""
+        lines[index] = bom + edit.after + line[len(body) :]
+    return "".join(lines), None
+
+
+def under(path: str, folder: str) -> bool:
+    """`path` is `folder` or inside it ("" is the whole repository)."""
+    folder = folder.strip("/")
+    return not folder or path == folder or path.startswith(folder + "/")
 
 
 def describe(
@@ -200,11 +300,14 @@ def _what(changes: Sequence[Change]) -> list[str]:
     first = changes[0]
     verb = VERBS[first.kind]
     if len(changes) > 1:
-        return [
-            f"**What**: {verb} {len(changes)} services in environment `{first.environment or '-'}` "
-            f"(`{first.path or '/'}` on `{first.base_branch}`):",
-            "",
-        ] + [f"- {', '.join(c.services)} (`{c.image}`): `{c.from_version}` → `{c.to_version}`" for c in changes]
+        paths = {c.path for c in changes}
+        where = f"`{first.path or '/'}` on `{first.base_branch}`" if len(paths) == 1 else f"on `{first.base_branch}`"
+        lines = [f"**What**: {verb} {len(changes)} services in environment `{first.environment or '-'}` ({where}):", ""]
+        return lines + [
+            f"- {', '.join(c.services)} (`{c.image}`): `{c.from_version}` → `{c.to_version}`"
+            + (f" in `{c.path or '/'}`" if len(paths) > 1 else "")
+            for c in changes
+        ]
     clusters = f", clusters {', '.join(f'`{c}`' for c in first.clusters)}" if first.clusters else ""
     return [
         f"**What**: {verb} `{first.image}` from `{first.from_version}` to `{first.to_version}` "

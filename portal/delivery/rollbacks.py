@@ -164,6 +164,8 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
         app
         for app in apps
         if app.health_status in ATTENTION_HEALTH and app.health_since is not None and app.health_since <= cutoff
+        # A discovered cluster (an unregistered Argo CD destination) has no environment to roll back in.
+        and app.cluster.environment_id is not None
     ]
     if not candidates:
         return {}

@@ -1,7 +1,7 @@
-"""Delivery's periodic work: Git pins (one task per application), automatic PRs, the matrix's
-read model, the portal's pull requests on their forges, and following merged PRs to "running
-in production". Each task reads the store or
-one repository; no page ever waits for them."""
+"""Delivery's periodic work: Git pins (one task per repository and revision), automatic PRs,
+the matrix's read model, the portal's pull requests on their forges, and following merged PRs
+to "running in production". Each task reads the store or one repository; no page ever waits
+for them. Forge work is routed to the `forge` queue (portal.settings.CELERY_TASK_ROUTES)."""
 
 from __future__ import annotations
 
@@ -9,31 +9,87 @@ import logging
 from dataclasses import asdict
 
 from celery import shared_task
+from django.utils import timezone
+
+from portal.celery import claims
 
 log = logging.getLogger(__name__)
 
+# A queued pin read stays claimed (and its message valid) for one read interval: under a
+# backlog the next due look replaces it instead of adding a second. Once it runs, the claim
+# covers the read itself for up to PINS_RUN_SECONDS (a big repository on a rate-limited forge).
+PINS_RUN_SECONDS = 1800.0
 
-@shared_task(name="delivery.read_git_pins")
-def read_git_pins(app_id: int) -> dict:
+
+def pins_claim_key(batch_key: str) -> str:
+    return f"pins:{batch_key}"
+
+
+@shared_task(name="delivery.read_repository_pins")
+def read_repository_pins(repository: str, revision: str, app_ids: list[int], claim: str = "") -> dict:
+    """Read the pins of the given applications of one repository at one revision (one tree read)."""
     from gitops.models import GitOpsApp
-    from portal.delivery.gitpins import read_app_pins
+    from portal.delivery.gitpins import batch_key, read_pins
 
-    app = GitOpsApp.objects.select_related("cluster").filter(pk=app_id).first()
-    if app is None:
-        return {"skipped": "no such application"}
-    report = read_app_pins(app)
-    return {"app": report.app, "ok": report.ok, "pins": len(report.pins), "error": report.error}
+    wanted = batch_key(repository, revision)
+    key = pins_claim_key(wanted)
+    try:
+        if claim:
+            claims().extend(key, claim, PINS_RUN_SECONDS)
+        # Only the columns a pin read uses (not the raw objects), and only the applications
+        # still in this repository at this revision: they may have moved since they were queued.
+        rows = GitOpsApp.objects.filter(pk__in=app_ids).exclude(path="").order_by("id")
+        apps = [
+            app
+            for app in rows.only("id", "cluster_id", "name", "repo_url", "path", "target_revision")
+            if batch_key(app.repo_url, app.target_revision) == wanted
+        ]
+        if not apps:
+            return {"skipped": "no such application in this repository"}
+        reports = read_pins(apps)
+        failed = sorted({r.error for r in reports.values() if not r.ok})
+        return {"repository": wanted, "apps": len(apps), "ok": not failed, "errors": failed}
+    finally:
+        if claim:
+            claims().release(key, claim)
+
+
+@shared_task(name="delivery.read_git_pins", ignore_result=True)
+def read_git_pins(app_id: int) -> dict:
+    """What older versions queued per application. Its application is read with its
+    repository's batch now; a message still queued from before an upgrade is dropped here
+    rather than failing as an unregistered task."""
+    return {"skipped": "superseded by delivery.read_repository_pins", "app": app_id}
 
 
 @shared_task(name="delivery.read_due_git_pins")
 def read_due_git_pins() -> int:
-    """One task per application not read in the last 10 minutes: a slow repository delays nobody else."""
-    from portal.delivery.gitpins import due_app_ids
+    """One task per repository and revision with applications not read in the last 10 minutes,
+    none for a repository no forge token can read (its applications say why instead).
+    Returns how many tasks were queued."""
+    from portal.delivery.gitpins import READ_INTERVAL, due_batches, record_unreadable, unreadable_reason
 
-    ids = due_app_ids()
-    for app_id in ids:
-        read_git_pins.delay(app_id)
-    return len(ids)
+    store = claims()
+    queued = 0
+    now = timezone.now()
+    reasons: dict[str, str] = {}
+    for batch in due_batches(now):
+        if batch.repository not in reasons:
+            reasons[batch.repository] = unreadable_reason(batch.repository)
+        reason = reasons[batch.repository]
+        if reason:
+            if record_unreadable(batch.app_ids, reason, now):
+                log.info("git pins of %s are not read: %s", batch.repository, reason)  # once, when it starts
+            continue
+        expires = timezone.now() + READ_INTERVAL
+        token = store.take(pins_claim_key(batch.key), READ_INTERVAL.total_seconds())
+        if token is None:
+            continue
+        read_repository_pins.apply_async(
+            (batch.repository, batch.revision, list(batch.app_ids)), {"claim": token}, expires=expires
+        )
+        queued += 1
+    return queued
 
 
 @shared_task(name="delivery.open_automatic_prs")

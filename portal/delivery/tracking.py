@@ -6,6 +6,11 @@ failure (forge down, token revoked) is written on that row and never stops the o
 "Checks fail" is marked once per pull request: the first time it is seen,
 `checks_failed_notified_at` is set, and the notification side reads that timestamp;
 later refreshes never move it.
+
+State and merge time are saved before the checks are asked for: a token that may read pull
+requests but not checks (a GitHub fine-grained token with Contents + Pull requests only),
+or a forge failing on the checks, never hides a merge. Checks the token may not read are
+"unknown": stored as none, with the reason in `last_error`.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError
-from forges.pr_state import pull_request_state
+from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured
+from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
 
 log = logging.getLogger(__name__)
@@ -33,12 +38,13 @@ class TrackingReport:
     closed: int = 0
     checks_failed: int = 0  # newly failing
     errors: int = 0
+    unreadable: int = 0  # on a forge no configured token can read (not asked)
 
 
 def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> PullRequest:
-    """Ask the forge about one pull request and save its state and checks on the row."""
+    """Ask the forge about one pull request and save its state, then its checks, on the row."""
     now = now or timezone.now()
-    answer = pull_request_state(forge, row.number or 0)
+    answer = pull_request_state(forge, row.number or 0, with_checks=False)
     row.title = answer.title or row.title
     row.url = answer.url or row.url
     if answer.state == MERGED:
@@ -49,12 +55,21 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
     else:
         row.state = PullRequest.State.CLOSED
         row.closed_at = answer.closed_at or row.closed_at or now
-    row.checks = answer.checks
+    row.tracked_at = now
+    row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
+    try:
+        checks = checks_state(forge, answer)
+    except ForgeError as error:
+        # The state is saved; the checks stay as last seen and the error is told.
+        row.last_error = str(error)[:1000]
+        row.save(update_fields=["last_error"])
+        log.warning("checks of %s #%s could not be read: %s", row.repository, row.number, error)
+        return row
+    row.checks = checks.checks
     if row.checks == FAIL and row.checks_failed_notified_at is None:
         row.checks_failed_notified_at = now
-    row.last_error = ""
-    row.tracked_at = now
-    row.save()
+    row.last_error = checks.unknown[:1000]
+    row.save(update_fields=["checks", "checks_failed_notified_at", "last_error"])
     return row
 
 
@@ -75,6 +90,14 @@ def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None)
             except ForgeError as error:
                 forges[row.repository] = error
         forge = forges[row.repository]
+        if isinstance(forge, NotConfigured):
+            # No token can read this forge: nothing is asked, the reason is stored once on the
+            # row (no log line per pull request per run) and the last known state is kept.
+            report.unreadable += 1
+            reason = str(forge)[:1000]
+            if row.last_error != reason:
+                PullRequest.objects.filter(pk=row.pk).update(last_error=reason)
+            continue
         already_failed = row.checks_failed_notified_at is not None
         try:
             if isinstance(forge, ForgeError):

@@ -8,12 +8,15 @@ Updates page, the service panel and the automatic-PR task share one answer.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from django.db.models import CharField, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from gitops.models import GitOpsApp
+from gitops.models import GitOpsApp, RunningVersion
 from portal.catalog.models import Service
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
@@ -102,6 +105,7 @@ class UpgradeTargets:
         self.tags, self.notes = _tags(services)
         self.prs = _open_prs()
         self._judged: dict[tuple[int, str], str | None] = {}
+        self._newest_keys: dict[int, dict[tuple, tuple]] = {}
 
     @staticmethod
     def current(versions: list[str]) -> str | None:
@@ -112,12 +116,173 @@ class UpgradeTargets:
     def target(self, service_id: int, current: str) -> str | None:
         key = (service_id, current)
         if key not in self._judged:
-            policy = self.policies.get(service_id, VersionPolicy())
-            self._judged[key] = newest_acceptable(current, self.tags.get(service_id, []), policy, self.today)
+            self._judged[key] = self._judge(service_id, current)
         return self._judged[key]
+
+    def _judge(self, service_id: int, current: str) -> str | None:
+        now = parse_tag(current)
+        newest = self._newest(service_id).get(now.family) if now is not None else None
+        if newest is None or newest <= now.key:  # type: ignore[union-attr]
+            # Nothing newer of its family was released (the usual case: it runs the newest):
+            # no tag can be accepted, so the policy need not look at each one.
+            return None
+        policy = self.policies.get(service_id, VersionPolicy())
+        return newest_acceptable(current, self.tags.get(service_id, []), policy, self.today)
+
+    def _newest(self, service_id: int) -> dict[tuple, tuple]:
+        """Per version family, the key of the newest tag the service has released."""
+        found = self._newest_keys.get(service_id)
+        if found is None:
+            found = self._newest_keys[service_id] = {}
+            for tag in self.tags.get(service_id, []):
+                version = parse_tag(tag)
+                if version is not None and (version.family not in found or version.key > found[version.family]):
+                    found[version.family] = version.key
+        return found
 
     def open_pr(self, service: str, environment: str, target: str) -> PullRequest | None:
         return _matching_pr(self.prs, service, environment, target)
+
+
+# What the lists of lines behind never show, and so never read: the whole object as the
+# cluster holds it and the columns decoded from it (the same list the store defers).
+UNSHOWN_APP_FIELDS = ("raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings")
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A line behind before its application is loaded: what orders and counts it."""
+
+    service: Service
+    environment_order: int
+    cluster: str
+    app: str
+    app_id: int
+    running: str
+    target: str
+
+    @property
+    def order(self) -> tuple[str, int, str, str]:
+        return (self.service.name, self.environment_order, self.cluster, self.app)
+
+
+class BehindLines:
+    """Every (application, service) that runs older than its newest acceptable release,
+    found from light rows (which versions run where) and ordered by service, environment
+    order, cluster and application; `load` turns a slice of them into `Behind` lines with
+    their applications, pins and pull requests. A page of the Updates list loads one page
+    of applications, however many are behind; the queries are a fixed handful, whatever
+    the fleet size.
+
+    Only the versions that have a newer acceptable release select applications, so a
+    fleet where nothing is behind reads no application at all."""
+
+    def __init__(
+        self,
+        *,
+        service: Service | None = None,
+        environment: str | None = None,
+        app_ids: list[int] | None = None,
+        today: date | None = None,
+    ) -> None:
+        self.targets: UpgradeTargets | None = None
+        self.lines: list[_Line] = self._find(service, environment, app_ids, today or timezone.now().date())
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @property
+    def services(self) -> list[Service]:
+        """The services with a line behind, in the lines' order."""
+        return list({line.service.pk: line.service for line in self.lines}.values())
+
+    def _find(self, service: Service | None, environment: str | None, app_ids: list[int] | None,
+              today: date) -> list[_Line]:
+        placed = RunningVersion.objects.exclude(app=None)
+        if service is not None:
+            placed = placed.filter(service=service)
+        if environment is not None:
+            placed = placed.filter(cluster__environment__name=environment)
+        if app_ids is not None:
+            placed = placed.filter(app_id__in=app_ids)
+        versions: dict[int, set[str]] = defaultdict(set)
+        for service_id, version in placed.values_list("service_id", "version").distinct():
+            versions[service_id].add(version)
+        if not versions:
+            return []
+        services = list(Service.objects.filter(pk__in=versions))
+        self.targets = targets = UpgradeTargets(services, today)
+        # The versions with somewhere to go: only applications running one of them can be behind.
+        moving = {
+            (svc.pk, v) for svc in services for v in versions[svc.pk]
+            if parse_tag(v) is not None and targets.target(svc.pk, v)
+        }
+        if not moving:
+            return []
+        by_id = {svc.pk: svc for svc in services}
+        # The candidates: the (service, version) pairs are matched as one "id:version" key each,
+        # a single IN list that PostgreSQL hashes, where one condition per service made it test
+        # every row against each in turn. Their applications' names and running versions come
+        # by primary key in a second query: joined here, the planner hashed the whole table.
+        candidates = placed.annotate(
+            pair=Concat(Cast("service_id", CharField()), Value(":"), "version", output_field=CharField())
+        ).filter(pair__in=sorted(f"{sid}:{v}" for sid, v in moving)).values_list(
+            "app_id", "service_id", "cluster__name", "cluster__environment__order"
+        )
+        wanted: dict[int, list[tuple[Service, str, int]]] = defaultdict(list)
+        seen: set[tuple[int, int]] = set()
+        for app_id, service_id, cluster, order in candidates:
+            if (app_id, service_id) not in seen:  # two containers of one app run the service
+                seen.add((app_id, service_id))
+                wanted[app_id].append((by_id[service_id], cluster, order))
+        lines = []
+        currents: dict[tuple[str, ...], str | None] = {}
+        for app_id, name, running in GitOpsApp.objects.filter(pk__in=wanted).values_list("id", "name", "running"):
+            for svc, cluster, order in wanted[app_id]:
+                # The oldest version the application runs of the service is the one a PR moves away from.
+                runs = tuple((running or {}).get(svc.name) or ())
+                if runs not in currents:
+                    currents[runs] = targets.current(list(runs))
+                current = currents[runs]
+                target = targets.target(svc.pk, current) if current else None
+                if current is not None and target is not None:
+                    lines.append(_Line(svc, order, cluster, name, app_id, current, target))
+        lines.sort(key=lambda line: line.order)
+        return lines
+
+    def load(self, start: int = 0, stop: int | None = None, *,
+             apps: Mapping[int, GitOpsApp] | None = None) -> list[Behind]:
+        """The lines from `start` to `stop` as `Behind`, with their applications (two queries);
+        `apps`: applications the caller has loaded already (with their cluster and
+        environment), used as they are rather than read again."""
+        chosen = self.lines[start:stop]
+        if not chosen or self.targets is None:
+            return []
+        targets = self.targets
+        ids = {line.app_id for line in chosen}
+        known = dict(apps or {})
+        missing = ids - set(known)
+        if missing:
+            known.update(GitOpsApp.objects.select_related("cluster__environment").defer(*UNSHOWN_APP_FIELDS)
+                         .in_bulk(missing))
+        apps = known
+        pins = pinned_versions(ids)
+        found = []
+        for line in chosen:
+            app = apps.get(line.app_id)
+            if app is None:  # removed since the lines were found
+                continue
+            found.append(Behind(
+                app=app,
+                service=line.service,
+                running=line.running,
+                target=line.target,
+                jump=jump(line.running, line.target) or "patch",
+                pinned=pins.get((app.pk, line.service.name), []),
+                open_pr=targets.open_pr(line.service.name, app.cluster.environment.name, line.target),
+                notes_url=targets.notes.get((line.service.pk, line.target)),
+            ))
+        return found
 
 
 def behind(
@@ -129,47 +294,8 @@ def behind(
 ) -> list[Behind]:
     """Every (application, service) that runs older than its newest acceptable release.
 
-    Ordered by service, environment order, cluster and application."""
-    today = today or timezone.now().date()
-    apps_query = GitOpsApp.objects.select_related("cluster__environment").prefetch_related("services")
-    if service is not None:
-        apps_query = apps_query.filter(services=service)
-    if environment is not None:
-        apps_query = apps_query.filter(cluster__environment__name=environment)
-    if app_ids is not None:
-        apps_query = apps_query.filter(pk__in=app_ids)
-    apps = list(apps_query.order_by("cluster__environment__order", "cluster__name", "namespace", "name"))
-    services = list({s.pk: s for app in apps for s in app.services.all()}.values())
-    if service is not None:
-        services = [s for s in services if s.pk == service.pk]
-    if not services:
-        return []
-    targets = UpgradeTargets(services, today)
-    pins = pinned_versions([a.pk for a in apps])
-    found: list[Behind] = []
-    wanted = {s.pk for s in services}
-    for app in apps:
-        for svc in app.services.all():
-            if svc.pk not in wanted:
-                continue
-            current = targets.current((app.running or {}).get(svc.name) or [])
-            target = targets.target(svc.pk, current) if current else None
-            if current is None or target is None:
-                continue
-            found.append(
-                Behind(
-                    app=app,
-                    service=svc,
-                    running=current,
-                    target=target,
-                    jump=jump(current, target) or "patch",
-                    pinned=pins.get((app.pk, svc.name), []),
-                    open_pr=targets.open_pr(svc.name, app.cluster.environment.name, target),
-                    notes_url=targets.notes.get((svc.pk, target)),
-                )
-            )
-    found.sort(key=lambda b: (b.service.name, b.app.cluster.environment.order, b.app.cluster.name, b.app.name))
-    return found
+    Ordered by service, environment order, cluster and application (see `BehindLines`)."""
+    return BehindLines(service=service, environment=environment, app_ids=app_ids, today=today).load()
 
 
 def put_off(service: Service, version: str, until: date, today: date | None = None) -> ServicePolicy:

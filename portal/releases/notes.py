@@ -3,7 +3,10 @@
 Runs in the registry poll task, right after the tags are stored, never in a request.
 It stays cheap: the forge is asked only when a tag seen since the last read has no notes
 yet, or once a day (a release published after its image, notes edited later); a service
-without `source_repository` never reaches a forge. A read lists only the newest releases
+without `source_repository` never reaches a forge, nor does one whose forge no configured
+token can read (the reason is stored once, without a log line per poll). One read serves
+every service whose source is the same repository (a monorepo): they are filled from the
+same answer and not asked again. A read lists only the newest releases
 (`forges.forge.MAX_RELEASES`, one to four pages depending on the forge).
 
 A release belongs to the image tag of the same version: the same tag wins, then the
@@ -24,8 +27,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from forges.forge import MAX_RELEASES, Forge, ForgeError, ReleaseInfo
-from forges.hosts import forge_for
+from forges.forge import MAX_RELEASES, Forge, ForgeError, NotConfigured, ReleaseInfo
+from forges.hosts import forge_for, parse
 from forges.retry import RetryPolicy
 from forges.weblinks import repository_url
 from portal.catalog.models import Service
@@ -77,6 +80,8 @@ def read_release_notes(
     try:
         forge = forge_factory(source) if forge_factory else forge_for(source, environ, policy=NOTES_POLICY)
         releases = forge.releases(MAX_RELEASES)
+    except NotConfigured as exc:
+        return _unreadable(report, status, now, f"{failed}: {exc}")
     except ForgeError as exc:
         # ForgeError messages never hold a token (forges.forge.redact), so they may be shown.
         return _failed(report, status, now, f"{failed}: {exc}")
@@ -84,11 +89,31 @@ def read_release_notes(
         log.exception("reading the releases of %s failed", service.name)
         return _failed(report, status, now, f"{failed}: unexpected {type(exc).__name__}")
     changed = _store(service, releases, only_unknown=not full)
+    # One read serves every service built from this repository (a monorepo): each gets a full
+    # pass over the same answer, so their own polls find nothing due and ask nothing.
+    siblings = {sibling: _store(sibling, releases, only_unknown=False) for sibling in _sharing(service, environ)}
     with transaction.atomic():
         Release.objects.bulk_update(changed, ["notes_url", "notes"])
         RegistryPoll.objects.filter(pk=status.pk).update(notes_read_at=now, notes_error="", notes_error_at=None)
+        for sibling, rows in siblings.items():
+            Release.objects.bulk_update(rows, ["notes_url", "notes"])
+            RegistryPoll.objects.get_or_create(service=sibling)
+            RegistryPoll.objects.filter(service=sibling).update(notes_read_at=now, notes_error="", notes_error_at=None)
     report.filled = sorted(row.tag for row in changed)
     return report
+
+
+def _sharing(service: Service, environ: Mapping[str, str] | None) -> list[Service]:
+    """The other services whose source repository is the same repository as `service`'s."""
+    key = _repository_key(service.source_repository, environ)
+    others = Service.objects.exclude(pk=service.pk).exclude(source_repository="")
+    others = others.only("id", "name", "source_repository")
+    return [other for other in others.order_by("name") if _repository_key(other.source_repository, environ) == key]
+
+
+def _repository_key(url: str, environ: Mapping[str, str] | None) -> tuple[str, ...]:
+    ref = parse(url, environ)
+    return ref.key if ref is not None else (url.strip().lower().removesuffix(".git").rstrip("/"),)
 
 
 def _due(service: Service, status: RegistryPoll, full: bool) -> bool:
@@ -103,6 +128,15 @@ def _failed(report: NotesReport, status: RegistryPoll, now: datetime, message: s
     log.warning("%s", message)
     RegistryPoll.objects.filter(pk=status.pk).update(notes_error=message, notes_error_at=now)
     report.ok, report.error = False, message
+    return report
+
+
+def _unreadable(report: NotesReport, status: RegistryPoll, now: datetime, message: str) -> NotesReport:
+    """No configured forge token can read the source repository: nothing was asked. The reason
+    is stored once (shown on /updates), not logged on every registry poll."""
+    if status.notes_error != message:
+        RegistryPoll.objects.filter(pk=status.pk).update(notes_error=message, notes_error_at=now)
+    report.asked, report.ok, report.error = False, False, message
     return report
 
 

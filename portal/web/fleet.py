@@ -53,6 +53,15 @@ class CellLine:
         return pin_summary(self.pinned, self.versions)
 
 
+# A cell shows up to OPEN_LINES lines as they are, unless they span more than FOLD_CLUSTERS
+# clusters: then (an environment of many clusters running several versions) it folds, its
+# first problems in sight and the rest behind a disclosure that loads them (the matrix's
+# cell partial). A cell of one line stays that line: "1.4.2 · 167 clusters" is short.
+OPEN_LINES = 3
+FOLD_CLUSTERS = 12
+SHOWN_PROBLEM_LINES = 2
+
+
 @dataclass
 class Cell:
     environment: Environment
@@ -62,6 +71,17 @@ class Cell:
     @property
     def attention(self) -> bool:
         return any(line.flags for line in self.lines)
+
+    def fold(self) -> tuple[list[CellLine], list[CellLine]]:
+        """(the lines in sight, the lines behind the disclosure). Problems come first in a
+        cell, so the lines in sight are its first problems; a cell of few lines shows all."""
+        lines = self.lines
+        if len(lines) <= 1 or (len(lines) <= OPEN_LINES and sum(len(line.clusters) for line in lines) <= FOLD_CLUSTERS):
+            return lines, []
+        shown = 0
+        while shown < SHOWN_PROBLEM_LINES and self.lines[shown].flags:
+            shown += 1
+        return self.lines[:shown], self.lines[shown:]
 
 
 @dataclass

@@ -1,16 +1,19 @@
 from django.urls import path
 
-from portal.web.views import clusters, delivery, gitops, matrix, overview, pr, service, updates
+from portal.web.views import clusters, delivery, discovery, gitops, matrix, overview, pr, service, updates
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("matrix", matrix.matrix, name="matrix"),
+    path("matrix/cell", matrix.matrix_cell, name="matrix-cell"),
     path("gitops", gitops.gitops_list, name="gitops"),
     path("services/<slug:name>", service.service_page, name="service"),
     path("services/<slug:name>/panels", service.service_panels, name="service-panels"),
     path("clusters", clusters.cluster_list, name="clusters"),
     path("clusters/<slug:name>/poll", clusters.poll_now, name="cluster-poll"),
     path("clusters/<slug:name>/enabled", clusters.set_enabled, name="cluster-enabled"),
+    path("clusters/<slug:name>/add", clusters.add_discovered, name="cluster-add"),
+    path("discovery", discovery.discovery, name="discovery"),
     path("updates", updates.updates, name="updates"),
     path("updates/put-off", updates.put_off_version, name="updates-put-off"),
     path("updates/freezes", updates.freeze_create, name="freeze-create"),

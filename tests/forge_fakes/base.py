@@ -68,6 +68,7 @@ class GitModel:
 
     def __init__(self, owner: str, name: str, files: dict[str, str], branch: str = "main") -> None:
         self.owner, self.name = owner, name
+        self.default_branch = branch  # what the repository's HEAD names; `trunk` in some tests
         self.blobs: dict[str, bytes] = {}
         self.commits: dict[str, Commit] = {}
         self.branches: dict[str, str] = {}

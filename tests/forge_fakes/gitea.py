@@ -26,6 +26,7 @@ class FakeGitea(FakeServer):
     def setup_routes(self) -> None:
         repo = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
         self.route("GET", r"/version", lambda request: Response(200, {"version": self.version}))
+        self.route("GET", repo, self.get_repo)
         self.route("GET", repo + r"/branches/(?P<branch>.+)", self.get_branch)
         self.route("POST", repo + r"/branches", self.create_branch)
         self.route("DELETE", repo + r"/branches/(?P<branch>.+)", self.delete_branch)
@@ -69,6 +70,21 @@ class FakeGitea(FakeServer):
     def all_labels(self) -> list[dict[str, Any]]:
         return self.model.labels + (self.org_labels or [])
 
+    def get_repo(self, request: Request, owner: str, name: str) -> Response:
+        if (owner, name) != (self.model.owner, self.model.name):
+            return self.error(404, "The target couldn't be found.")
+        return Response(
+            200,
+            {
+                "id": 7,
+                "name": name,
+                "full_name": f"{owner}/{name}",
+                "owner": {"login": owner},
+                "html_url": f"https://gitea.example/{owner}/{name}",
+                "default_branch": self.model.default_branch,
+            },
+        )
+
     def get_branch(self, request: Request, owner: str, name: str, branch: str) -> Response:
         if branch not in self.model.branches:
             return self.error(404, f"branch does not exist [name: {branch}]")
@@ -107,7 +123,7 @@ class FakeGitea(FakeServer):
         )
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
-        ref = request.query.get("ref") or "main"
+        ref = request.query.get("ref") or self.model.default_branch
         if ref not in self.model.branches:
             return self.error(404, f"object does not exist [id: {ref}, rel_path: ]")
         files = self.model.commits[self.model.branches[ref]].files

@@ -30,6 +30,7 @@ class FakeGitHub(FakeServer):
 
     def setup_routes(self) -> None:
         repo = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
+        self.route("GET", repo, self.get_repo)
         self.route("GET", repo + r"/branches/(?P<branch>.+)", self.get_branch)
         self.route("GET", repo + r"/git/commits/(?P<sha>\w+)", self.get_commit)
         self.route("GET", repo + r"/git/trees/(?P<sha>\w+)", self.get_tree)
@@ -104,6 +105,23 @@ class FakeGitHub(FakeServer):
 
     # --- git data --------------------------------------------------------------------
 
+    def get_repo(self, request: Request, owner: str, name: str) -> Response:
+        if (owner, name) != (self.model.owner, self.model.name):
+            return self.error(404, "Not Found")
+        return Response(
+            200,
+            {
+                "id": 1296269,
+                "name": name,
+                "full_name": f"{owner}/{name}",
+                "owner": {"login": owner},
+                "private": True,
+                "html_url": f"https://github.example/{owner}/{name}",
+                "url": self.base(),
+                "default_branch": self.model.default_branch,
+            },
+        )
+
     def get_branch(self, request: Request, owner: str, name: str, branch: str) -> Response:
         sha = self.model.branches.get(branch)
         if sha is None:
@@ -168,7 +186,7 @@ class FakeGitHub(FakeServer):
         )
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
-        branch = request.query.get("ref") or "main"
+        branch = request.query.get("ref") or self.model.default_branch
         if branch not in self.model.branches:
             return self.error(404, f"No commit found for the ref {branch}")
         files = self.model.commits[self.model.branches[branch]].files

@@ -24,6 +24,7 @@ class FakeGitLab(FakeServer):
 
     def setup_routes(self) -> None:
         project = r"/projects/(?P<project>[^/]+)"
+        self.route("GET", project, self.get_project)
         self.route("GET", project + r"/repository/branches/(?P<branch>[^/]+)", self.get_branch)
         self.route("POST", project + r"/repository/branches", self.create_branch)
         self.route("DELETE", project + r"/repository/branches/(?P<branch>[^/]+)", self.delete_branch)
@@ -63,6 +64,22 @@ class FakeGitLab(FakeServer):
             "author": {"username": pull.author},
             "head_pipeline": {"id": 77, "sha": sha, "status": status} if status else None,
         }
+
+    def get_project(self, request: Request, project: str) -> Response:
+        if not self.known(project):
+            return self.error(404, "404 Project Not Found")
+        owner, name = self.model.owner, self.model.name
+        return Response(
+            200,
+            {
+                "id": 42,
+                "name": name,
+                "path": name,
+                "path_with_namespace": f"{owner}/{name}",
+                "web_url": f"https://gitlab.example/{owner}/{name}",
+                "default_branch": self.model.default_branch,
+            },
+        )
 
     def get_branch(self, request: Request, project: str, branch: str) -> Response:
         if not self.known(project) or branch not in self.model.branches:

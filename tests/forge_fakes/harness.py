@@ -101,12 +101,14 @@ def environ_for(kind: str, server: FakeServer) -> dict[str, str]:
 
 
 @contextmanager
-def serving(kind: str, monkeypatch: Any, files: dict[str, str] | None = None) -> Iterator[Harness]:
+def serving(
+    kind: str, monkeypatch: Any, files: dict[str, str] | None = None, default_branch: str = "main"
+) -> Iterator[Harness]:
     """`running`, with the fake's URL and token in the environment for the test (as an
     operator would set them) and in the settings read from it, so `forges.hosts.forge_for` finds it."""
     from django.conf import settings
 
-    with running(kind, files) as harness:
+    with running(kind, files, default_branch) as harness:
         for name, value in harness.environ.items():
             monkeypatch.setenv(name, value)
             monkeypatch.setattr(settings, name, value)
@@ -114,8 +116,9 @@ def serving(kind: str, monkeypatch: Any, files: dict[str, str] | None = None) ->
 
 
 @contextmanager
-def running(kind: str, files: dict[str, str] | None = None) -> Iterator[Harness]:
-    model = GitModel("acme", "gitops", dict(FILES if files is None else files))
+def running(kind: str, files: dict[str, str] | None = None, default_branch: str = "main") -> Iterator[Harness]:
+    """A fake forge holding `files` (FILES unless given) on its default branch (`main` unless given)."""
+    model = GitModel("acme", "gitops", dict(FILES if files is None else files), branch=default_branch)
     model.users.update({"alice": 2, "bob": 3})
     model.teams.add("platform")
     with server_for(kind, model) as server:

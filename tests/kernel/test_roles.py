@@ -12,6 +12,8 @@ from portal.accounts.roles import Role
 # Arguments for URL patterns that take some (objects made by the `catalog` fixture).
 URL_KWARGS = {"name": {"service": "checkout", "service-panels": "checkout"}}
 DEFAULT_NAME = "prod-eu-1"
+# Views whose object comes in the query string (htmx partials).
+URL_QUERY = {"matrix-cell": "?service=checkout&environment=prod"}
 
 
 def guarded_urls() -> list[tuple[str, str, Role]]:
@@ -25,7 +27,8 @@ def guarded_urls() -> list[tuple[str, str, Role]]:
                 kwargs = {}
                 for key in p.pattern.converters:
                     kwargs[key] = URL_KWARGS.get(key, {}).get(p.name, DEFAULT_NAME)
-                found.append((prefix + p.name, reverse(prefix + p.name, kwargs=kwargs), p.callback.required_role))
+                url = reverse(prefix + p.name, kwargs=kwargs) + URL_QUERY.get(p.name, "")
+                found.append((prefix + p.name, url, p.callback.required_role))
 
     walk(get_resolver().url_patterns)
     return found

@@ -255,8 +255,10 @@ def test_a_forge_failure_keeps_tags_and_notes_and_is_recorded(
     assert status.notes_error == report.notes_error and status.notes_error_at == later
     assert status.notes_read_at == read_at and status.last_error == "" and status.last_ok_at == later
     assert TOKEN not in status.notes_error and "tok-refused-9a8b7c6d" not in status.notes_error
-    assert any(record.levelname == "WARNING" and report.notes_error in record.getMessage()
-               for record in caplog.records)
+    warned = any(record.levelname == "WARNING" and report.notes_error in record.getMessage()
+                 for record in caplog.records)
+    # A forge no token can read is not asked at all: its reason is stored, not logged every poll.
+    assert warned is (failure != "no token")
 
 
 def test_the_next_good_read_clears_the_error(checkout: Service, github_source: FakeServer) -> None:
@@ -500,3 +502,30 @@ def test_services_ticked_together_share_the_room_for_notes(client, users, app, c
     [pull] = gitops.model.pulls
     assert "Release notes for checkout 1.7.0:\n\n> ## Highlights" in pull.body
     assert "Release notes for payments 3.1.0:\n\n> - Refunds" in pull.body
+
+
+def test_one_read_of_a_repository_fills_every_service_built_from_it(db, github_source: FakeServer) -> None:
+    seed_forge_releases(github_source.model)
+    source = f"{github_source.url}/acme/checkout"
+    api = Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout", source_repository=source)
+    # The same repository written another way: a monorepo building two images.
+    worker = Service.objects.create(name="checkout-worker", image_repository="ghcr.io/acme/checkout-worker",
+                                    source_repository=f"{source}.git")
+    other = Service.objects.create(name="payments", image_repository="ghcr.io/acme/payments",
+                                   source_repository=f"{github_source.url}/acme/payments")
+    for service in (api, worker, other):
+        for tag in ("1.1.0", "2.0.0"):
+            Release.objects.create(service=service, tag=tag, version=tag, seen_at=T0)
+
+    report = read_release_notes(api, now=T0)
+
+    assert report.asked and report.ok
+    listed = release_reads(github_source)  # one listing (GitHub answers it in pages)
+    assert notes_by_tag(worker) == notes_by_tag(api) == {
+        "1.1.0": (NOTES_PAGE.format("v1.1.0"), "One point one"),
+        "2.0.0": (NOTES_PAGE.format("2.0.0"), "Two point oh"),
+    }
+    assert {tag: url for tag, (url, _) in notes_by_tag(other).items()} == {"1.1.0": None, "2.0.0": None}
+    # The sibling's own registry poll, an hour later, finds nothing due and asks nothing.
+    assert not read_release_notes(worker, now=T0 + timedelta(hours=1)).asked
+    assert release_reads(github_source) == listed

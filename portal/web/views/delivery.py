@@ -2,14 +2,19 @@
 the medians over them all, what is merged but not deployed (and why), and the versions
 that run in staging and wait for production.
 
-Reads the store only, in a fixed number of queries whatever the number of rows.
+Reads the store only, in a fixed number of queries whatever the number of rows. Both lists
+(promotions waiting, pull requests) are paged on the server, each with its own page number in
+the query string beside the filter (service), so a fleet where hundreds of services wait for
+hundreds of production clusters draws one page, and the pager's links keep the rest of the view.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -23,7 +28,11 @@ from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
 
 PERIOD = timedelta(days=30)
-MAX_ROWS = 500  # a page, not an export: the API lists them all
+MAX_ROWS = 500  # the period's pull requests read for the counts and medians; the API lists them all
+PULL_REQUESTS_PER_PAGE = 50
+PROMOTIONS_PER_PAGE = 10  # a promotion lists every production cluster it waits for
+GROUPS_SHOWN = 30  # "Promote <app> → prod" buttons; the rest are on their promotions' pages
+FILTERS = ("service",)
 
 
 @dataclass
@@ -113,9 +122,10 @@ def _open_promotions() -> dict[tuple[str, str, str], PullRequest]:
 
 
 def promotion_offers(
-    back: str,
+    back: str, found: list[promotions.Promotion], groups: list[promotions.AppPromotion]
 ) -> tuple[list[tuple[promotions.Promotion, list[Offer]]], list[tuple[promotions.AppPromotion, str]]]:
-    found, groups = promotions.load()
+    """Each promotion's "Open PR → prod" per production cluster (or the PR open for it), and a
+    preview link per application group."""
     pending = _open_promotions()
     waiting = []
     for promotion in found:
@@ -136,19 +146,52 @@ def promotion_offers(
     return waiting, grouped
 
 
+def _filters(request: HttpRequest) -> dict[str, str]:
+    return {key: request.GET.get(key, "").strip() for key in FILTERS}
+
+
+def _query(params: dict[str, str], **pages: int) -> str:
+    """The page's query string: its filters and the two lists' page numbers past the first."""
+    kept = {k: v for k, v in params.items() if v}
+    kept.update({name: str(number) for name, number in pages.items() if number > 1})
+    return urlencode(kept)
+
+
 def context_for(request: HttpRequest, now: datetime) -> dict:
+    params = _filters(request)
     rows = rows_for(pull_requests(now), now)
-    medians = leadtimes.medians(row.lead for row in rows)
+    medians = leadtimes.medians(row.lead for row in rows)  # over every pull request, not one page
+    if params["service"]:
+        shown_rows = [row for row in rows if params["service"] in (row.pr.services or [])]
+    else:
+        shown_rows = rows
     back = reverse("delivery")
-    waiting, grouped = promotion_offers(back)
+    found, groups = promotions.load()
+    if params["service"]:
+        found = [p for p in found if p.service == params["service"]]
+        groups = [g for g in groups if any(service == params["service"] for service, _, _ in g.moves)]
+    waiting = Paginator(found, PROMOTIONS_PER_PAGE).get_page(request.GET.get("promotions_page"))
+    pr_page = Paginator(shown_rows, PULL_REQUESTS_PER_PAGE).get_page(request.GET.get("pr_page"))
+    # Offers (and their open pull requests) for the shown page of promotions only.
+    offers, grouped = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
     return {
         "rows": rows,
+        "pr_page": pr_page,
         "medians": medians,
         "median_proposal": leadtimes.humanize(medians.from_proposal),
         "median_merge": leadtimes.humanize(medians.from_merge),
         "not_deployed": [row for row in rows if row.progress is not None],
-        "promotions": waiting,
+        "promotions": offers,
+        "promotions_page": waiting,
         "groups": grouped,
+        "more_groups": max(0, len(groups) - GROUPS_SHOWN),
+        "params": params,
+        "filter_query": _query(params),
+        "refresh_query": _query(params, promotions_page=waiting.number, pr_page=pr_page.number),
+        "promotions_query": _query(params, pr_page=pr_page.number),
+        "pr_query": _query(params, promotions_page=waiting.number),
+        "service_choices": sorted({p.service for p in found} | {s for row in rows for s in row.pr.services or []})
+        if not params["service"] else [params["service"]],
         "can_act": has_role(request.user, Role.MEMBER),
         "period_days": PERIOD.days,
     }

@@ -1,16 +1,24 @@
+"""/matrix: services × environments, each cell the versions that run there (portal.web.fleet),
+with "Open PR → X" where a line runs behind; and the cell partial a folded cell's disclosure
+loads, so that a fleet of 500 clusters draws its problems and a summary per cell, not every
+line, and the lines behind a disclosure cost nothing until someone opens it."""
+
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
+from portal.catalog.models import Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import UpgradeTargets
 from portal.links import safe_http_url
-from portal.web.cells import Offer, preview_href, release, render_matrix
+from portal.web.cells import Offer, Renderer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows
 
 
@@ -26,15 +34,33 @@ def matrix(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
+@requires_role(Role.VIEWER)
+def matrix_cell(request: HttpRequest) -> HttpResponse:
+    """The lines a folded cell keeps behind its disclosure (`Cell.fold`), for htmx to put in
+    it when opened: the same lines, offers and titles as the matrix would draw there."""
+    service = get_object_or_404(Service.objects.only("id", "name", "team"), name=request.GET.get("service", ""))
+    environment = request.GET.get("environment", "")
+    environments, rows = service_rows([service])
+    [row] = rows
+    cell = next((cell for cell in row.cells if cell.environment.name == environment), None)
+    if cell is None:
+        raise Http404("no such environment")
+    offers = upgrade_offers(rows, folded=True) if has_role(request.user, Role.MEMBER) else {}
+    html = Renderer(lambda row, line: offers.get(id(line))).folded(row, cell)
+    return HttpResponse(html)
+
+
+def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False) -> dict[int, Offer]:
     """"Open PR → X" for each line that runs older than the newest release its service's
-    policy accepts, keyed by the line's id(). Four queries, whatever the fleet size: the
-    targets, then the applications of only the lines that are behind."""
+    policy accepts, keyed by the line's id(): the lines in sight of each cell, or with
+    `folded` those behind its disclosure (`Cell.fold`), for the cell partial. Four queries,
+    whatever the fleet size: the targets, then the applications of only the lines that are
+    behind."""
     targets = UpgradeTargets([row.service for row in rows])
     behind: list[tuple[ServiceRow, str, CellLine, str, str]] = []
     for row in rows:
         for cell in row.cells:
-            for line in cell.lines:
+            for line in cell.fold()[1 if folded else 0]:
                 current = UpgradeTargets.current(line.versions)
                 target = targets.target(row.service.id, current) if current else None
                 # Git already pinning the target means merged and waiting to deploy: nothing to propose.
@@ -66,10 +92,11 @@ def upgrade_offers(rows: list[ServiceRow]) -> dict[int, Offer]:
         app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
         if not app_ids:
             continue
-        where = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
-        title = f"{service.name} runs {current} on {where}; the newest release its policy accepts is {target}"
+        # The line says what runs where; the title adds only what the link does (a title per
+        # offer is paid for on every line of a large matrix).
+        title = f"from {current}: the newest release its policy accepts is {target}"
         if len(app_ids) > MAX_CHANGES_PER_PR:
-            href = reverse("updates") + f"#service-{service.name}"
+            href = reverse("updates") + "?" + urlencode({"service": service.name, "environment": environment})
             title += f" ({len(app_ids)} applications: choose them on the Updates page)"
         else:
             href = preview_href(UPGRADE, [f"{app_id}:{service.name}:{target}" for app_id in app_ids])

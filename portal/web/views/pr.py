@@ -4,6 +4,8 @@ The change travels in the URL, so any page can link to its preview:
     /pr/preview?kind=upgrade&service=checkout&app=12&to=1.7.0
     /pr/preview?kind=upgrade&item=12:checkout:1.7.0&item=14:cart:2.1.0&mode=grouped
 (`mode=grouped`: one pull request per repository, branch and environment; `each`: one per line).
+`confirm=1` says the person chose the default branch for an application that follows a tag
+(the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
 the change's repository to show the exact diff. Opening previews again, then writes.
 """
@@ -41,6 +43,11 @@ from portal.releases.excerpts import notes_for, share
 
 GROUPED = "grouped"
 EACH = "each"
+CONFIRM = "confirm"  # the default branch chosen for an application that follows a tag
+
+
+def confirmed(params: QueryDict) -> bool:
+    return params.get(CONFIRM) == "1"
 
 
 class RequestError(ValueError):
@@ -143,7 +150,8 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         changes = build_changes(kind, items)
     except (RequestError, ChangeError) as error:
         return render(request, "web/preview.html", {"error": str(error)}, status=400)
-    previews = [preview_change(group) for group in pull_requests_for(changes, mode)]
+    confirm = confirmed(request.GET)
+    previews = [preview_change(group, confirm_default_branch=confirm) for group in pull_requests_for(changes, mode)]
     can_act = has_role(request.user, Role.MEMBER)
     context = {
         "kind": kind,
@@ -155,6 +163,8 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         "demo": settings.DEMO_MODE,
         "demo_refusal": DEMO_REFUSAL,
         "openable": sum(1 for p in previews if p.can_open),
+        "confirm": confirm,
+        "to_confirm": [p for p in previews if p.needs_confirmation],
         "next": _safe_next(request, request.GET.get("next")),
     }
     return render(request, "web/preview.html", context)
@@ -174,7 +184,7 @@ def pr_open(request: HttpRequest) -> HttpResponse:
         return redirect("updates")
     opened: list[int] = []
     for group in pull_requests_for(changes, mode):
-        result = open_change(group, request.user)
+        result = open_change(group, request.user, confirm_default_branch=confirmed(request.POST))
         if result.pull_request is not None and result.ok:
             opened.append(result.pull_request.pk)
         (messages.success if result.ok else messages.error)(request, result.message)

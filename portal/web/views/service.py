@@ -15,10 +15,13 @@ from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.gitpins import pin_summary, pinned_versions
-from portal.delivery.upgrades import Behind, behind
+from portal.delivery.upgrades import Behind, BehindLines
 from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for
 from portal.web.rollback_offers import offers_for_page
+
+PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
+PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings")
 
 
 @dataclass
@@ -32,19 +35,25 @@ class Panel:
     workloads: list[Workload] = field(default_factory=list)
     pin_note: str = ""  # "Git pins 1.7.0, runs 1.6.0" when Git and the cluster disagree
     upgrade: Behind | None = None  # the newest acceptable release, when it runs older
+    runs: list[str] = field(default_factory=list)  # the versions of the service it runs
 
 
-def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[RunningVersion]]:
+def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Panel]]], list[RunningVersion]]:
     now = timezone.now()
+    # A panel never shows the raw object, its history or conditions: a service on hundreds of
+    # clusters need not decode them (its sources stay: the synced commit's link reads them).
     apps = (
         GitOpsApp.objects.filter(services=service)
-        .select_related("cluster", "cluster__environment")
+        .defer(*PANEL_UNSHOWN)
+        .select_related("cluster", "cluster__environment", "argocd_instance")
         .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
         .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
     )
     apps = list(apps)
     pinned = pinned_versions([app.pk for app in apps], service)
-    upgrades = {b.app.pk: b for b in behind(service=service, today=now.date())}
+    # Who is behind, with the applications loaded above rather than a second time.
+    found = BehindLines(service=service, today=now.date())
+    upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps})}
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -57,10 +66,12 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
                 attention=app.needs_attention(now),
                 commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
                 compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),
-                argocd_url=argocd_app_url(app.namespace, app.name) if app.tool == "argo" else None,
+                argocd_url=argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
+                if app.tool == "argo" else None,
                 workloads=list(app.workloads.all()),
                 pin_note=pin_summary(pinned.get((app.pk, service.name), []), (app.running or {}).get(service.name, [])),
                 upgrade=upgrades.get(app.pk),
+                runs=(app.running or {}).get(service.name, []),
             )
         )
     unmanaged = list(
@@ -69,7 +80,19 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel]]], list[Ru
         .order_by("cluster__name", "workload__name")
     )
     ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
-    return [(env, by_env[env.id]) for env in ordered], unmanaged
+    return [(env, *_fold(by_env[env.id])) for env in ordered], unmanaged
+
+
+def _fold(panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:
+    """(full panels, compact rows) of one environment: its first PANELS_SHOWN panels and every
+    one needing attention or where Git pins another version stay full; the rest are a row
+    each in a table behind a disclosure. A service on a hundred clusters of one environment
+    was a page of a hundred panels."""
+    full: list[Panel] = []
+    compact: list[Panel] = []
+    for index, panel in enumerate(panels):
+        (full if index < PANELS_SHOWN or panel.attention or panel.pin_note else compact).append(panel)
+    return full, compact
 
 
 def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
@@ -79,7 +102,8 @@ def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
         "service": service,
         "environments": environments,
         "unmanaged": unmanaged,
-        "rollbacks": offers_for_page(request.user, (panel.app for _, panels in environments for panel in panels)),
+        # Rollbacks are offered on full panels: a compact row needs no attention.
+        "rollbacks": offers_for_page(request.user, (panel.app for _, panels, _ in environments for panel in panels)),
         "can_act": has_role(request.user, Role.MEMBER),
         "source_url": weblinks.repository_url(service.source_repository),
     }

@@ -1,13 +1,20 @@
 """/updates: every service behind its newest acceptable release, with Open PR and Put off on each
-line, ticks to open several at once; and the change freezes admins define. Reads the store only."""
+line, ticks to open several at once; and the change freezes admins define. Reads the store only.
+
+The list is paged on the server, its filters (service, environment) in the query string so a
+filtered view can be shared and the pager's links keep it: a new release of a service that
+runs on thousands of clusters puts thousands of lines behind, and one page of them is what a
+person ticks."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 from itertools import groupby
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -18,10 +25,12 @@ from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
-from portal.delivery.upgrades import behind, put_off
+from portal.delivery.upgrades import BehindLines, put_off
 from portal.releases.models import RegistryPoll, Release
 
 DEFAULT_PUT_OFF_DAYS = 14
+PAGE_SIZE = 50  # lines behind per page; the counts atop say how many in all
+FILTERS = ("service", "environment")
 
 
 class FreezeForm(forms.ModelForm):
@@ -36,14 +45,37 @@ class FreezeForm(forms.ModelForm):
         fields = ["starts_at", "ends_at", "environments", "reason"]
 
 
+def _filters(request: HttpRequest) -> tuple[dict[str, str], Service | None, str | None]:
+    """The list's filters as the URL gives them (kept by the pager's links); a name that is
+    not a service or an environment filters nothing rather than failing."""
+    params = {key: request.GET.get(key, "").strip() for key in FILTERS}
+    service = Service.objects.filter(name=params["service"]).first() if params["service"] else None
+    if service is None:
+        params["service"] = ""
+    environment = params["environment"] if Environment.objects.filter(name=params["environment"]).exists() else ""
+    params["environment"] = environment
+    return params, service, environment or None
+
+
 @requires_role(Role.VIEWER)
 def updates(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    rows = behind(today=now.date())
-    by_service = [(service, list(lines)) for service, lines in groupby(rows, key=lambda b: b.service)]
+    params, service, environment = _filters(request)
+    found = BehindLines(service=service, environment=environment, today=now.date())
+    # The pager counts the light lines; only the shown page loads its applications.
+    page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
-        "line_count": len(rows),
+        "page": page,
+        "params": params,
+        "query": urlencode({k: v for k, v in params.items() if v}),
+        "filtered": any(params.values()),
+        "line_count": len(found),
+        "behind_service_count": len(found.services),
+        "service_choices": Service.objects.order_by("name").values_list("name", flat=True),
+        "environment_choices": Environment.objects.values_list("name", flat=True),
         "service_count": Service.objects.count(),
         "freezes": current_and_coming(now),
         "now": now,

@@ -1,0 +1,135 @@
+"""Git pins are read per repository and revision, never per application: a hundred due
+applications in one repository are one queued task and one tree read on the forge (a GitHub
+fake over real HTTP, requests counted), and a repository no forge token can read queues nothing
+and says so once on its applications, without a log line per application."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from portal.delivery.gitpins import batch_key, due_app_ids, git_pins
+from portal.delivery.models import GitPinRead
+from portal.delivery.tasks import read_due_git_pins, read_repository_pins
+from tests.fixtures.celery_state import MemoryBroker
+from tests.fixtures.seed import seed_app
+from tests.forge_fakes.harness import serving
+
+pytestmark = pytest.mark.django_db
+
+APPS = 100
+FOLDERS = 50  # two applications per overlay (two clusters deploying the same folder)
+
+
+def overlay(i: int) -> str:
+    return f"apps/shop-{i:03}/overlays/prod"
+
+
+def tree_files() -> dict[str, str]:
+    files = {
+        "apps/base/deployment.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: checkout\nspec:\n  template:\n"
+            "    spec:\n      containers:\n        - name: checkout\n          image: ghcr.io/acme/checkout\n"
+        ),
+        "README.md": "acme/gitops\n",
+    }
+    for i in range(FOLDERS):
+        files[f"{overlay(i)}/kustomization.yaml"] = (
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../../base\n"
+            f'images:\n  - name: ghcr.io/acme/checkout\n    newTag: "1.6.{i}"\n'
+        )
+    return files
+
+
+@pytest.fixture
+def github(monkeypatch):
+    with serving("github", monkeypatch, files=tree_files()) as harness:
+        yield harness
+
+
+def tree_reads(github) -> int:
+    return sum(1 for method, path, _status in github.server.log if method == "GET" and "/git/trees/" in path)
+
+
+def test_a_hundred_due_apps_in_one_repository_are_one_task_and_one_tree_read(
+    catalog, github, memory_broker: MemoryBroker
+):
+    clusters = [catalog.prod_eu, catalog.prod_us, catalog.staging_cluster, catalog.dev_cluster]
+    apps = [
+        seed_app(clusters[i % 4], f"shop-{i:03}", service=catalog.checkout, version="1.5.0",
+                 # One repository, written three ways, followed at its default branch.
+                 repo_url=[github.repository, github.repository.removesuffix(".git"),
+                           github.repository.replace("/acme/gitops", "/Acme/GitOps")][i % 3],
+                 path=overlay(i % FOLDERS), target_revision=["HEAD", ""][i % 2])
+        for i in range(APPS)
+    ]
+
+    assert read_due_git_pins() == 1
+    assert read_due_git_pins() == 0  # queued: not queued again
+
+    (task,) = memory_broker.take("forge")
+    assert task.task == "delivery.read_repository_pins"
+    assert sorted(task.args[2]) == sorted(app.pk for app in apps)
+    assert github.server.log == []  # the fan-out itself never asks the forge
+
+    report = read_repository_pins.apply(args=task.args, kwargs=task.kwargs).get()
+
+    assert report["ok"] and report["apps"] == APPS, report
+    assert tree_reads(github) == 1
+    # Each file under an application's path is read once, however many applications share it.
+    contents = [path for method, path, _ in github.server.log if "/contents/" in path]
+    assert len(contents) == len(set(contents)) == FOLDERS
+    for i in (0, 37, 50, 99):
+        assert git_pins(apps[i]) == [{"service": "checkout", "version": f"1.6.{i % FOLDERS}",
+                                      "path": f"{overlay(i % FOLDERS)}/kustomization.yaml", "line": 7}]
+    assert due_app_ids() == []
+    assert set(GitPinRead.objects.values_list("branch", "last_error")) == {("main", "")}
+    assert read_due_git_pins() == 0  # read: the repository is due again in ten minutes, not before
+    assert memory_broker.take("forge") == []
+
+
+def test_apps_of_one_repository_at_two_revisions_are_two_batches(catalog, github, memory_broker: MemoryBroker):
+    seed_app(catalog.prod_eu, "shop-000", service=catalog.checkout, repo_url=github.repository, path=overlay(0),
+             target_revision="main")
+    seed_app(catalog.prod_us, "shop-001", service=catalog.checkout, repo_url=github.repository, path=overlay(1),
+             target_revision="release-9")
+
+    assert read_due_git_pins() == 2
+    keys = {batch_key(t.args[0], t.args[1]) for t in memory_broker.take("forge")}
+    assert len(keys) == 2
+
+
+def test_no_token_queues_nothing_and_says_so_once_without_a_log_line_per_app(
+    catalog, memory_broker: MemoryBroker, monkeypatch, caplog: pytest.LogCaptureFixture
+):
+    monkeypatch.delenv("PORTAL_GITOPS_TOKEN", raising=False)
+    monkeypatch.setattr(settings, "PORTAL_GITOPS_TOKEN", "")
+    monkeypatch.setattr(settings, "PORTAL_GITOPS_GITHUB_API", "https://api.github.com")
+    apps = [
+        seed_app(catalog.prod_eu, f"shop-{i:03}", service=catalog.checkout,
+                 repo_url="https://github.com/acme/gitops.git", path=overlay(i))
+        for i in range(APPS)
+    ]
+    caplog.set_level(logging.DEBUG)
+
+    assert read_due_git_pins() == 0
+
+    assert memory_broker.sizes() == {"forge": 0, "notify": 0, "poll": 0, "registry": 0}
+    reasons = set(GitPinRead.objects.filter(app__in=apps).values_list("last_error", flat=True))
+    assert reasons == {"no token for github.com (github): set PORTAL_GITOPS_TOKEN"}
+    assert GitPinRead.objects.filter(app__in=apps).count() == APPS
+    pins_logs = [r for r in caplog.records if r.name.startswith("portal.delivery")]
+    assert [r.levelname for r in pins_logs] == ["INFO"]  # one line for the repository, at most
+    assert "github.com" in pins_logs[0].getMessage()
+
+    # Ten minutes on, the repository is looked at again: still nothing queued, nothing logged.
+    caplog.clear()
+    GitPinRead.objects.update(last_read_at=timezone.now() - timedelta(minutes=11))
+    assert read_due_git_pins() == 0
+    assert memory_broker.sizes()["forge"] == 0
+    assert [r for r in caplog.records if r.name.startswith("portal.delivery")] == []
+    assert set(GitPinRead.objects.values_list("last_error", flat=True)) == reasons

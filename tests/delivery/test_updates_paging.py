@@ -1,0 +1,136 @@
+"""/updates at fleet scale: the list is paged on the server with its filters in the URL, and
+finding who is behind reads light rows, never the applications' raw objects."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from gitops.models import GitOpsApp
+from portal.catalog.models import Cluster
+from portal.delivery.upgrades import BehindLines, behind
+from portal.releases.models import Release
+from portal.web.views.updates import PAGE_SIZE
+from tests.fixtures.seed import seed_app
+
+pytestmark = pytest.mark.django_db
+
+APP_TABLE = GitOpsApp._meta.db_table
+
+
+def releases(service, *tags):
+    now = timezone.now()
+    Release.objects.bulk_create(Release(service=service, tag=tag, version=tag, seen_at=now) for tag in tags)
+
+
+def seed_behind(catalog, count, *, start=0, cluster=None):
+    """`count` checkout apps on 1.6.0 where 1.7.0 is released: each one a line behind."""
+    for n in range(start, start + count):
+        seed_app(cluster or catalog.prod_eu, f"checkout-{n:03d}", service=catalog.checkout, version="1.6.0",
+                 raw={"metadata": {"name": f"checkout-{n:03d}"}, "spec": {"big": "x" * 100}})
+
+
+def shown_apps(html):
+    return re.findall(r'data-app="([^"]+)" data-target', html)
+
+
+def test_page_two_shows_the_rest_and_the_pager_keeps_the_filter(client, users, catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    releases(catalog.payments, "2.0.0", "2.1.0")
+    seed_behind(catalog, PAGE_SIZE + 7)
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.0.0")  # behind, filtered out
+    client.force_login(users["viewer"])
+
+    first = client.get(reverse("updates"), {"service": "checkout"}).content.decode()
+    assert shown_apps(first) == [f"checkout-{n:03d}" for n in range(PAGE_SIZE)]
+    assert "payments-prod" not in first
+    assert f"<strong>{PAGE_SIZE + 7}</strong>applications behind" in first  # the count is of every line
+    assert 'href="?service=checkout&amp;page=2"' in first
+
+    second = client.get(reverse("updates"), {"service": "checkout", "page": "2"}).content.decode()
+    assert shown_apps(second) == [f"checkout-{n:03d}" for n in range(PAGE_SIZE, PAGE_SIZE + 7)]
+    assert 'href="?service=checkout&amp;page=1"' in second
+    assert '<option selected>checkout</option>' in second  # the filter form shows what is chosen
+
+    everything = client.get(reverse("updates")).content.decode()
+    assert "<strong>2</strong>services with a newer acceptable release" in everything
+
+
+def test_the_environment_filter_narrows_the_lines(client, users, catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    seed_behind(catalog, 2)
+    seed_behind(catalog, 1, start=10, cluster=catalog.dev_cluster)
+    client.force_login(users["viewer"])
+
+    html = client.get(reverse("updates"), {"environment": "dev"}).content.decode()
+
+    assert shown_apps(html) == ["checkout-010"]
+    unknown = client.get(reverse("updates"), {"environment": "nowhere"}).content.decode()
+    assert len(shown_apps(unknown)) == 3  # a name that is no environment filters nothing
+
+
+def test_updates_never_reads_the_raw_objects_or_their_history(client, users, catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    seed_behind(catalog, 3)
+    client.force_login(users["member"])
+
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(reverse("updates")).content.decode()
+
+    assert len(shown_apps(html)) == 3
+    app_reads = [q["sql"] for q in queries.captured_queries if f'FROM "{APP_TABLE}"' in q["sql"]]
+    assert app_reads, "the page reads the applications it shows"
+    for sql in app_reads:
+        for column in ("raw", "history", "conditions"):
+            assert f'"{APP_TABLE}"."{column}"' not in sql, sql
+
+
+def test_a_fleet_where_nothing_is_behind_reads_no_application(client, users, catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    for n in range(5):
+        seed_app(catalog.prod_eu, f"checkout-{n}", service=catalog.checkout, version="1.7.0")
+    client.force_login(users["viewer"])
+
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(reverse("updates")).content.decode()
+
+    assert "Every application runs the newest release its version policy accepts" in html
+    assert not [q["sql"] for q in queries.captured_queries if f'FROM "{APP_TABLE}"' in q["sql"]]
+
+
+def test_the_updates_page_queries_do_not_grow_with_the_fleet(client, users, catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    releases(catalog.payments, "2.0.0", "2.1.0")
+    seed_behind(catalog, 2)
+    seed_app(catalog.prod_us, "payments-prod", service=catalog.payments, version="2.0.0")
+    client.force_login(users["member"])
+    with CaptureQueriesContext(connection) as few:
+        client.get(reverse("updates"))
+
+    more = Cluster.objects.create(name="prod-ap-1", environment=catalog.prod, connection=Cluster.Connection.MANIFESTS)
+    seed_behind(catalog, PAGE_SIZE + 20, start=100, cluster=more)
+    for n in range(8):
+        seed_app(more, f"payments-{n}", service=catalog.payments, version="2.0.0")
+    with CaptureQueriesContext(connection) as many:
+        html = client.get(reverse("updates")).content.decode()
+
+    assert len(shown_apps(html)) == PAGE_SIZE
+    assert len(many.captured_queries) == len(few.captured_queries)
+
+
+def test_a_page_of_lines_loads_only_its_applications(catalog):
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    seed_behind(catalog, 12)
+    found = BehindLines()
+
+    page = found.load(10, 12)
+
+    assert len(found) == 12
+    assert [b.app.name for b in page] == ["checkout-010", "checkout-011"]
+    assert [b.app.name for b in page] == [b.app.name for b in behind()[10:12]]
+    assert {b.target for b in page} == {"1.7.0"} and {b.running for b in page} == {"1.6.0"}

@@ -1,0 +1,54 @@
+"""The demo as `make run` serves it, in headless Chromium: Delivery → "Open PR → prod" for the Flux
+HelmRelease `notifications` previews the values edit beside the HelmRelease in the demo GitOps
+repository (examples/gitops-repo through the demo forge), not a change aimed at the Helm chart
+repository. Screenshot: test-artifacts/demo-helmrelease-preview.png."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from forges.demo import build_demo_repo
+from portal.accounts.roles import Role, grant
+from tests.fixtures.browser import screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+VALUES = "apps/notifications/overlays/prod/values.yaml"
+
+
+@pytest.fixture
+def demo(live_server, settings, tmp_path):
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    build_demo_repo(tmp_path / "demo-gitops.git")
+    call_command("load_demo", verbosity=0)
+    call_command("load_demo_releases", verbosity=0)
+    user = get_user_model().objects.create_user("mara", password="mara-pass-123")
+    grant(user, Role.MEMBER)
+    return live_server
+
+
+def test_delivery_open_pr_to_prod_for_the_helmrelease_previews_its_values_in_git(page, demo):
+    page.goto(f"{demo.url}/accounts/login/")
+    page.fill("input[name=username]", "mara")
+    page.fill("input[name=password]", "mara-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{demo.url}/")
+
+    page.goto(f"{demo.url}/delivery")
+    row = page.locator("tr.promotion[data-service=notifications]")
+    row.locator("a.promote[data-cluster=prod-us-1]").click()
+    page.wait_for_url("**/pr/preview?**")
+
+    preview = page.locator("section.preview").first
+    text = preview.inner_text()
+    assert "Could not read the repository" not in text
+    assert "charts.acme-shop.io" not in text
+    assert VALUES in text
+    assert preview.locator(".diff .del").first.inner_text().strip() == '-  tag: "0.8.4"'
+    assert preview.locator(".diff .add").first.inner_text().strip() == '+  tag: "0.9.0"'
+    # The demo never opens pull requests: the button is there, disabled, and says why.
+    assert page.locator("button.primary[disabled]").count() == 1
+    screenshot(page, "demo-helmrelease-preview")

@@ -60,7 +60,9 @@ def poll_all() -> int:
     store = claims()
     seconds = queued_seconds()
     queued = 0
-    for cluster_id in Cluster.objects.filter(enabled=True).order_by("id").values_list("id", flat=True):
+    # A cluster the portal does not read (its apps come from an Argo CD instance) is never queued.
+    readable = Cluster.objects.filter(enabled=True).exclude(connection=Cluster.Connection.NONE)
+    for cluster_id in readable.order_by("id").values_list("id", flat=True):
         # The message's expiry is fixed before the claim is taken, so it never outlives it.
         expires = timezone.now() + timedelta(seconds=seconds)
         token = store.take(poll_claim_key(cluster_id), seconds)

@@ -135,7 +135,8 @@ def polls_of(queued: list, cluster_id: int) -> list:
 def test_poll_all_twice_while_a_poll_is_queued_or_running_queues_it_once(
     memory_broker: MemoryBroker, api_cluster: Cluster, kube_emulator, monkeypatch
 ):
-    others = list(Cluster.objects.filter(enabled=True).exclude(pk=api_cluster.pk).values_list("pk", flat=True))
+    others = list(Cluster.objects.filter(enabled=True).exclude(connection=Cluster.Connection.NONE)
+                  .exclude(pk=api_cluster.pk).values_list("pk", flat=True))
     before = timezone.now()
 
     assert poll_all() == 1 + len(others)
@@ -178,6 +179,16 @@ def test_poll_all_twice_while_a_poll_is_queued_or_running_queues_it_once(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_poll_all_queues_every_cluster_the_portal_reads_and_no_other(memory_broker: MemoryBroker, fleet):
+    Cluster.objects.filter(name="prod-eu-1").update(enabled=False)
+    queued = {q.args[0] for q in memory_broker.take("poll")} if poll_all() else set()
+    names = set(Cluster.objects.filter(pk__in=queued).values_list("name", flat=True))
+    # prod-sa-1 is read through the hub's Argo CD only (connection "none"); prod-eu-1 is turned off.
+    assert "prod-sa-1" not in names and "prod-eu-1" not in names
+    assert names == set(Cluster.objects.filter(enabled=True).exclude(connection=Cluster.Connection.NONE)
+                        .values_list("name", flat=True))
+
+
 def test_a_claim_left_by_a_dead_worker_expires_and_the_cluster_is_queued_again(
     memory_broker: MemoryBroker, fleet, settings
 ):

@@ -37,7 +37,7 @@ from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
 from gitops.stored import read_state
-from gitops.unchanged import FULL_POLL_EVERY, catalog_digest, listing_digest
+from gitops.unchanged import FULL_POLL_EVERY, catalog_digest, objects_digest, with_catalog
 from portal.catalog.models import ArgoCDInstance, Cluster, Service
 from portal.redaction import redact
 
@@ -196,8 +196,8 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             if listing.fatal is not None:
                 return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
             previous = _previous_poll(cluster)
-            digest = listing_digest(listing.objects, listing.listed, listing.unavailable,
-                                    _catalog_key(cluster, listing.argocd_clusters))
+            objects_part = objects_digest(listing.objects, listing.listed, listing.unavailable)
+            digest = with_catalog(objects_part, _catalog_key(cluster, listing.argocd_clusters))
             if previous.unchanged(digest, at):
                 return _record_unchanged(cluster, at, started)
             snapshot = collect_snapshot(listing)
@@ -205,8 +205,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             if digest is not None:
                 # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
                 # a discovered destination), and the next poll compares against the catalog as it is.
-                digest = listing_digest(listing.objects, listing.listed, listing.unavailable,
-                                        _catalog_key(cluster, listing.argocd_clusters))
+                digest = with_catalog(objects_part, _catalog_key(cluster, listing.argocd_clusters))
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".

@@ -29,8 +29,14 @@ FULL_POLL_EVERY = timedelta(minutes=10)
 def listing_digest(objects: Mapping[str, list[dict]], listed: Iterable[str], unavailable: Mapping[str, str],
                    catalog_key: str) -> str | None:
     """One digest of what a poll would store, or None when an object carries no resourceVersion."""
+    return with_catalog(objects_digest(objects, listed, unavailable), catalog_key)
+
+
+def objects_digest(objects: Mapping[str, list[dict]], listed: Iterable[str],
+                   unavailable: Mapping[str, str]) -> str | None:
+    """The cluster's part of the digest (every listed object's uid and resourceVersion, and what
+    could not be listed), hashed once per poll; None when an object carries no resourceVersion."""
     hasher = hashlib.blake2b(digest_size=16)
-    hasher.update(catalog_key.encode())
     for capability, why in sorted(unavailable.items()):
         hasher.update(f"\0u{capability}\0{why}".encode())
     for kind in sorted(listed):
@@ -48,6 +54,13 @@ def listing_digest(objects: Mapping[str, list[dict]], listed: Iterable[str], una
         pairs.sort()
         hasher.update("\0".join(pairs).encode())
     return hasher.hexdigest()
+
+
+def with_catalog(objects_part: str | None, catalog_key: str) -> str | None:
+    """The whole digest: the cluster's part combined with the catalog's, which a poll may change."""
+    if objects_part is None:
+        return None
+    return hashlib.blake2b(f"{objects_part}\0{catalog_key}".encode(), digest_size=16).hexdigest()
 
 
 def catalog_digest(rows: Iterable[tuple[Any, ...]]) -> str:

@@ -1,0 +1,138 @@
+"""deploy/kubernetes: the in-cluster install is valid Kubernetes, least privilege, and in step
+with what the portal reads.
+
+The RBAC check compares the ClusterRoles with gitops.kinds.KINDS, the one table of what a poll
+lists: a kind added there without its permission here fails this test, and so does any grant
+beyond get/list on those kinds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from django.conf import settings
+
+from gitops.kinds import BY_CAPABILITY, CAPABILITIES, KINDS
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kubernetes"
+KUBERNETES_VERSION = "1.30.0"  # a version every supported cluster serves these APIs at
+READ_VERBS = {"get", "list"}
+
+
+def _documents(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _manifests() -> dict[str, list[dict]]:
+    return {
+        str(path.relative_to(DEPLOY)): _documents(path)
+        for path in sorted(DEPLOY.rglob("*.yaml"))
+        if path.name != "kustomization.yaml"
+    }
+
+
+def _objects(kind: str) -> list[dict]:
+    return [doc for docs in _manifests().values() for doc in docs if doc["kind"] == kind]
+
+
+def _pod_specs() -> dict[str, dict]:
+    specs = {}
+    for doc in _objects("Deployment") + _objects("Job"):
+        specs[doc["metadata"]["name"]] = doc["spec"]["template"]["spec"]
+    return specs
+
+
+@pytest.mark.parametrize("name", sorted(_manifests()))
+def test_every_manifest_validates_against_the_kubernetes_schemas(name):
+    for doc in _manifests()[name]:
+        # strict: an unknown or misspelt field is an error, not silently dropped by the API server
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_kustomization_lists_every_manifest_and_nothing_else():
+    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(_manifests())
+
+
+def test_cluster_roles_grant_exactly_get_and_list_on_the_kinds_the_portal_reads():
+    granted: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for role in _objects("ClusterRole") + _objects("Role"):
+        for rule in role["rules"]:
+            assert "nonResourceURLs" not in rule and "resourceNames" not in rule, role["metadata"]["name"]
+            verbs = set(rule["verbs"])
+            assert verbs == READ_VERBS, f"{role['metadata']['name']} grants {sorted(verbs)}"
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    assert "*" not in group and "*" not in resource
+                    assert "/" not in resource, f"subresource {resource} is never read"
+                    granted[(group, resource)] |= verbs
+    read = {(kind.group, kind.plural) for kind in KINDS}
+    assert set(granted) - read == set(), "granted but never read"
+    assert read - set(granted) == set(), "read without a permission in deploy/kubernetes/rbac"
+
+
+def test_each_capability_is_one_separable_role_bound_only_to_the_reader():
+    for capability in CAPABILITIES:
+        docs = _documents(DEPLOY / "rbac" / f"{capability}.yaml")
+        (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+        (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
+        resources = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+        assert resources == {(k.group, k.plural) for k in BY_CAPABILITY[capability]}
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                      "name": role["metadata"]["name"]}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gitops-portal-reader",
+                                        "namespace": "gitops-portal"}]
+    assert not any(doc["roleRef"]["name"] == "cluster-admin" for doc in _objects("ClusterRoleBinding"))
+
+
+def test_pods_run_as_non_root_without_privilege_and_only_the_poll_worker_holds_a_cluster_token():
+    for name, spec in _pod_specs().items():
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for container in spec["containers"]:
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["readOnlyRootFilesystem"] is True, name
+            assert security["capabilities"] == {"drop": ["ALL"]}, name
+            assert "memory" in container["resources"]["limits"], name
+        holds_token = spec["automountServiceAccountToken"]
+        assert holds_token is (name == "gitops-portal-worker-poll"), name
+        if holds_token:
+            assert spec["serviceAccountName"] == "gitops-portal-reader"
+
+
+def test_workers_consume_every_queue_polls_alone():
+    queues: list[str] = []
+    for name, spec in _pod_specs().items():
+        command = spec["containers"][0]["command"]
+        if "worker" in command:
+            consumed = command[command.index("--queues") + 1].split(",")
+            if settings.POLL_QUEUE in consumed:
+                assert consumed == [settings.POLL_QUEUE], f"{name}: polls share no process with other work"
+            queues += consumed
+    assert sorted(queues) == sorted(settings.PORTAL_QUEUES)
+
+
+def test_no_secret_is_committed_and_every_pod_reads_settings_from_the_named_secret():
+    assert _objects("Secret") == []
+    for name, spec in _pod_specs().items():
+        env_from = spec["containers"][0]["envFrom"]
+        assert {"secretRef": {"name": "gitops-portal-env"}} in env_from, name
+
+
+def test_only_the_web_pods_accept_connections():
+    policies = _objects("NetworkPolicy")
+    covered = set()
+    for policy in policies:
+        selector = policy["spec"]["podSelector"]
+        components = set(selector.get("matchLabels", {}).values())
+        for expression in selector.get("matchExpressions", []):
+            components |= set(expression["values"])
+        if policy["spec"].get("ingress"):
+            assert components & {"web"} and not components & {"worker-poll", "worker-background", "beat"}
+        covered |= components
+    assert {"web", "worker-poll", "worker-background", "beat", "migrate"} <= covered

@@ -187,6 +187,8 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
     at = at or timezone.now()
     if source is None and cluster.connection == Cluster.Connection.NONE:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read: an Argo CD instance reports its apps")
+    if source is None and cluster.connection == Cluster.Connection.AGENT:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read from here: its agent pushes it")
     token = _acquire(cluster, at)
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")

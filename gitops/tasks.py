@@ -7,7 +7,7 @@ under a backlog the next tick replaces a poll that never started instead of addi
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -61,7 +61,10 @@ def poll_all() -> int:
     seconds = queued_seconds()
     queued = 0
     # A cluster the portal does not read (its apps come from an Argo CD instance) is never queued.
-    readable = Cluster.objects.filter(enabled=True).exclude(connection=Cluster.Connection.NONE)
+    # Nor is one whose agent pushes it (gitops.agent); mark_silent_agents watches those.
+    readable = Cluster.objects.filter(enabled=True).exclude(
+        connection__in=[Cluster.Connection.NONE, Cluster.Connection.AGENT]
+    )
     for cluster_id in readable.order_by("id").values_list("id", flat=True):
         # The message's expiry is fixed before the claim is taken, so it never outlives it.
         expires = timezone.now() + timedelta(seconds=seconds)
@@ -99,3 +102,24 @@ def refresh_sync_windows() -> int:
             setattr(app, name, state[name])
     GitOpsApp.objects.bulk_update(due, fields)
     return len(due)
+
+
+@shared_task(name="gitops.mark_silent_agents")
+def mark_silent_agents(now: datetime | None = None) -> int:
+    """An agent that has not reported for three poll intervals leaves its cluster stale, with its
+    last good data kept: "stale since" the first report it missed."""
+    now = now or timezone.now()
+    interval = timedelta(seconds=settings.PORTAL_POLL_INTERVAL)
+    silent = Cluster.objects.filter(
+        connection=Cluster.Connection.AGENT, enabled=True, stale_since__isnull=True,
+        last_poll_at__lt=now - 3 * interval,  # an agent that never reported shows "not polled yet"
+    )
+    marked = 0
+    for cluster in silent.only("id", "last_poll_at"):
+        last = cluster.last_poll_at
+        assert last is not None
+        error = f"the agent has not reported since {last.isoformat(timespec='seconds')}"
+        since = last + interval
+        marked += Cluster.objects.filter(pk=cluster.pk, stale_since__isnull=True).update(
+            stale_since=since, last_error=error)
+    return marked

@@ -225,6 +225,8 @@ CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis 
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
+# The largest snapshot an in-cluster agent may push, uncompressed (gitops.agent).
+PORTAL_AGENT_MAX_SNAPSHOT_BYTES = int(os.environ.get("PORTAL_AGENT_MAX_SNAPSHOT_MB", "256")) * 1024 * 1024
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
@@ -274,6 +276,7 @@ def periodic(task: str, seconds: float) -> dict:
 CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": periodic("gitops.poll_all", PORTAL_POLL_INTERVAL),
     "refresh-sync-windows": periodic("gitops.refresh_sync_windows", 60),
+    "mark-silent-agents": periodic("gitops.mark_silent_agents", PORTAL_POLL_INTERVAL),
     "send-notifications": periodic("notifications.send_due", 60),
     "track-pull-requests": periodic("delivery.track_pull_requests", 1800),
     # Upstream releases change slowly and registries rate-limit: hourly by default.

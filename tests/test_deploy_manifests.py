@@ -1,5 +1,5 @@
-"""deploy/kubernetes: the in-cluster install is valid Kubernetes, least privilege, and in step
-with what the portal reads.
+"""deploy/: the in-cluster install (kubernetes/), the agent's (agent/) and what both share
+(reader/) are valid Kubernetes, least privilege, and in step with what the portal reads.
 
 The RBAC check compares the ClusterRoles with gitops.kinds.KINDS, the one table of what a poll
 lists: a kind added there without its permission here fails this test, and so does any grant
@@ -18,7 +18,8 @@ from django.conf import settings
 
 from gitops.kinds import BY_CAPABILITY, CAPABILITIES, KINDS
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kubernetes"
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+INSTALLS = ("kubernetes", "agent")  # each applied with `kubectl apply -k deploy/<install>`
 KUBERNETES_VERSION = "1.30.0"  # a version every supported cluster serves these APIs at
 READ_VERBS = {"get", "list"}
 
@@ -39,6 +40,16 @@ def _objects(kind: str) -> list[dict]:
     return [doc for docs in _manifests().values() for doc in docs if doc["kind"] == kind]
 
 
+def _kustomized(folder: Path) -> set[Path]:
+    """The files a kustomization folder builds, following folder resources as kustomize does."""
+    built: set[Path] = set()
+    for entry in yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]:
+        path = (folder / entry).resolve()
+        assert path.is_relative_to(DEPLOY), entry
+        built |= _kustomized(path) if path.is_dir() else {path}
+    return built
+
+
 def _pod_specs() -> dict[str, dict]:
     specs = {}
     for doc in _objects("Deployment") + _objects("Job"):
@@ -53,9 +64,11 @@ def test_every_manifest_validates_against_the_kubernetes_schemas(name):
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_kustomization_lists_every_manifest_and_nothing_else():
-    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
-    assert sorted(listed) == sorted(_manifests())
+def test_the_installs_build_every_manifest_and_only_existing_files():
+    built = set().union(*(_kustomized(DEPLOY / install) for install in INSTALLS))
+    assert {str(p.relative_to(DEPLOY)) for p in built} == set(_manifests())
+    for install in INSTALLS:
+        assert DEPLOY / "reader" / "rbac" / "workloads.yaml" in _kustomized(DEPLOY / install)
 
 
 def test_cluster_roles_grant_exactly_get_and_list_on_the_kinds_the_portal_reads():
@@ -72,12 +85,12 @@ def test_cluster_roles_grant_exactly_get_and_list_on_the_kinds_the_portal_reads(
                     granted[(group, resource)] |= verbs
     read = {(kind.group, kind.plural) for kind in KINDS}
     assert set(granted) - read == set(), "granted but never read"
-    assert read - set(granted) == set(), "read without a permission in deploy/kubernetes/rbac"
+    assert read - set(granted) == set(), "read without a permission in deploy/reader/rbac"
 
 
 def test_each_capability_is_one_separable_role_bound_only_to_the_reader():
     for capability in CAPABILITIES:
-        docs = _documents(DEPLOY / "rbac" / f"{capability}.yaml")
+        docs = _documents(DEPLOY / "reader" / "rbac" / f"{capability}.yaml")
         (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
         (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
         resources = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
@@ -89,7 +102,7 @@ def test_each_capability_is_one_separable_role_bound_only_to_the_reader():
     assert not any(doc["roleRef"]["name"] == "cluster-admin" for doc in _objects("ClusterRoleBinding"))
 
 
-def test_pods_run_as_non_root_without_privilege_and_only_the_poll_worker_holds_a_cluster_token():
+def test_pods_run_as_non_root_without_privilege_and_only_readers_hold_a_cluster_token():
     for name, spec in _pod_specs().items():
         assert spec["securityContext"]["runAsNonRoot"] is True, name
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
@@ -100,7 +113,7 @@ def test_pods_run_as_non_root_without_privilege_and_only_the_poll_worker_holds_a
             assert security["capabilities"] == {"drop": ["ALL"]}, name
             assert "memory" in container["resources"]["limits"], name
         holds_token = spec["automountServiceAccountToken"]
-        assert holds_token is (name == "gitops-portal-worker-poll"), name
+        assert holds_token is (name in {"gitops-portal-worker-poll", "gitops-portal-agent"}), name
         if holds_token:
             assert spec["serviceAccountName"] == "gitops-portal-reader"
 
@@ -121,7 +134,15 @@ def test_no_secret_is_committed_and_every_pod_reads_settings_from_the_named_secr
     assert _objects("Secret") == []
     for name, spec in _pod_specs().items():
         env_from = spec["containers"][0]["envFrom"]
-        assert {"secretRef": {"name": "gitops-portal-env"}} in env_from, name
+        secret = "gitops-portal-agent" if name == "gitops-portal-agent" else "gitops-portal-env"
+        assert {"secretRef": {"name": secret}} in env_from, name
+
+
+def test_the_agent_runs_the_agent_command_and_needs_no_database():
+    (agent,) = [d for d in _objects("Deployment") if d["metadata"]["name"] == "gitops-portal-agent"]
+    container = agent["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["python", "manage.py", "agent"]
+    assert all("configMapRef" not in ref for ref in container["envFrom"])
 
 
 def test_only_the_web_pods_accept_connections():
@@ -133,6 +154,6 @@ def test_only_the_web_pods_accept_connections():
         for expression in selector.get("matchExpressions", []):
             components |= set(expression["values"])
         if policy["spec"].get("ingress"):
-            assert components & {"web"} and not components & {"worker-poll", "worker-background", "beat"}
+            assert components & {"web"} and not components & {"worker-poll", "worker-background", "beat", "agent"}
         covered |= components
-    assert {"web", "worker-poll", "worker-background", "beat", "migrate"} <= covered
+    assert {"web", "worker-poll", "worker-background", "beat", "migrate", "agent"} <= covered

@@ -39,6 +39,9 @@ class Cluster(models.Model):
         # Applications and AppProjects from the Argo CD API server (`api_url`, read-only
         # token in `token_env`); see gitops.argocd_api.
         ARGOCD_API = "argocd_api", "Argo CD API URL + read-only token"
+        # Read inside the cluster by `manage.py agent`, which pushes each snapshot to the portal
+        # (POST /api/v1/agents/<cluster>/snapshots with an AgentToken); never polled from here.
+        AGENT = "agent", "pushed by an in-cluster agent"
 
     name = models.SlugField(max_length=63, unique=True)
     # None only while the cluster is discovered (an Argo CD destination no admin has added).
@@ -187,3 +190,28 @@ class IgnoredImage(models.Model):
 
     def __str__(self) -> str:
         return self.repository
+
+
+class AgentToken(models.Model):
+    """The credential of one cluster's agent: it may push snapshots of that cluster, nothing else.
+
+    Only the SHA-256 of the token is kept (the token is 32 random bytes, so a fast hash is
+    enough: there is nothing to guess); it is shown once, when an admin creates it. `prefix`
+    names it on pages. `last_sequence` is the newest snapshot stored with it: an older or
+    replayed snapshot is refused.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="agent_tokens")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_sequence = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["cluster__name", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} agent {self.prefix}…"

@@ -1,13 +1,14 @@
 """The catalog as people see it: environments, their clusters with poll status, services.
 
-Three actions: a member may ask for a poll now; an admin may switch a cluster's polling
-on or off (configuration), and add a discovered destination (a cluster an Argo CD instance
-deploys to that no catalog cluster matched) to an environment in one click, the
-environment suggested from its name.
+Actions: a member may ask for a poll now; an admin may switch a cluster's polling on or
+off (configuration), add a discovered destination (a cluster an Argo CD instance deploys to
+that no catalog cluster matched) to an environment in one click, the environment suggested
+from its name, and create or revoke the token of a cluster's in-cluster agent (shown once).
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -17,13 +18,19 @@ from django.views.decorators.http import require_POST
 from gitops.topology import suggest_environment
 from portal.accounts.roles import Role, requires_role
 from portal.audit.models import record
-from portal.catalog.models import Cluster, Environment, Service
+from portal.catalog import agents
+from portal.catalog.models import AgentToken, Cluster, Environment, Service
 
 
 @requires_role(Role.VIEWER)
 def cluster_list(request: HttpRequest) -> HttpResponse:
     environments = list(Environment.objects.all())
     clusters = list(Cluster.objects.select_related("environment").annotate(app_count=Count("apps")))
+    tokens: dict[int, list[AgentToken]] = {}
+    for token in AgentToken.objects.filter(revoked_at__isnull=True, cluster__connection=Cluster.Connection.AGENT):
+        tokens.setdefault(token.cluster_id, []).append(token)
+    for cluster in clusters:
+        cluster.active_agent_tokens = tokens.get(cluster.id, [])  # type: ignore[attr-defined]
     by_env: dict[int, list[Cluster]] = {}
     discovered: list[tuple[Cluster, str]] = []
     names = [env.name for env in environments]
@@ -92,4 +99,31 @@ def add_discovered(request: HttpRequest, name: str) -> HttpResponse:
     for read_from in set(cluster.apps.values_list("read_from_id", flat=True)):
         poll_cluster.delay(read_from)
     messages.info(request, f"{cluster.name} is in {environment.name}; its apps are filed there from the next poll.")
+    return redirect("clusters")
+
+
+@require_POST
+@requires_role(Role.ADMIN)
+def create_agent_token(request: HttpRequest, name: str) -> HttpResponse:
+    """A token for the cluster's agent, on a page of its own: the only time it is shown."""
+    cluster = get_object_or_404(Cluster, name=name)
+    if cluster.connection != Cluster.Connection.AGENT:
+        messages.error(request, f"{cluster.name} is not read by an agent: set its connection to "
+                                f"\u201c{Cluster.Connection(Cluster.Connection.AGENT).label}\u201d first.")
+        return redirect("clusters")
+    row, token = agents.issue(cluster, request.user.get_username())
+    record(request.user, "agent_token.created", cluster.name, token=row.prefix)
+    response = render(request, "web/agent_token.html", {
+        "cluster": cluster, "token": token, "row": row, "portal_base_url": settings.PORTAL_BASE_URL})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@requires_role(Role.ADMIN)
+def revoke_agent_token(request: HttpRequest, name: str, token_id: int) -> HttpResponse:
+    row = get_object_or_404(AgentToken, pk=token_id, cluster__name=name)
+    agents.revoke(row)
+    record(request.user, "agent_token.revoked", name, token=row.prefix)
+    messages.info(request, f"The agent token {row.prefix}… of {name} is revoked; its agent stops at its next push.")
     return redirect("clusters")

@@ -284,6 +284,10 @@ class Workload(models.Model):
     health_status = models.CharField(max_length=16, default="Unknown")
     health_message = models.TextField(blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # Where the image is pinned in Git when no GitOps tool deploys it (gitops.platforms).
+    git_repo = models.CharField(max_length=500, blank=True)
+    git_path = models.CharField(max_length=500, blank=True)
+    git_branch = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [

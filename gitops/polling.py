@@ -33,6 +33,9 @@ from gitops.collectors import CLUSTER_SECRET_KIND, collect
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.models import GitOpsApp
+from gitops.platforms import PlatformError
+from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
+from gitops.platforms.reading import read_platform
 from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
@@ -193,6 +196,8 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
     if token is None:
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
     try:
+        if source is None and cluster.connection in PLATFORM_CONNECTIONS:
+            return _poll_platform(cluster, at, started)
         try:
             listing = _list(cluster, source)
             if listing.fatal is not None:
@@ -311,6 +316,30 @@ def _mark_stale(cluster: Cluster, message: str, at: datetime, started: float) ->
     )
     log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
     return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
+
+
+def _poll_platform(cluster: Cluster, at: datetime, started: float) -> PollReport:
+    """A Nomad, Docker or ECS cluster: its workloads only (gitops.platforms), stored as a
+    Kubernetes cluster's workloads are; a read that fails keeps the last good data."""
+    try:
+        read = read_platform(cluster)
+        snapshot = Snapshot(workloads=read.workloads, listed_kinds=read.listed,
+                            warnings=read.warnings + [w for row in read.workloads for w in row.warnings])
+        stored = store_snapshot(cluster, snapshot, at)
+    except PlatformError as exc:
+        return _mark_stale(cluster, str(exc), at, started)
+    except Exception as exc:  # noqa: BLE001 - as for any poll: stale with a reason, never "ok"
+        log.exception("poll of %s failed unexpectedly", cluster.name)
+        credential = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+        return _mark_stale(cluster, redact(f"poll failed: {type(exc).__name__}: {exc}", [credential]), at, started)
+    seconds = time.monotonic() - started
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=read.unavailable,
+        last_poll_seconds=seconds, poll_warning_count=len(snapshot.warnings),
+        poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
+    )
+    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=read.unavailable,
+                      warnings=snapshot.warnings)
 
 
 def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:

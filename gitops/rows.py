@@ -152,6 +152,11 @@ class WorkloadRow:
     labels: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # what could not be read, and why
     raw: dict[str, Any] = field(default_factory=dict)
+    # Where the image is pinned in Git, for a workload no GitOps tool deploys (gitops.platforms:
+    # the portal.git.* labels of a Nomad job, a container, an ECS service); blank otherwise.
+    git_repo: str = ""
+    git_path: str = ""
+    git_branch: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:

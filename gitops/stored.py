@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from gitops.collectors.workloads import WORKLOAD_KINDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
+from gitops.platforms import PLATFORM_KINDS
 from gitops.rows import ProjectRow, ResourceKey, app_key
 from portal.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
 
@@ -95,7 +96,7 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
             for a in GitOpsApp.objects.filter(read_from=cluster).defer(*APP_DEFERRED)
         },
         projects=projects,
-        workload_kinds=listed_kinds & set(WORKLOAD_KINDS),
+        workload_kinds=listed_kinds & (set(WORKLOAD_KINDS) | PLATFORM_KINDS),
         catalog=list(Cluster.objects.order_by("id").only(
             "id", "name", "api_url", "argocd_aliases", "discovered", "environment_id", "connection", "enabled"
         )),

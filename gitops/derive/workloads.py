@@ -22,7 +22,7 @@ from gitops.stored import ClusterState, WorkloadKey
 # Every Workload column a poll writes for a workload it has seen before.
 WORKLOAD_FIELDS = [
     "app", "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
-    "health_status", "health_message", "updated_at",
+    "health_status", "health_message", "updated_at", "git_repo", "git_path", "git_branch",
 ]
 
 # One RunningVersion as compared across polls: (service id, workload, container, version, app key, image).
@@ -82,6 +82,9 @@ def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: G
         "health_status": row.health_status,
         "health_message": row.health_message[:2000],
         "updated_at": at,
+        "git_repo": row.git_repo,
+        "git_path": row.git_path,
+        "git_branch": row.git_branch,
     }
     fitted(Workload, values)
     workload = state.workloads.get(row.key)

@@ -42,6 +42,11 @@ class Cluster(models.Model):
         # Read inside the cluster by `manage.py agent`, which pushes each snapshot to the portal
         # (POST /api/v1/agents/<cluster>/snapshots with an AgentToken); never polled from here.
         AGENT = "agent", "pushed by an in-cluster agent"
+        # Places services run without Kubernetes (gitops.platforms): no GitOps tool, images
+        # pinned in Git as their portal.git.* labels say.
+        NOMAD = "nomad", "Nomad API (api_url + ACL token)"
+        DOCKER = "docker", "Docker Engine (endpoint: unix:// socket or tcp://)"
+        ECS = "ecs", "Amazon ECS (endpoint: region/cluster; AWS credentials chain)"
 
     name = models.SlugField(max_length=63, unique=True)
     # None only while the cluster is discovered (an Argo CD destination no admin has added).
@@ -60,6 +65,9 @@ class Cluster(models.Model):
     ca_file = models.CharField(max_length=500, blank=True)
     verify_tls = models.BooleanField(default=True)
     manifests_path = models.CharField(max_length=500, blank=True, help_text="folder of YAML/JSON snapshots")
+    # Docker: unix:///var/run/docker.sock or tcp://host:2376; ECS: eu-west-1/prod-cluster.
+    platform_endpoint = models.CharField(max_length=500, blank=True,
+                                         help_text="Docker host or ECS region/cluster (Nomad uses api_url)")
     enabled = models.BooleanField(default=True)
     # How Argo CD instances name this cluster as a destination, besides `name` and `api_url`:
     # their cluster Secrets' `name` values and `server` URLs ("prod-eu", "https://10.0.0.1:6443").

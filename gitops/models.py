@@ -297,6 +297,11 @@ class Workload(models.Model):
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.namespace}/{self.kind}/{self.name}"
 
+    @property
+    def git_ref(self) -> str:
+        """How a pull request preview's URL names this workload (portal.web.views.pr): `w<id>`."""
+        return f"w{self.pk}"
+
 
 class RunningVersion(models.Model):
     """One service's image running in one workload: the unit of "what actually runs".

@@ -32,7 +32,7 @@ from django.utils import timezone
 from forges.forge import Forge, ForgeError, NotFound
 from forges.hosts import forge_for
 from forges.repourls import parse_repo_url
-from gitops.models import GitOpsApp, sync_held
+from gitops.models import GitOpsApp, RunningVersion, Workload, sync_held
 from gitops.pinsource import BRANCH, COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, ref_name, revision_kind
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
@@ -156,6 +156,44 @@ def change_for_rollback(
     """Return `service` in `app` to `to_version`, saying what went wrong and since when."""
     start = from_version or current_version(app, service, _pinned(app, service))
     return _base(ROLLBACK, app, service, to_version, start, failure=failure, failing_since=failing_since)
+
+
+def change_for_workload(
+    kind: str,
+    workload: Workload,
+    service: Service,
+    to_version: str,
+    *,
+    from_version: str | None = None,
+    release_notes: str | None = None,
+) -> Change:
+    """An upgrade or promotion of a workload no GitOps tool deploys (a Nomad job, a Compose or
+    Swarm service, an ECS service): the change goes where its portal.git.* labels say, the file
+    or folder `git_path` of `git_repo` on `git_branch` (empty: the default branch), and changes
+    only the tag where that file pins the image. There is no rollback offer without a GitOps
+    tool to say what last deployed well: a person moves the version back with an upgrade."""
+    if kind == ROLLBACK:
+        raise ChangeError(f"{workload.name} has no GitOps tool: no rollback offer; propose the older version instead")
+    if not workload.git_repo or not workload.git_path:
+        raise ChangeError(
+            f"{workload.name} names no Git location: add the portal.git.repo and portal.git.path labels "
+            "(the service page shows the lines)")
+    if workload.cluster.environment is None:
+        raise ChangeError(f"{workload.cluster.name} is in no environment")
+    running = sorted(set(RunningVersion.objects.filter(workload=workload, service=service)
+                         .values_list("version", flat=True)))
+    start = from_version or (running[0] if running else "")
+    if not start:
+        raise ChangeError(f"{service.name} does not run in {workload.name}")
+    if start == to_version:
+        raise ChangeError(f"{service.name} is already at {to_version} in {workload.name}")
+    notes = notes_for(service, to_version) if release_notes is None else release_notes
+    return Change(
+        kind=kind, services=(service.name,), environment=workload.cluster.environment.name,
+        repository=workload.git_repo, base_branch=workload.git_branch, path=workload.git_path,
+        image=service.image_repository, from_version=start, to_version=to_version,
+        clusters=(workload.cluster.name,), release_notes=notes,
+    )
 
 
 def _pinned(app: GitOpsApp, service: Service) -> str | None:

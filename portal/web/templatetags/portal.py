@@ -108,8 +108,8 @@ def of_app(page: PageOffers | None, app_id: int) -> list[ShownOffer]:
 
 
 @register.simple_tag
-def upgrade_preview_url(service: str, app_id: int, target: str) -> str:
-    """The preview of one upgrade PR: `service` in application `app_id` to version `target`."""
+def upgrade_preview_url(service: str, app_id: int | str, target: str) -> str:
+    """The preview of one upgrade PR: `service` in application `app_id` (or workload `w<id>`) to version `target`."""
     query = urlencode({"kind": "upgrade", "service": service, "app": app_id, "to": target})
     return f"{reverse('pr-preview')}?{query}"
 

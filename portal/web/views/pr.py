@@ -3,6 +3,8 @@
 The change travels in the URL, so any page can link to its preview:
     /pr/preview?kind=upgrade&service=checkout&app=12&to=1.7.0
     /pr/preview?kind=upgrade&item=12:checkout:1.7.0&item=14:cart:2.1.0&mode=grouped
+    /pr/preview?kind=upgrade&service=vault&app=w31&to=1.18.0   (w: a workload no GitOps tool deploys,
+    a Nomad job, a Compose or ECS service, changed where its portal.git.* labels say)
 (`mode=grouped`: one pull request per repository, branch and environment; `each`: one per line).
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
@@ -23,13 +25,14 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from gitops.models import ATTENTION_HEALTH, GitOpsApp
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,
     ChangeError,
     change_for_rollback,
+    change_for_workload,
     change_forward,
     group_changes,
     open_change,
@@ -56,10 +59,16 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class Item:
-    app_id: int
+    app_id: int | None  # a GitOps application, or
     service: str
     to_version: str
     from_version: str = ""
+    workload_id: int | None = None  # a workload outside GitOps (gitops.platforms)
+
+    @property
+    def target(self) -> str:
+        """How the URL names what the change lands in: `12` or `w31`."""
+        return f"w{self.workload_id}" if self.workload_id is not None else str(self.app_id)
 
 
 def parse_items(params: QueryDict) -> tuple[str, list[Item], str]:
@@ -86,20 +95,37 @@ def parse_items(params: QueryDict) -> tuple[str, list[Item], str]:
 
 
 def _item(app: str, service: str, to: str, from_version: str | None = None) -> Item:
-    if not app.isdigit() or not service or not to:
+    workload = app[1:] if app.startswith("w") else None
+    if not (workload or app).isdigit() or not service or not to:
         raise RequestError("A change names an application (id), a service and a target version.")
+    if workload is not None:
+        return Item(None, service, to, from_version or "", workload_id=int(workload))
     return Item(int(app), service, to, from_version or "")
 
 
 def build_changes(kind: str, items: list[Item]) -> list[Change]:
     apps = {
         a.pk: a
-        for a in GitOpsApp.objects.filter(pk__in=[i.app_id for i in items]).select_related("cluster__environment")
+        for a in GitOpsApp.objects.filter(pk__in=[i.app_id for i in items if i.app_id is not None])
+        .select_related("cluster__environment")
+    }
+    workloads = {
+        w.pk: w
+        for w in Workload.objects.filter(pk__in=[i.workload_id for i in items if i.workload_id is not None])
+        .select_related("cluster__environment")
     }
     services = {s.name: s for s in Service.objects.filter(name__in=[i.service for i in items])}
     changes = []
     for item in items:
-        app, service = apps.get(item.app_id), services.get(item.service)
+        if item.workload_id is not None:
+            workload, service = workloads.get(item.workload_id), services.get(item.service)
+            if workload is None or service is None:
+                raise RequestError(f"No workload {item.workload_id} or no service {item.service!r}.")
+            notes = notes_for(service, item.to_version, max_chars=share(len(items)))
+            changes.append(change_for_workload(kind, workload, service, item.to_version,
+                                               from_version=item.from_version or None, release_notes=notes))
+            continue
+        app, service = apps.get(item.app_id), services.get(item.service)  # type: ignore[arg-type]
         if app is None or service is None:
             raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
         start = item.from_version or None
@@ -133,7 +159,7 @@ def pull_requests_for(changes: list[Change], mode: str) -> list[tuple[Change, ..
 def _spec(kind: str, items: list[Item], mode: str) -> str:
     pairs: list[tuple[str, str]] = [("kind", kind), ("mode", mode)]
     pairs += [
-        ("item", ":".join([str(i.app_id), i.service, i.to_version] + ([i.from_version] if i.from_version else [])))
+        ("item", ":".join([i.target, i.service, i.to_version] + ([i.from_version] if i.from_version else [])))
         for i in items
     ]
     return urlencode(pairs)

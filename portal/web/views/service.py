@@ -12,16 +12,28 @@ from django.utils import timezone
 
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
+from gitops.platforms import PLATFORM_KINDS, lines_to_add
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.gitpins import pin_summary, pinned_versions
-from portal.delivery.upgrades import Behind, BehindLines
+from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for
 from portal.web.rollback_offers import offers_for_page
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
 PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings")
+
+
+@dataclass
+class Outside:
+    """A running version no GitOps application deploys: where Git pins it (its workload's
+    portal.git.* labels) and the upgrade on offer, or the lines that would tell the portal."""
+
+    running: RunningVersion
+    git_url: str | None = None
+    upgrade_to: str | None = None
+    lines_to_add: str = ""  # for a Nomad, Docker or ECS workload without the labels
 
 
 @dataclass
@@ -38,7 +50,7 @@ class Panel:
     runs: list[str] = field(default_factory=list)  # the versions of the service it runs
 
 
-def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Panel]]], list[RunningVersion]]:
+def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Panel]]], list[Outside]]:
     now = timezone.now()
     # A panel never shows the raw object, its history or conditions: a service on hundreds of
     # clusters need not decode them (its sources stay: the synced commit's link reads them).
@@ -74,13 +86,27 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
                 runs=(app.running or {}).get(service.name, []),
             )
         )
-    unmanaged = list(
-        RunningVersion.objects.filter(service=service, app__isnull=True)
-        .select_related("cluster", "workload")
-        .order_by("cluster__name", "workload__name")
-    )
+    unmanaged = _outside(service, found.targets)
     ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
     return [(env, *_fold(by_env[env.id])) for env in ordered], unmanaged
+
+
+def _outside(service: Service, targets: UpgradeTargets | None) -> list[Outside]:
+    rows = []
+    for running in (RunningVersion.objects.filter(service=service, app__isnull=True, workload__isnull=False)
+                    .select_related("cluster__environment", "workload").order_by("cluster__name", "workload__name")):
+        workload = running.workload
+        assert workload is not None
+        row = Outside(running)
+        if workload.git_repo and workload.git_path:
+            row.git_url = weblinks.repository_url(workload.git_repo)
+            if running.cluster.environment is not None:
+                targets = targets or UpgradeTargets([service])  # none yet: no GitOps app runs it older
+                row.upgrade_to = targets.target(service.pk, running.version)
+        elif workload.kind in PLATFORM_KINDS:
+            row.lines_to_add = lines_to_add(workload.kind)
+        rows.append(row)
+    return rows
 
 
 def _fold(panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:

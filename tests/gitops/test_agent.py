@@ -26,7 +26,7 @@ from gitops.tasks import mark_silent_agents, poll_all
 from portal.audit.models import AuditLog
 from portal.catalog import agents as agent_tokens
 from portal.catalog.models import Cluster, Environment
-from tests.gitops.test_topology_poll import application, deployment, serve
+from tests.gitops.test_topology_poll import application, deployment, hub_fleet, serve  # noqa: F401 - fixture
 from tests.kube_emulator import Fault, KubeEmulator
 
 
@@ -290,3 +290,17 @@ def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server,
     monkeypatch.delenv("PORTAL_AGENT_TOKEN")
     with pytest.raises(CommandError, match="no agent token"):
         call_command(*arguments)
+
+
+@pytest.mark.django_db
+def test_a_hub_agent_reports_its_applications_for_their_destination_clusters(hub_fleet, kube_emulator):  # noqa: F811
+    """A hub the portal cannot reach runs the agent: its Applications are filed under their
+    destinations exactly as when the hub is polled (gitops.topology, through the same poll)."""
+    hub = hub_fleet["hub"]
+    Cluster.objects.filter(pk=hub.pk).update(connection=Cluster.Connection.AGENT)
+    snapshot = decode([encode(read_snapshot("hub", emulator_source(kube_emulator, "hub")()))])
+    assert poll(Cluster.objects.get(pk=hub.pk), source=ReplaySource("hub", snapshot)).ok
+    where = dict(GitOpsApp.objects.values_list("name", "cluster__name"))
+    assert where["checkout-prod"] == "prod-eu-1" and where["checkout-staging"] == "staging-1"
+    assert where["platform-tools"] == "hub" and where["checkout-edge"] == "edge"
+    assert GitOpsApp.objects.get(name="checkout-prod").sync_blocked  # the hub's AppProject window

@@ -304,3 +304,75 @@ def test_a_hub_agent_reports_its_applications_for_their_destination_clusters(hub
     assert where["checkout-prod"] == "prod-eu-1" and where["checkout-staging"] == "staging-1"
     assert where["platform-tools"] == "hub" and where["checkout-edge"] == "edge"
     assert GitOpsApp.objects.get(name="checkout-prod").sync_blocked  # the hub's AppProject window
+
+
+class _Portal:
+    """A portal that answers each push with the next status of `statuses` and records its sequence."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.statuses = list(statuses)
+        self.sequences: list[int] = []
+        portal = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                portal.sequences.append(int(self.headers[SEQUENCE_HEADER]))
+                status = portal.statuses.pop(0) if portal.statuses else 200
+                body = json.dumps({"detail": f"answered {status}"}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(("statuses", "pushes", "stored"), [
+    ([503, 502, 200], 3, 1),  # a failing portal: the same snapshot again, with backoff, until stored
+    ([413], 1, 0),  # too large: dropped, the agent goes on
+    ([409], 1, 0),  # older than one stored: dropped
+])
+def test_the_agent_retries_what_may_succeed_and_drops_what_never_will(kube_emulator, statuses, pushes, stored):
+    serve(kube_emulator, fleet_objects("a"))
+    portal = _Portal(statuses)
+    try:
+        agent = Agent("edge-a", portal.url, "gpa_x", emulator_source(kube_emulator, "edge-a"), interval=30,
+                      max_backoff=0.05)
+        agent.run(iterations=1)
+    finally:
+        portal.close()
+    assert (len(portal.sequences), agent.pushed) == (pushes, stored)
+    assert len(set(portal.sequences)) == 1  # one read, sent again
+
+
+def test_a_retry_that_would_outlast_the_interval_gives_way_to_a_newer_snapshot(kube_emulator):
+    serve(kube_emulator, fleet_objects("a"))
+    portal = _Portal([503] * 10)
+    try:
+        agent = Agent("edge-a", portal.url, "gpa_x", emulator_source(kube_emulator, "edge-a"), interval=0.3,
+                      max_backoff=5.0)
+        agent.run(iterations=3)
+    finally:
+        portal.close()
+    # Each read was pushed once and then replaced by the next read: never an older one again.
+    assert len(portal.sequences) == 3 and portal.sequences == sorted(set(portal.sequences))
+
+
+def test_backoff_grows_is_capped_and_jittered():
+    agent = Agent("c", "http://127.0.0.1:9", "gpa_x", lambda: None, max_backoff=60, rng=lambda: 1.0)
+    assert [agent.backoff(n) for n in (1, 2, 3, 10)] == [2.0, 4.0, 8.0, 60.0]
+    agent = Agent("c", "http://127.0.0.1:9", "gpa_x", lambda: None, max_backoff=60, rng=lambda: 0.0)
+    assert agent.backoff(3) == 4.0  # the lower half of the ceiling

@@ -227,6 +227,9 @@ CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis 
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
+# Health Progressing, or an Argo CD sync operation Running, for longer than this is "stuck
+# progressing" and needs attention (minutes).
+PORTAL_STUCK_PROGRESSING_MINUTES = int(os.environ.get("PORTAL_STUCK_PROGRESSING_MINUTES", "30"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
 # Where people open the portal: the links in notifications and API items point here.
 PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")

@@ -1,0 +1,115 @@
+"""The version policy on the service page (portal.web.views.service, portal.delivery.policies):
+admins edit it with a live check and a preview of what it picks per environment; members and
+viewers read it; every change is audited; the Django admin and the fleet file take the same JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from portal.audit.models import AuditLog
+from portal.delivery import policies
+from portal.delivery.models import ServicePolicy
+from portal.releases.models import Release
+from tests.fixtures.seed import seed_app
+
+pytestmark = pytest.mark.django_db
+
+TAGS = ("1.6.0", "1.6.1", "1.7.0", "1.8.0-rc.1", "2.0.0")
+
+
+@pytest.fixture
+def fleet(catalog):
+    now = timezone.now()
+    for tag in TAGS:
+        Release.objects.create(service=catalog.checkout, tag=tag, version=tag, seen_at=now)
+    seed_app(catalog.dev_cluster, "checkout-dev", service=catalog.checkout, version="1.6.0")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    return catalog
+
+
+def form_data(**overrides):
+    data = {"accept": "any", "range": "", "allow_tags": "", "ignore_tags": "", "pr_reviewers": "", "pr_labels": "",
+            "auto_pr__dev": "none", "auto_pr__staging": "none", "auto_pr__prod": "none"}
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def login(client, users, role):
+    client.force_login(users[role])
+    return client
+
+
+def test_an_admin_checks_previews_and_saves_a_policy(client, users, fleet):
+    login(client, users, "admin")
+    url = reverse("service", kwargs={"name": "checkout"})
+    page = client.get(url).content.decode()
+    assert 'id="policy-edit"' in page and "Save policy" in page
+    # Saved policy (the default): 2.0.0 is the newest acceptable everywhere it runs.
+    assert 'data-environment="dev" data-runs="1.6.0"' in page
+
+    data = form_data(range=">=1.6 <2", auto_pr__dev="minor", pr_reviewers="alice, @acme-shop/platform",
+                     pr_labels="dependencies")
+    check = client.post(reverse("service-policy-check", kwargs={"name": "checkout"}), data, HTTP_HX_REQUEST="true")
+    body = check.content.decode()
+    assert check.status_code == 200 and "not saved yet" in body
+    assert '<td class="mono newest">1.7.0</td>' in body and "opened automatically" in body
+    assert not ServicePolicy.objects.exists()  # a check saves nothing
+
+    bad = client.post(reverse("service-policy-check", kwargs={"name": "checkout"}), form_data(range=">=1.6 <two"))
+    assert "&#x27;&lt;two&#x27; in range" in bad.content.decode()
+
+    saved = client.post(reverse("service-policy", kwargs={"name": "checkout"}), data)
+    assert saved.status_code == 302 and saved["Location"].endswith("?policy=saved#policy")
+    row = ServicePolicy.objects.get(service=fleet.checkout)
+    assert row.document()["pr_reviewers"] == ["alice", "@acme-shop/platform"]
+    assert row.auto_pr == {"dev": "minor"} and row.range == ">=1.6 <2" and row.labels == ["dependencies"]
+    audit = AuditLog.objects.get(action=policies.AUDIT_ACTION)
+    assert audit.actor == users["admin"] and audit.details["via"] == "service page"
+    assert audit.details["before"] is None and audit.details["after"]["auto_pr"] == {"dev": "minor"}
+    assert set(audit.details["changed"]) >= {"range", "auto_pr", "pr_reviewers", "pr_labels"}
+
+    # Saving the same again writes no second audit row; a change writes one with before and after.
+    client.post(reverse("service-policy", kwargs={"name": "checkout"}), data)
+    assert AuditLog.objects.filter(action=policies.AUDIT_ACTION).count() == 1
+    client.post(reverse("service-policy", kwargs={"name": "checkout"}), {**data, "pr_labels": "deps"})
+    last = AuditLog.objects.filter(action=policies.AUDIT_ACTION).first()
+    assert last.details["changed"] == ["pr_labels"] and last.details["before"]["pr_labels"] == ["dependencies"]
+
+
+def test_a_refused_save_keeps_what_was_typed_and_stores_nothing(client, users, fleet):
+    login(client, users, "admin")
+    response = client.post(reverse("service-policy", kwargs={"name": "checkout"}),
+                           form_data(pr_reviewers="team:platform", range="^1.6"))
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "neither a login nor a team as @org/team" in body and 'value="^1.6"' in body
+    assert not ServicePolicy.objects.exists() and not AuditLog.objects.exists()
+    unknown = client.post(reverse("service-policy", kwargs={"name": "checkout"}), form_data(auto_pr__qa="minor"))
+    assert unknown.status_code == 302  # a field for no environment is not read
+    with pytest.raises(Exception, match="no environment called 'qa'"):
+        policies.check({"auto_pr": {"qa": "minor"}})
+
+
+@pytest.mark.parametrize("role", ["member", "viewer"])
+def test_members_and_viewers_read_the_policy_without_a_form(client, users, fleet, role):
+    policy = policies.check({"range": "^1.6", "pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}})
+    policies.save(fleet.checkout, policy, None, via="test")
+    login(client, users, role)
+    page = client.get(reverse("service", kwargs={"name": "checkout"})).content.decode()
+    assert "Version policy" in page and "alice" in page and "dev: patch" in page
+    assert 'id="policy-edit"' not in page and "Save policy" not in page
+    assert '<td class="mono newest">1.7.0</td>' in page  # ^1.6 stops below 2.0.0
+    for name in ("service-policy", "service-policy-check"):
+        assert client.post(reverse(name, kwargs={"name": "checkout"}), form_data()).status_code == 403
+
+
+def test_the_page_shows_the_json_document(client, users, fleet):
+    ServicePolicy.objects.create(service=fleet.checkout, reviewers=["bob"], labels=["x"], allow_tags="^1\\.")
+    login(client, users, "viewer")
+    page = client.get(reverse("service", kwargs={"name": "checkout"})).content.decode()
+    assert "&quot;pr_reviewers&quot;: [" in page and "&quot;allow_tags&quot;" in page
+    assert json.loads(json.dumps(ServicePolicy.objects.get().document()))["allow_tags"] == ["^1\\."]

@@ -86,6 +86,15 @@ class ServicePolicy(models.Model):
             raise ValidationError(str(exc))
 
     @classmethod
+    def document_of(cls, service: Service) -> dict[str, Any]:
+        """The service's policy document, or the default policy's; reads `service.version_policy`,
+        so a list of services selects it along (select_related("version_policy"))."""
+        try:
+            return service.version_policy.document()
+        except cls.DoesNotExist:
+            return VersionPolicy().to_dict()
+
+    @classmethod
     def for_service(cls, service: Service) -> VersionPolicy:
         """The service's policy, or the default one when none was set."""
         row = cls.objects.filter(service=service).first()

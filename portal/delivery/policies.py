@@ -40,8 +40,7 @@ def check(data: Mapping[str, Any] | None) -> VersionPolicy:
 
 def stored_document(service: Service) -> dict[str, Any]:
     """The service's policy as its JSON document: the stored one, or the default policy's."""
-    row = ServicePolicy.objects.filter(service=service).first()
-    return row.document() if row else VersionPolicy().to_dict()
+    return ServicePolicy.document_of(service)
 
 
 @transaction.atomic
@@ -59,6 +58,15 @@ def save(service: Service, policy: VersionPolicy, actor: object | None, via: str
     changed = sorted(key for key in after if before is None or before.get(key) != after[key])
     record(actor, AUDIT_ACTION, f"service {service.name}"[:300], via=via, before=before, after=after, changed=changed)
     return row
+
+
+def on_fleet_service(sender: object, service: Service, item: Mapping[str, Any], **kwargs: Any) -> None:
+    """The fleet file's `policy:` of a service (portal.catalog.fleetfile.service_loaded): the
+    same JSON document, stored as the service's policy. A service without one keeps the policy
+    it has (set on its page); a bad one refuses the file (PolicyError is a ValueError)."""
+    if "policy" not in item:
+        return
+    save(service, check(item["policy"]), None, via="fleet file")
 
 
 @dataclass(frozen=True)

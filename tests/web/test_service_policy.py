@@ -113,3 +113,87 @@ def test_the_page_shows_the_json_document(client, users, fleet):
     page = client.get(reverse("service", kwargs={"name": "checkout"})).content.decode()
     assert "&quot;pr_reviewers&quot;: [" in page and "&quot;allow_tags&quot;" in page
     assert json.loads(json.dumps(ServicePolicy.objects.get().document()))["allow_tags"] == ["^1\\."]
+
+
+def test_the_django_admin_edits_the_same_json_checked_and_audited(client, users, fleet):
+    from django.contrib.auth import get_user_model
+
+    root = get_user_model().objects.create_superuser("root", password="pw-root")
+    client.force_login(root)
+    add = reverse("admin:delivery_servicepolicy_add")
+    assert 'name="policy"' in client.get(add).content.decode()
+    refused = client.post(add, {"service": fleet.checkout.pk, "policy": json.dumps({"pr_reviewers": ["a b"]})})
+    assert refused.status_code == 200 and "neither a login nor a team" in refused.content.decode()
+    doc = {"range": "^1.6", "pr_reviewers": ["alice", "@acme-shop/platform"], "pr_labels": ["deps"],
+           "auto_pr": {"staging": "patch"}}
+    done = client.post(add, {"service": fleet.checkout.pk, "policy": json.dumps(doc)})
+    assert done.status_code == 302, done.content.decode()[:2000]
+    row = ServicePolicy.objects.get(service=fleet.checkout)
+    assert row.document()["pr_reviewers"] == ["alice", "@acme-shop/platform"] and row.auto_pr == {"staging": "patch"}
+    audit = AuditLog.objects.get(action=policies.AUDIT_ACTION)
+    assert audit.details["via"] == "admin" and audit.actor == root
+    change = client.get(reverse("admin:delivery_servicepolicy_change", args=[row.pk])).content.decode()
+    assert "&quot;pr_labels&quot;: [&quot;deps&quot;]" in change
+    # The older names still load.
+    client.post(reverse("admin:delivery_servicepolicy_change", args=[row.pk]),
+                {"policy": json.dumps({"reviewers": ["bob"], "labels": ["x"]})})
+    row.refresh_from_db()
+    assert row.reviewers == ["bob"] and row.labels == ["x"]
+
+
+def test_the_fleet_file_sets_a_policy_with_the_same_keys(tmp_path, db):
+    from portal.catalog.fleetfile import FleetFileError, load_fleet
+    from portal.catalog.models import Service
+
+    fleet = tmp_path / "fleet.yaml"
+    text = """
+environments:
+  - {name: dev, order: 1}
+  - {name: prod, order: 2, production: true}
+services:
+  - name: checkout
+    image: ghcr.io/acme-shop/checkout
+    team: checkout
+    policy:
+      accept: minor
+      range: ">=1.4 <2"
+      ignore_tags: ['-debug$']
+      auto_pr: {dev: minor}
+      pr_reviewers: [alice, "@acme-shop/platform"]
+      pr_labels: [dependencies]
+  - name: payments
+    image: ghcr.io/acme-shop/payments
+    team: payments
+"""
+    fleet.write_text(text)
+    load_fleet(fleet)
+    checkout = Service.objects.get(name="checkout")
+    doc = ServicePolicy.document_of(checkout)
+    assert doc["pr_reviewers"] == ["alice", "@acme-shop/platform"] and doc["auto_pr"] == {"dev": "minor"}
+    assert doc["ignore_tags"] == ["-debug$"] and doc["accept"] == "minor"
+    assert not ServicePolicy.objects.filter(service__name="payments").exists()
+    assert AuditLog.objects.get(action=policies.AUDIT_ACTION).details["via"] == "fleet file"
+    load_fleet(fleet)  # idempotent: nothing changed, nothing audited again
+    assert AuditLog.objects.filter(action=policies.AUDIT_ACTION).count() == 1
+
+    fleet.write_text(text.replace("auto_pr: {dev: minor}", "auto_pr: {qa: minor}"))
+    with pytest.raises(FleetFileError, match="service 'checkout': auto_pr names no environment called 'qa'"):
+        load_fleet(fleet)
+    assert ServicePolicy.document_of(checkout)["auto_pr"] == {"dev": "minor"}  # the file was refused whole
+
+
+def test_the_api_field_shows_the_document(fleet):
+    from rest_framework import serializers
+
+    from portal.api.serializers import VersionPolicyField
+
+    class ServiceSerializer(serializers.Serializer):
+        name = serializers.CharField()
+        policy = VersionPolicyField()
+
+    assert ServiceSerializer(fleet.checkout).data["policy"]["pr_reviewers"] == []
+    policies.save(fleet.checkout, policies.check({"pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}}), None, "t")
+    fleet.checkout.refresh_from_db()
+    data = ServiceSerializer(type(fleet.checkout).objects.select_related("version_policy").get(name="checkout")).data
+    assert data["policy"]["pr_reviewers"] == ["alice"] and data["policy"]["auto_pr"] == {"dev": "patch"}
+    assert ServiceSerializer().fields["policy"].read_only

@@ -158,7 +158,7 @@ def word_event(
         if not any(blamed in text for text in causes):
             first.append(f"{where}, after {blamed}")
     if app.tool == "flux" and app.suspended:
-        first.append(f"{app.name} on {cluster} is {SUSPENDED_WORDS}")
+        first.append(f"Flux: {app.name} on {cluster} is {SUSPENDED_WORDS}")
     if app.sync_status == "OutOfSync":
         if app.tool == "argo" and app.manual_sync:
             first.append(f"{MANUAL_SYNC_WORDS}: {app.name} on {cluster} has no automated sync"

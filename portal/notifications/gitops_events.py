@@ -248,8 +248,8 @@ def _links(
 ) -> tuple[Link, ...]:
     """The action first: the rollback's preview when one is on offer, Argo CD when it waits for
     someone to sync, else the portal's page of the app."""
-    action = [("Open in portal", _action_link(app, services))]
-    argocd = [("Argo CD", argocd_url)]
+    action: list[tuple[str, str | None]] = [("Open in portal", _action_link(app, services))]
+    argocd: list[tuple[str, str | None]] = [("Argo CD", argocd_url)]
     if rollback is not None:
         action.insert(0, (f"Rollback PR → {rollback.previous}", portal_url(rollbacks.preview_url(rollback))))
     if app.tool == "argo" and app.manual_sync and app.sync_status == "OutOfSync":

@@ -96,7 +96,9 @@ def attention_badges(app: object, at: datetime) -> list[Badge]:
         if phase == OPERATION_RUNNING and started is not None and rule.stuck_at and started <= rule.stuck_at:
             title = f"A sync operation has been running since {_stamp(started)} and has not finished."
         else:
-            title = f"Progressing since {_stamp(get('health_since'))}: the rollout has not settled."
+            since = get("health_since")
+            title = f"Progressing since {_stamp(since)}" if since else "Progressing"
+            title += ": the rollout has not settled."
         found.append(Badge("warn", STUCK_PROGRESSING, title))
     if rule.sync_failed(phase, get("operation_finished_at")):
         message = (get("operation_message") or "").strip()

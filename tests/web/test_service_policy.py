@@ -197,3 +197,11 @@ def test_the_api_field_shows_the_document(fleet):
     data = ServiceSerializer(type(fleet.checkout).objects.select_related("version_policy").get(name="checkout")).data
     assert data["policy"]["pr_reviewers"] == ["alice"] and data["policy"]["auto_pr"] == {"dev": "patch"}
     assert ServiceSerializer().fields["policy"].read_only
+
+
+def test_a_policy_url_opened_with_get_changes_nothing(client, users, fleet):
+    login(client, users, "admin")
+    for name in ("service-policy", "service-policy-check"):
+        response = client.get(reverse(name, kwargs={"name": "checkout"}))
+        assert response.status_code == 302 and response["Location"] == "/services/checkout#policy"
+    assert not ServicePolicy.objects.exists()

@@ -13,7 +13,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
 
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
@@ -153,11 +152,19 @@ def service_panels(request: HttpRequest, name: str) -> HttpResponse:
     return _render(request, name, "web/_service_panels.html")
 
 
+def _back_unless_posted(request: HttpRequest, name: str) -> HttpResponse | None:
+    """A policy URL opened with GET (a link followed, a reload) changes nothing: back to the page."""
+    if request.method == "POST":
+        return None
+    return redirect(reverse("service", kwargs={"name": name}) + "#policy")
+
+
 @requires_role(Role.ADMIN)
-@require_POST
 def service_policy_check(request: HttpRequest, name: str) -> HttpResponse:
     """Live validation (htmx, as the form changes): the problem, or what the policy being
     typed would pick per environment. Nothing is saved."""
+    if (back := _back_unless_posted(request, name)) is not None:
+        return back
     service = get_object_or_404(Service, name=name)
     form = PolicyForm(request.POST, stored=policies.stored_document(service))
     picks = policies.preview(service, form.policy, timezone.now().date()) if form.is_valid() and form.policy else []
@@ -165,9 +172,10 @@ def service_policy_check(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @requires_role(Role.ADMIN)
-@require_POST
 def service_policy_save(request: HttpRequest, name: str) -> HttpResponse:
     """Save the policy (audited); a refused one comes back on the page with what is wrong."""
+    if (back := _back_unless_posted(request, name)) is not None:
+        return back
     service = get_object_or_404(Service, name=name)
     form = PolicyForm(request.POST, stored=policies.stored_document(service))
     if not form.is_valid() or form.policy is None:

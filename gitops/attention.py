@@ -1,4 +1,5 @@
-"""Needs attention: out of sync, degraded or missing for longer than the grace period.
+"""Needs attention: out of sync, degraded or missing for longer than the grace period; stuck
+progressing; or the last sync operation failed.
 
 The one definition of the rule. Its readers need it in different shapes — a `Q` for
 querysets (the /gitops filter, the API, the overview's counts and tiles, notifications),
@@ -7,7 +8,13 @@ same `Q`s) and a check in Python for rows already loaded — and every shape her
 from the same constants and the same cutoff, so they cannot disagree.
 
 A state that has just begun is not news yet: a sync in progress or a rollout that is
-briefly degraded settles by itself within minutes (PORTAL_ATTENTION_GRACE_MINUTES).
+briefly degraded settles by itself within minutes (PORTAL_ATTENTION_GRACE_MINUTES). A
+rollout or a sync that has not settled after much longer (PORTAL_STUCK_PROGRESSING_MINUTES,
+default 30) will not settle by itself: health Progressing, or an Argo CD sync operation still
+Running (status.operationState.phase), past that limit is "stuck progressing". A last sync
+operation that ended Failed or Error (Argo CD retries it, or nobody does) needs attention once
+it is older than the grace period: it is the one state a healthy-looking app can hide a broken
+deploy behind.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from django.utils import timezone
 OUT_OF_SYNC = "OutOfSync"
 # Argo CD's words (gitops.rows), used for Flux objects too.
 ATTENTION_HEALTH = ("Degraded", "Missing")
+PROGRESSING = "Progressing"
+# Argo CD's operationState.phase (pkg/apis/application/v1alpha1 OperationPhase).
+OPERATION_RUNNING = "Running"
+OPERATION_FAILED = ("Failed", "Error")
 
 
 def grace_cutoff(at: datetime | None = None) -> datetime:
@@ -30,20 +41,30 @@ def grace_cutoff(at: datetime | None = None) -> datetime:
     return at - timedelta(minutes=settings.PORTAL_ATTENTION_GRACE_MINUTES)
 
 
+def stuck_cutoff(at: datetime | None = None) -> datetime:
+    """Progressing (or a sync operation Running) since at or before this instant is stuck."""
+    at = at or timezone.now()
+    return at - timedelta(minutes=settings.PORTAL_STUCK_PROGRESSING_MINUTES)
+
+
 @dataclass(frozen=True, slots=True)
 class Attention:
     """The rule as judged at one instant; build it with `Attention.at(now)`.
 
-    Two halves, because pages say which one holds ("Argo: degraded", "Argo: out of sync"):
-    *unhealthy* (degraded or missing past the grace period) and *out of sync* (past it too).
-    An app needs attention when either holds.
+    Parts, because pages say which one holds ("Argo: degraded", "Argo: out of sync", "stuck
+    progressing"): *unhealthy* (degraded or missing past the grace period), *out of sync*
+    (past it too), *stuck* (Progressing or a sync operation Running past the stuck limit) and
+    *sync failed* (the last sync operation Failed or Error, past the grace period). An app
+    needs attention when any holds. Without `stuck_at` (a rule built by hand) nothing is stuck.
     """
 
     cutoff: datetime
+    stuck_at: datetime | None = None
 
     @classmethod
     def at(cls, at: datetime | None = None) -> Attention:
-        return cls(grace_cutoff(at))
+        at = at or timezone.now()
+        return cls(grace_cutoff(at), stuck_cutoff(at))
 
     # --- on rows already loaded -----------------------------------------------------
 
@@ -52,6 +73,31 @@ class Attention:
 
     def out_of_sync(self, sync_status: str, sync_since: datetime | None) -> bool:
         return sync_status == OUT_OF_SYNC and sync_since is not None and sync_since <= self.cutoff
+
+    def stuck(self, health_status: str, health_since: datetime | None, operation_phase: str = "",
+              operation_started_at: datetime | None = None) -> bool:
+        if self.stuck_at is None:
+            return False
+        progressing = health_status == PROGRESSING and health_since is not None and health_since <= self.stuck_at
+        running = (operation_phase == OPERATION_RUNNING and operation_started_at is not None
+                   and operation_started_at <= self.stuck_at)
+        return progressing or running
+
+    def sync_failed(self, operation_phase: str, operation_finished_at: datetime | None) -> bool:
+        # Argo CD always stamps finishedAt on a finished operation; one without is judged failed now.
+        return operation_phase in OPERATION_FAILED and (operation_finished_at is None
+                                                         or operation_finished_at <= self.cutoff)
+
+    def holds(self, app: object) -> bool:
+        """The whole rule for a row already loaded (a GitOpsApp, or anything with its fields)."""
+        get = app.__dict__.get  # deferred fields read as unset, never loaded one by one
+        return (
+            self.out_of_sync(get("sync_status", ""), get("sync_since"))
+            or self.unhealthy(get("health_status", ""), get("health_since"))
+            or self.stuck(get("health_status", ""), get("health_since"), get("operation_phase", ""),
+                          get("operation_started_at"))
+            or self.sync_failed(get("operation_phase", ""), get("operation_finished_at"))
+        )
 
     # --- in queries -----------------------------------------------------------------
 
@@ -62,5 +108,17 @@ class Attention:
     def out_of_sync_q(self, prefix: str = "") -> Q:
         return Q(**{f"{prefix}sync_status": OUT_OF_SYNC, f"{prefix}sync_since__lte": self.cutoff})
 
+    def stuck_q(self, prefix: str = "") -> Q:
+        if self.stuck_at is None:
+            return Q(pk__in=[])
+        return Q(**{f"{prefix}health_status": PROGRESSING, f"{prefix}health_since__lte": self.stuck_at}) | Q(
+            **{f"{prefix}operation_phase": OPERATION_RUNNING, f"{prefix}operation_started_at__lte": self.stuck_at}
+        )
+
+    def sync_failed_q(self, prefix: str = "") -> Q:
+        finished = Q(**{f"{prefix}operation_finished_at__isnull": True}) | Q(
+            **{f"{prefix}operation_finished_at__lte": self.cutoff})
+        return Q(**{f"{prefix}operation_phase__in": OPERATION_FAILED}) & finished
+
     def q(self, prefix: str = "") -> Q:
-        return self.unhealthy_q(prefix) | self.out_of_sync_q(prefix)
+        return self.unhealthy_q(prefix) | self.out_of_sync_q(prefix) | self.stuck_q(prefix) | self.sync_failed_q(prefix)

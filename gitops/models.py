@@ -230,10 +230,7 @@ class GitOpsApp(models.Model):
 
     def needs_attention(self, at: datetime | None = None) -> bool:
         """As GitOpsApp.objects.needing_attention, for a row already loaded."""
-        rule = Attention.at(at)
-        return rule.out_of_sync(self.sync_status, self.sync_since) or rule.unhealthy(
-            self.health_status, self.health_since
-        )
+        return Attention.at(at).holds(self)
 
 
 def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:

@@ -229,6 +229,9 @@ PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
 PORTAL_AGENT_MAX_SNAPSHOT_BYTES = int(os.environ.get("PORTAL_AGENT_MAX_SNAPSHOT_MB", "256")) * 1024 * 1024
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
+# Health Progressing, or an Argo CD sync operation Running, for longer than this is "stuck
+# progressing" and needs attention (minutes).
+PORTAL_STUCK_PROGRESSING_MINUTES = int(os.environ.get("PORTAL_STUCK_PROGRESSING_MINUTES", "30"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
 # Where people open the portal: the links in notifications and API items point here.
 PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload, sync_held
-from portal.delivery.models import PullRequest
+from portal.delivery.models import PullRequest, ServicePolicy
 
 # Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
 DNS_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
@@ -42,6 +42,39 @@ def inline_enum(choices: list[str]) -> type[serializers.ChoiceField]:
         pass
 
     return InlineChoiceField
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+@extend_schema_field({
+    "type": "object",
+    "description": "the service's version policy, the JSON the service page, the admin and the fleet file edit",
+    "properties": {
+        "accept": {"type": "string", "enum": ["any", "major", "minor", "patch"]},
+        "range": {"type": "string", "description": "node-semver range; empty: any"},
+        "allow_tags": {**_STRINGS, "description": "regexes; a tag must contain one"},
+        "ignore_tags": {**_STRINGS, "description": "regexes; a tag containing one is skipped"},
+        "ignore_prereleases": {"type": "boolean"},
+        "auto_pr": {"type": "object", "additionalProperties": {"type": "string",
+                                                               "enum": ["none", "major", "minor", "patch"]},
+                    "description": "environment -> largest jump that gets an automatic pull request"},
+        "pr_reviewers": {**_STRINGS, "description": "logins, and teams as @org/team"},
+        "pr_labels": _STRINGS,
+        "put_off": {"type": "array", "items": {"type": "object", "properties": {
+            "version": {"type": "string"}, "until": {"type": "string", "format": "date"}}}},
+    },
+})
+class VersionPolicyField(serializers.Field):
+    """`policy` of a service (read-only): declare it on the service serializer as
+    `policy = VersionPolicyField()`; select_related("version_policy") keeps it one query."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.update(source="*", read_only=True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, service: Any) -> dict[str, Any]:
+        return ServicePolicy.document_of(service)
 
 
 WINDOW_KINDS = ["allow", "deny", "suspend", "error"]

@@ -1,7 +1,9 @@
 """Load a fleet description (environments, clusters, services) from YAML into the catalog.
 
 The demo fleet in examples/fleet.yaml uses it; so can anyone who keeps their catalog in
-Git. Loading is idempotent: rows are matched by name and updated.
+Git. Loading is idempotent: rows are matched by name and updated. Apps above the catalog read
+their own keys of a service's entry through `service_loaded` (the catalog imports none of
+them): portal.delivery takes `policy:`, the service's version policy.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import yaml
 from django.db import transaction
+from django.dispatch import Signal
 
 from portal.catalog.models import Cluster, Environment, Service
 
@@ -24,6 +27,11 @@ class LoadedFleet:
 
 class FleetFileError(ValueError):
     pass
+
+
+# Sent for each service of the file, inside the load's transaction: `service=` (the row),
+# `item=` (its mapping in the file). A receiver raising ValueError refuses the whole file.
+service_loaded = Signal()
 
 
 def load_fleet(path: Path) -> LoadedFleet:
@@ -66,12 +74,16 @@ def load_fleet(path: Path) -> LoadedFleet:
             clusters += 1
         services = 0
         for item in data.get("services") or []:
-            Service.objects.update_or_create(
+            service, _ = Service.objects.update_or_create(
                 name=item["name"],
                 defaults={"image_repository": item["image"], "image_aliases": list(item.get("aliases") or []),
                           "team": item.get("team", ""), "description": item.get("description", ""),
                           "source_repository": _source(item)},
             )
+            try:
+                service_loaded.send(sender=load_fleet, service=service, item=item)
+            except ValueError as exc:
+                raise FleetFileError(f"service {item['name']!r}: {exc}") from None
             services += 1
     return LoadedFleet(len(envs), clusters, services)
 

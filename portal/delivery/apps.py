@@ -10,8 +10,9 @@ class DeliveryConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save, pre_save
 
         from gitops.signals import cluster_stored
+        from portal.catalog.fleetfile import service_loaded
         from portal.catalog.models import Cluster
-        from portal.delivery import placements
+        from portal.delivery import placements, policies
 
         # The matrix's read model derives from what each poll stores and from the clusters
         # themselves (portal.delivery.placements).
@@ -19,3 +20,5 @@ class DeliveryConfig(AppConfig):
         pre_save.connect(placements.remember_cluster, sender=Cluster, dispatch_uid="delivery.lines.pre")
         post_save.connect(placements.on_cluster_saved, sender=Cluster, dispatch_uid="delivery.lines.post")
         post_delete.connect(placements.on_cluster_deleted, sender=Cluster, dispatch_uid="delivery.lines.delete")
+        # A service's `policy:` in the fleet file is its version policy (checked and audited).
+        service_loaded.connect(policies.on_fleet_service, dispatch_uid="delivery.policies.fleet")

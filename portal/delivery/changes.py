@@ -36,7 +36,17 @@ from gitops.models import GitOpsApp, RunningVersion, Workload, sync_held
 from gitops.pinsource import BRANCH, COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, ref_name, revision_kind
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
-from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
+from portal.delivery.planner import (
+    CLOSING,
+    PROMOTION,
+    ROLLBACK,
+    SUSPENDED_WORDS,
+    UPGRADE,
+    Change,
+    Preview,
+    group_of,
+    plan,
+)
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
@@ -296,7 +306,11 @@ def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datet
                 + FREEZE_DECISION
             )
     for app in apps:
-        if window_blocks(app, at):
+        if app.suspended or (window_blocks(app, at) and (app.sync_window or {}).get("kind") == "suspend"):
+            warnings.append(
+                f"{app.name} on {app.cluster.name} is {SUSPENDED_WORDS}: merging will not deploy it yet."
+            )
+        elif window_blocks(app, at):
             until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
             warnings.append(
                 f"A sync window holds {app.name} on {app.cluster.name}{until}: merging will not deploy it yet."

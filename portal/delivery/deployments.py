@@ -33,6 +33,7 @@ from gitops.models import GitOpsApp, RunningVersion, VersionChange, sync_held
 from gitops.revisions import short_revision
 from portal.delivery import rollbacks, signals
 from portal.delivery.models import PullRequest
+from portal.delivery.planner import SUSPENDED_WORDS
 from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def why_not(app: AppFacts, merged_at: datetime, now: datetime) -> str:
         until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
         return f"a sync window{name} holds {app.name}{until}"
     if app.suspended:
-        return f"Flux has {app.name} suspended"
+        return f"Flux has {app.name} {SUSPENDED_WORDS}"
     if app.manual_sync:
         return f"Argo CD syncs {app.name} by hand: merging does not deploy it"
     if app.revision_changed_at is None or app.revision_changed_at < merged_at:

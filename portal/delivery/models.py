@@ -4,6 +4,7 @@ attempts and the matrix's read model."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -14,7 +15,11 @@ from portal.delivery.policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
 
 
 class ServicePolicy(models.Model):
-    """One service's version policy, as admins edit it; `as_policy()` is what the pure code takes."""
+    """One service's version policy, as admins edit it; `as_policy()` is what the pure code takes.
+
+    The columns hold the policy's parts; `document()` / `from_document()` are the one JSON
+    form of it (portal.delivery.policy: `pr_reviewers`, `pr_labels`, `auto_pr`, ...) that the
+    service page, the Django admin, the fleet file and the API all show and take."""
 
     service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="version_policy")
     accept = models.CharField(
@@ -24,15 +29,18 @@ class ServicePolicy(models.Model):
         help_text="largest jump accepted: any/major, minor, patch",
     )
     range = models.CharField(max_length=200, blank=True, help_text='semver range, e.g. ">=1.4 <2" or "^1.2"')
-    allow_tags = models.CharField(max_length=300, blank=True, help_text="regular expression a tag must contain")
+    allow_tags = models.JSONField(default=list, blank=True, help_text="regular expressions; a tag must contain one")
+    ignore_tags = models.JSONField(
+        default=list, blank=True, help_text="regular expressions; a tag containing one is skipped"
+    )
     ignore_prereleases = models.BooleanField(default=True)
     auto_pr = models.JSONField(
         default=dict,
         blank=True,
         help_text='environment -> largest automatic jump: {"dev": "minor", "staging": "patch"}',
     )
-    reviewers = models.JSONField(default=list, blank=True)
-    labels = models.JSONField(default=list, blank=True)
+    reviewers = models.JSONField(default=list, blank=True, help_text="pr_reviewers: logins and @org/team")
+    labels = models.JSONField(default=list, blank=True, help_text="pr_labels")
     put_off = models.JSONField(
         default=list, blank=True, help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day'
     )
@@ -44,25 +52,47 @@ class ServicePolicy(models.Model):
     def __str__(self) -> str:
         return f"version policy of {self.service}"
 
+    def document(self) -> dict[str, Any]:
+        """The policy as stored, in the JSON form (not validated: a stored policy that no longer
+        applies is still shown as it is, so it can be fixed)."""
+        allow = self.allow_tags
+        return {
+            "accept": self.accept,
+            "range": self.range,
+            "allow_tags": [allow] if isinstance(allow, str) and allow else list(allow or []),
+            "ignore_tags": list(self.ignore_tags or []),
+            "ignore_prereleases": self.ignore_prereleases,
+            "auto_pr": dict(self.auto_pr or {}),
+            "pr_reviewers": list(self.reviewers or []),
+            "pr_labels": list(self.labels or []),
+            "put_off": list(self.put_off or []),
+        }
+
     def as_policy(self) -> VersionPolicy:
-        return VersionPolicy.from_dict(
-            {
-                "accept": self.accept,
-                "range": self.range,
-                "allow_tags": self.allow_tags,
-                "ignore_prereleases": self.ignore_prereleases,
-                "auto_pr": self.auto_pr or {},
-                "reviewers": self.reviewers or [],
-                "labels": self.labels or [],
-                "put_off": self.put_off or [],
-            }
-        )
+        return VersionPolicy.from_dict(self.document())
+
+    def set_policy(self, policy: VersionPolicy) -> None:
+        """Take every part of `policy` (already validated) into the columns."""
+        data = policy.to_dict()
+        self.accept, self.range, self.ignore_prereleases = data["accept"], data["range"], data["ignore_prereleases"]
+        self.allow_tags, self.ignore_tags = data["allow_tags"], data["ignore_tags"]
+        self.auto_pr, self.reviewers, self.labels = data["auto_pr"], data["pr_reviewers"], data["pr_labels"]
+        self.put_off = data["put_off"]
 
     def clean(self) -> None:
         try:
             self.as_policy()
         except PolicyError as exc:
             raise ValidationError(str(exc))
+
+    @classmethod
+    def document_of(cls, service: Service) -> dict[str, Any]:
+        """The service's policy document, or the default policy's; reads `service.version_policy`,
+        so a list of services selects it along (select_related("version_policy"))."""
+        try:
+            return service.version_policy.document()
+        except cls.DoesNotExist:
+            return VersionPolicy().to_dict()
 
     @classmethod
     def for_service(cls, service: Service) -> VersionPolicy:

@@ -1,6 +1,12 @@
 """The version policy that picks the next version of a service: the largest jump allowed, a
-semver range, tags to ignore, versions put off, automatic PRs per environment. Pure: no I/O.
-Tags are read as versions by portal.releases.versions."""
+semver range, regex allow and ignore lists, pre-releases, versions put off, automatic PRs per
+environment, and the reviewers and labels of its pull requests. Pure: no I/O. Tags are read as
+versions by portal.releases.versions.
+
+The JSON form (`from_dict` / `to_dict`) is the one document an admin edits on the service
+page, in the Django admin and in the fleet file, and the API shows. Its keys are the
+documented ones (`pr_reviewers`, `pr_labels`, `auto_pr`, ...); `reviewers` and `labels`, the
+names policies were first stored under, are still read so stored policies keep working."""
 
 from __future__ import annotations
 
@@ -14,6 +20,13 @@ from portal.releases.versions import LEVELS, MAX_PARTS, Version, jump, parse_tag
 
 ACCEPT_CHOICES = ("any", "major", "minor", "patch")
 AUTO_PR_CHOICES = ("none", *LEVELS)
+# A person (a forge login) or a team as `@org/team` (GitHub `team_reviewers`, Gitea teams).
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,98}"
+_REVIEWER = re.compile(rf"^(?:{_NAME}|@{_NAME}/{_NAME})$")
+MAX_LABEL = 50  # GitHub's limit on a label's name, the shortest of the three forges
+KEYS = ("accept", "range", "allow_tags", "ignore_tags", "ignore_prereleases", "auto_pr", "pr_reviewers",
+        "pr_labels", "put_off")
+ALIASES = {"reviewers": "pr_reviewers", "labels": "pr_labels"}  # older names, still read
 
 
 class PolicyError(ValueError):
@@ -138,14 +151,18 @@ class VersionPolicy:
     """Which newer tags a service accepts, and what the portal does about them.
 
     accept: the largest jump allowed ("any" = "major": no limit; "minor": stay on the
-    major; "patch": stay on the minor). `range` (node-semver) and `allow_tags` (a regex,
-    searched in the tag as argocd-image-updater's allowTags does) narrow it further.
-    auto_pr: environment name -> the largest jump that gets an automatic pull request
-    ("none" or absent: never)."""
+    major; "patch": stay on the minor). `range` (node-semver) and `allow_tags` (regexes,
+    searched in the tag as argocd-image-updater's allowTags does: one must match) narrow it
+    further; a tag matching one of `ignore_tags` is never taken (argocd-image-updater's
+    ignore-tags, as regexes). auto_pr: environment name -> the largest jump that gets an
+    automatic pull request ("none" or absent: never). reviewers and labels (`pr_reviewers`,
+    `pr_labels` in JSON) go on every pull request for the service: people by login, teams as
+    `@org/team`."""
 
     accept: str = "any"
     range: str = ""
-    allow_tags: str = ""
+    allow_tags: tuple[str, ...] = ()
+    ignore_tags: tuple[str, ...] = ()
     ignore_prereleases: bool = True
     auto_pr: Mapping[str, str] = field(default_factory=dict)
     reviewers: tuple[str, ...] = ()
@@ -160,18 +177,31 @@ class VersionPolicy:
                 raise PolicyError(f"automatic PR level for {env!r} must be one of {', '.join(AUTO_PR_CHOICES)}")
         if self.range:
             parse_range(self.range)
-        if self.allow_tags:
-            try:
-                re.compile(self.allow_tags)
-            except re.error as exc:
-                raise PolicyError(f"allow_tags is not a valid regular expression: {exc}")
+        for key in ("allow_tags", "ignore_tags"):
+            for pattern in getattr(self, key):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise PolicyError(f"{key}: {pattern!r} is not a valid regular expression: {exc}")
+        for reviewer in self.reviewers:
+            if not _REVIEWER.match(reviewer):
+                raise PolicyError(f"pr_reviewers: {reviewer!r} is neither a login nor a team as @org/team")
+        for label in self.labels:
+            if not label.strip() or len(label) > MAX_LABEL:
+                raise PolicyError(f"pr_labels: {label[:60]!r} must be 1 to {MAX_LABEL} characters")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> VersionPolicy:
         """From the JSON an admin edits; unknown keys are an error, so typos do not pass silently."""
+        if data is not None and not isinstance(data, Mapping):
+            raise PolicyError("a policy is a JSON object: {\"accept\": \"minor\", ...}")
         data = dict(data or {})
-        known = {"accept", "range", "allow_tags", "ignore_prereleases", "auto_pr", "reviewers", "labels", "put_off"}
-        unknown = sorted(set(data) - known)
+        for old, new in ALIASES.items():
+            if old in data:
+                if new in data:
+                    raise PolicyError(f"give {new} only ({old} is its older name)")
+                data[new] = data.pop(old)
+        unknown = sorted(set(data) - set(KEYS))
         if unknown:
             raise PolicyError(f"unknown policy keys: {', '.join(unknown)}")
         put_off = []
@@ -181,14 +211,21 @@ class VersionPolicy:
                 put_off.append(PutOff(str(version), until if isinstance(until, date) else date.fromisoformat(until)))
             except (KeyError, TypeError, ValueError):
                 raise PolicyError(f"put_off entries are {{'version': ..., 'until': 'YYYY-MM-DD'}}, not {entry!r}")
+        auto_pr = data.get("auto_pr") or {}
+        if not isinstance(auto_pr, Mapping):
+            raise PolicyError('auto_pr maps environments to a level: {"dev": "minor"}')
+        prereleases = data.get("ignore_prereleases", True)
+        if not isinstance(prereleases, bool):
+            raise PolicyError("ignore_prereleases is true or false")
         return cls(
             accept=str(data.get("accept") or "any"),
-            range=str(data.get("range") or ""),
-            allow_tags=str(data.get("allow_tags") or ""),
-            ignore_prereleases=bool(data.get("ignore_prereleases", True)),
-            auto_pr={str(k): str(v) for k, v in (data.get("auto_pr") or {}).items()},
-            reviewers=tuple(str(r) for r in data.get("reviewers") or ()),
-            labels=tuple(str(label) for label in data.get("labels") or ()),
+            range=str(data.get("range") or "").strip(),
+            allow_tags=_strings(data, "allow_tags"),
+            ignore_tags=_strings(data, "ignore_tags"),
+            ignore_prereleases=prereleases,
+            auto_pr={str(k): str(v) for k, v in auto_pr.items()},
+            reviewers=_strings(data, "pr_reviewers"),
+            labels=_strings(data, "pr_labels"),
             put_off=tuple(put_off),
         )
 
@@ -196,11 +233,12 @@ class VersionPolicy:
         return {
             "accept": self.accept,
             "range": self.range,
-            "allow_tags": self.allow_tags,
+            "allow_tags": list(self.allow_tags),
+            "ignore_tags": list(self.ignore_tags),
             "ignore_prereleases": self.ignore_prereleases,
             "auto_pr": dict(self.auto_pr),
-            "reviewers": list(self.reviewers),
-            "labels": list(self.labels),
+            "pr_reviewers": list(self.reviewers),
+            "pr_labels": list(self.labels),
             "put_off": [{"version": p.version, "until": p.until.isoformat()} for p in self.put_off],
         }
 
@@ -215,6 +253,16 @@ class VersionPolicy:
         return LEVELS.index(level) <= LEVELS.index(allowed)
 
 
+def _strings(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """A list of strings; one string alone counts as a list of one. Blanks are dropped."""
+    value = data.get(key) or ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise PolicyError(f"{key} is a list of strings, not {str(value)[:60]!r}")
+    return tuple(v.strip() for v in value if v.strip())
+
+
 def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> list[str]:
     """Every tag newer than `current` that the policy accepts, oldest first."""
     now = parse_tag(current)
@@ -222,7 +270,8 @@ def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: 
         return []
     limit = LEVELS.index(policy.max_jump())
     semver_range = parse_range(policy.range) if policy.range else None
-    allow = re.compile(policy.allow_tags) if policy.allow_tags else None
+    allow = [re.compile(pattern) for pattern in policy.allow_tags]
+    ignore = [re.compile(pattern) for pattern in policy.ignore_tags]
     found = []
     for tag in tags:
         candidate = parse_tag(tag)
@@ -236,7 +285,9 @@ def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: 
             continue
         if semver_range is not None and not semver_range.contains(candidate):
             continue
-        if allow is not None and allow.search(tag) is None:
+        if allow and not any(pattern.search(tag) for pattern in allow):
+            continue
+        if any(pattern.search(tag) for pattern in ignore):
             continue
         if any(p.covers(candidate, today) for p in policy.put_off):
             continue

@@ -70,10 +70,11 @@ def open_planned(
     """Open (or link) the pull request `preview` describes. Never raises for forge errors."""
     repository = repo_url(forge.repo)
     if getattr(settings, "DEMO_MODE", False):
-        return _audited(user, REFUSED, DEMO_REFUSAL, f"{repository} {preview.branch}", preview)
+        return _audited(user, REFUSED, DEMO_REFUSAL, f"{repository} {preview.branch}", preview, automatic=automatic)
     if not preview.can_open:
         reason = "; ".join(preview.problems) or "nothing to change"
-        return _audited(user, REFUSED, f"Nothing to open: {reason}", f"{repository} {preview.branch}", preview)
+        target = f"{repository} {preview.branch}"
+        return _audited(user, REFUSED, f"Nothing to open: {reason}", target, preview, automatic=automatic)
     with _branch_lock(repository, preview.branch):
         row, refused = _claim(forge, preview, repository, user, automatic)
         if refused is not None:
@@ -92,7 +93,7 @@ def open_planned(
             commit_message=preview.commit_message,
             same_change=lambda title: names_change(title, change),
             actor=user,
-            details=_details(preview),
+            details=_details(preview, automatic),
         )
         if outcome.pull is None:
             row.delete()  # the claim is released: a retry may open it
@@ -162,7 +163,7 @@ def _claim(
         **fields,
     )
     if not taken:
-        return row, _in_progress(user, row, preview)
+        return row, _in_progress(user, row, preview, automatic)
     row.refresh_from_db()
     return row, None
 
@@ -171,20 +172,21 @@ def _answer_of(row: PullRequest, user: object | None, automatic: bool, preview: 
     """What an existing row says to a new open; None when a person may take a closed one back."""
     target = row.url or f"{row.repository} {row.branch}"
     if row.state == PullRequest.State.OPENING:
-        return _in_progress(user, row, preview)
+        return _in_progress(user, row, preview, automatic)
     if row.state == PullRequest.State.OPEN:
-        return _audited(user, LINKED, f"Already open: #{row.number}", target, preview, row)
+        return _audited(user, LINKED, f"Already open: #{row.number}", target, preview, row, automatic)
     if row.state == PullRequest.State.MERGED:
-        return _audited(user, REFUSED, f"This change was merged already (#{row.number}).", target, preview, row)
+        message = f"This change was merged already (#{row.number})."
+        return _audited(user, REFUSED, message, target, preview, row, automatic)
     if automatic:
         message = f"#{row.number} was closed without merging; it is not reopened automatically."
-        return _audited(user, REFUSED, message, target, preview, row)
+        return _audited(user, REFUSED, message, target, preview, row, automatic)
     return None
 
 
-def _in_progress(user: object | None, row: PullRequest, preview: Preview) -> OpenResult:
+def _in_progress(user: object | None, row: PullRequest, preview: Preview, automatic: bool = False) -> OpenResult:
     target = row.url or f"{row.repository} {row.branch}"
-    return _audited(user, IN_PROGRESS, "This pull request is being opened already.", target, preview, row)
+    return _audited(user, IN_PROGRESS, "This pull request is being opened already.", target, preview, row, automatic)
 
 
 def _fill(row: PullRequest, info: PullRequestInfo, at: datetime, opened_outside: bool) -> None:
@@ -200,8 +202,9 @@ def _fill(row: PullRequest, info: PullRequestInfo, at: datetime, opened_outside:
     row.opened_outside = opened_outside
 
 
-def _details(preview: Preview) -> dict[str, Any]:
-    """What the audit log keeps of a change, beside the forge write's own facts."""
+def _details(preview: Preview, automatic: bool = False) -> dict[str, Any]:
+    """What the audit log keeps of a change, beside the forge write's own facts; `automatic`
+    marks a pull request a version policy opened (no person asked for it)."""
     change = preview.change
     return {
         "kind": change.kind,
@@ -210,18 +213,20 @@ def _details(preview: Preview) -> dict[str, Any]:
         "image": change.image,
         "from_version": change.from_version,
         "to_version": change.to_version,
+        "automatic": automatic,
     }
 
 
 def _audited(
-    user: object | None, status: str, message: str, target: str, preview: Preview, row: PullRequest | None = None
+    user: object | None, status: str, message: str, target: str, preview: Preview, row: PullRequest | None = None,
+    automatic: bool = False,
 ) -> OpenResult:
     """An outcome decided here, without a forge write: audited once, like the forge's own."""
     record(
         user,
         f"pull_request.{status}",
         target[:300],
-        **_details(preview),
+        **_details(preview, automatic),
         repository=preview.change.repository,
         branch=preview.branch,
         files=[edit.path for edit in preview.edits],

@@ -63,7 +63,7 @@ def _policies(services: list[Service]) -> dict[int, VersionPolicy]:
             found[row.service_id] = row.as_policy()
         except PolicyError:
             # A policy that no longer applies offers nothing rather than breaking every page.
-            found[row.service_id] = VersionPolicy(accept="patch", allow_tags=r"^$")
+            found[row.service_id] = VersionPolicy(accept="patch", allow_tags=(r"^$",))
     return found
 
 

@@ -9,6 +9,7 @@ cannot leak through a library's debug log, and our error messages never contain 
 from __future__ import annotations
 
 import abc
+import base64
 import hashlib
 import hmac
 import http.client
@@ -233,6 +234,69 @@ class Webhook(HttpTransport):
         )
 
 
+class Ntfy(HttpTransport):
+    """Push to phones and desktops through ntfy: one HTTP POST to the topic URL
+    (https://ntfy.example.com/deploys), the message as the body, Title / Click / Actions /
+    Priority / Tags as headers (https://docs.ntfy.sh/publish/); the channel's secret, when
+    set, is the access token (Authorization: Bearer).
+
+    Why ntfy rather than Web Push: ntfy is what teams already self-host for alerts (one small
+    server, or ntfy.sh) with Android, iOS and desktop apps, and sending is a plain POST the
+    portal makes like its other webhooks. Web Push would need VAPID keys, a service worker on
+    an HTTPS origin, and a subscription per person and browser stored and renewed by the
+    portal, and reaches only browsers that subscribed.
+
+    Header values travel as RFC 2047 (=?UTF-8?B?…?=) when they are not ASCII, which ntfy
+    decodes (http.client sends headers as latin-1 and cannot carry "→" otherwise). Actions are
+    ntfy's `view` buttons, at most three (ntfy's limit); further links go in the message.
+    """
+
+    MAX_ACTIONS = 3
+    PRIORITY_PROBLEM = "4"  # high: a notification that vibrates
+    PRIORITY_INFO = "3"
+
+    @staticmethod
+    def header(value: str) -> str:
+        value = " ".join(value.split())  # no line breaks in a header
+        if value.isascii():
+            return value
+        return "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
+
+    @staticmethod
+    def _quoted(value: str) -> str:
+        # ntfy's short action format: fields split on commas, actions on semicolons; quoting keeps them.
+        return '"' + value.replace('"', "'") + '"'
+
+    def message(self, event: Event) -> str:
+        lines = [event.summary, ""]
+        lines += [f"{label}: {value}" for label, value in event.facts]
+        if len(event.causes) > 1:
+            lines += ["", "Also: " + "; ".join(event.causes[1:3])]
+        rest = event.links[self.MAX_ACTIONS:]
+        if rest:
+            lines += ["", *(f"{link.label}: {link.url}" for link in rest)]
+        return "\n".join(lines).strip()[:4000]
+
+    def headers(self, event: Event) -> dict[str, str]:
+        actions = "; ".join(f"view, {self._quoted(link.label[:60])}, {link.url}"
+                            for link in event.links[: self.MAX_ACTIONS])
+        headers = {
+            "Content-Type": "text/plain; charset=utf-8",
+            "Title": self.header(event.title[:250]),
+            "Click": event.action_url,
+            "Priority": self.PRIORITY_INFO if event.kind == EventKind.TEST else self.PRIORITY_PROBLEM,
+            "Tags": "test_tube" if event.kind == EventKind.TEST else "warning",
+        }
+        if actions:
+            headers["Actions"] = self.header(actions)
+        if self.channel.secret:
+            headers["Authorization"] = f"Bearer {self.channel.secret}"
+        return headers
+
+    def notify(self, event: Event) -> None:
+        self.post(self.message(event).encode(), self.headers(event))
+
+
 class Email(Transport):
     """Django's e-mail backend (SMTP in production, locmem in tests); HTML and plain text."""
 
@@ -274,6 +338,7 @@ TRANSPORTS: dict[str, type[Transport]] = {
     Channel.Kind.EMAIL: Email,
     Channel.Kind.WEBHOOK: Webhook,
     Channel.Kind.DISCORD: Discord,
+    Channel.Kind.NTFY: Ntfy,
 }
 
 

@@ -20,14 +20,16 @@ class ChannelForm(forms.ModelForm):
         max_length=2000,
         label="Webhook URL",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Slack, Teams, Discord or webhook. Stored as a secret; leave empty to keep the saved one.",
+        help_text="Slack, Teams, Discord, webhook, or the ntfy topic URL (https://ntfy.example.com/deploys). "
+        "Stored as a secret; leave empty to keep the saved one.",
     )
     secret = forms.CharField(
         required=False,
         max_length=200,
         label="Signing secret",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Webhook only: the HMAC-SHA256 key the receiver verifies X-Portal-Signature with.",
+        help_text="Webhook: the HMAC-SHA256 key the receiver verifies X-Portal-Signature with. "
+        "ntfy: an access token (tk_…) when the topic needs one.",
     )
 
     class Meta:

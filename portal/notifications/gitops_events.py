@@ -2,9 +2,19 @@
 
 An episode begins when the application leaves "in sync and healthy" and ends when it is
 back (statechanges.py follows that from the StateChange rows). This module words it: the
-title, the likeliest cause first (the version and commit changes of the day before), the
-facts and the links. The episode's start is part of its key, so the key is the same on
-every pass and on every worker.
+title, the likeliest cause first, the facts and the links, the action first. The episode's
+start is part of its key, so the key is the same on every pass and on every worker.
+
+The alert carries the fix where the portal has one:
+- degraded or missing, with a rollback on offer (portal.delivery.rollbacks): "Rollback PR →
+  <version>" opening the rollback's preview, and the version change it blames first;
+- out of sync: "Git pins X, runs Y" (portal.delivery.gitpins) and, for an Argo CD app synced
+  by hand, "Argo CD waits for someone to sync it" with the Argo CD link;
+- a suspended Flux object: "suspended, deploys once resumed".
+
+`build_event` reads what it needs from the store, then `word_event` (no queries) says it;
+the channels' "Send test" words sample rows through the same `word_event`, so a test is
+exactly what a real alert of that kind looks like.
 """
 
 from __future__ import annotations
@@ -19,12 +29,16 @@ from forges import weblinks
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
 from gitops.revisions import short_revision
 from gitops.store import app_key
+from portal.delivery import rollbacks
+from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.planner import SUSPENDED_WORDS
 from portal.links import argocd_app_url
-from portal.notifications.events import Event, EventKind, links, portal_url
+from portal.notifications.events import Event, EventKind, Link, links, portal_url
 from portal.timestamps import utc_stamp
 
 # Causes are looked for among changes of the day before the episode began.
 CAUSE_WINDOW = timedelta(days=1)
+MANUAL_SYNC_WORDS = "Argo CD waits for someone to sync it"
 
 
 def is_resolved(sync: str, health: str) -> bool:
@@ -98,6 +112,7 @@ def _action_link(app: GitOpsApp, services: list[str]) -> str:
 
 
 def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
+    """The alert of `app`'s episode begun at `start`, from what the store holds at `at`."""
     services = sorted(s.name for s in app.services.all())
     versions = list(
         VersionChange.objects.filter(Q(app=app) | Q(cluster=app.cluster, service__name__in=services))
@@ -106,8 +121,51 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
         .distinct()
         .order_by("-at", "-id")
     )
+    pins = ""
+    if app.sync_status == "OutOfSync":
+        pinned = pinned_versions([app.pk])
+        notes = [pin_summary(pinned.get((app.pk, name), []), (app.running or {}).get(name, [])) for name in services]
+        pins = "; ".join(note for note in notes if note)
+    offer = None
+    if app.health_status in ATTENTION_HEALTH and app.cluster.environment is not None:
+        offers = rollbacks.offers_for_apps([app], now=at).get(app.pk, [])
+        offer = offers[0] if offers else None
+    return word_event(app, start, at, services=services, versions=versions, pins=pins, rollback=offer)
+
+
+def word_event(
+    app: GitOpsApp,
+    start: datetime,
+    at: datetime,
+    *,
+    services: list[str],
+    versions: list[VersionChange],
+    pins: str = "",
+    rollback: rollbacks.RollbackOffer | None = None,
+) -> Event:
+    """The alert, worded from rows already read (no queries): `pins` is "Git pins X, runs Y"
+    when Git and the cluster disagree, `rollback` the rollback on offer, if any."""
     causes = _causes(app, start, versions)
     cluster = app.cluster.name
+    argocd_url = (argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
+                  if app.tool == "argo" else None)
+    where = f"{state_words(app)} on {cluster}"
+    first: list[str] = []
+    if rollback is not None:
+        # The change the rollback undoes is the likeliest cause: it leads.
+        blamed = f"{rollback.current} replaced {rollback.previous}"
+        causes.sort(key=lambda text: blamed not in text)
+        if not any(blamed in text for text in causes):
+            first.append(f"{where}, after {blamed}")
+    if app.tool == "flux" and app.suspended:
+        first.append(f"Flux: {app.name} on {cluster} is {SUSPENDED_WORDS}")
+    if app.sync_status == "OutOfSync":
+        if app.tool == "argo" and app.manual_sync:
+            first.append(f"{MANUAL_SYNC_WORDS}: {app.name} on {cluster} has no automated sync"
+                         + (f" ({pins})" if pins else ""))
+        elif pins:
+            first.append(f"Out of sync on {cluster}: {pins}")
+    causes = first + causes
     # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
     environment = app.cluster.environment.name if app.cluster.environment is not None else ""
     since = utc_stamp(start)
@@ -127,6 +185,12 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     ]
     if services:
         facts.append(("Services", ", ".join(services)))
+    if pins:
+        facts.append(("Git", pins))
+    if app.tool == "argo" and app.manual_sync:
+        facts.append(("Sync policy", "manual: " + MANUAL_SYNC_WORDS))
+    if app.tool == "flux" and app.suspended:
+        facts.append(("Flux", SUSPENDED_WORDS))
     if app.synced_revision:
         facts.append(("Synced commit", short_revision(app.synced_revision)))
     if app.health_message:
@@ -142,13 +206,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
         services=tuple(services),
         facts=tuple(facts),
         causes=tuple(causes),
-        links=links(
-            ("Open in portal", _action_link(app, services)),
-            ("Changes", changes_url),
-            ("Synced commit", commit_url),
-            ("Argo CD", argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
-             if app.tool == "argo" else None),
-        ),
+        links=_links(app, services, rollback, changes_url, commit_url, argocd_url),
         details={
             "app": {
                 "tool": app.tool,
@@ -165,9 +223,35 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
                 "previous": app.previous_synced_revision,
                 "changes_url": changes_url,
             },
+            "git_pins": pins,
+            "manual_sync": bool(app.manual_sync),
+            "suspended": bool(app.suspended),
+            "rollback": None if rollback is None else {
+                "service": rollback.service, "from": rollback.current, "to": rollback.previous,
+                "preview_url": portal_url(rollbacks.preview_url(rollback)),
+            },
             "version_changes": [
                 {"service": v.service.name, "from": v.from_version, "to": v.to_version, "at": v.at.isoformat()}
                 for v in versions
             ],
         },
     )
+
+
+def _links(
+    app: GitOpsApp,
+    services: list[str],
+    rollback: rollbacks.RollbackOffer | None,
+    changes_url: str | None,
+    commit_url: str | None,
+    argocd_url: str | None,
+) -> tuple[Link, ...]:
+    """The action first: the rollback's preview when one is on offer, Argo CD when it waits for
+    someone to sync, else the portal's page of the app."""
+    action: list[tuple[str, str | None]] = [("Open in portal", _action_link(app, services))]
+    argocd: list[tuple[str, str | None]] = [("Argo CD", argocd_url)]
+    if rollback is not None:
+        action.insert(0, (f"Rollback PR → {rollback.previous}", portal_url(rollbacks.preview_url(rollback))))
+    if app.tool == "argo" and app.manual_sync and app.sync_status == "OutOfSync":
+        action, argocd = [("Sync in Argo CD", argocd_url), *action], []
+    return links(*action, ("Changes", changes_url), ("Synced commit", commit_url), *argocd)

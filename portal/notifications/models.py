@@ -28,12 +28,14 @@ class Channel(models.Model):
         EMAIL = "email"
         WEBHOOK = "webhook"
         DISCORD = "discord"
+        NTFY = "ntfy"
         choices = [
             (SLACK, "Slack (incoming webhook)"),
             (TEAMS, "Microsoft Teams (incoming webhook / workflow)"),
             (EMAIL, "E-mail"),
             (WEBHOOK, "Webhook (signed JSON)"),
             (DISCORD, "Discord (webhook)"),
+            (NTFY, "ntfy push (topic URL)"),
         ]
 
     name = models.CharField(max_length=100, unique=True)

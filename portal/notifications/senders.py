@@ -128,7 +128,13 @@ def scan_and_send(at: datetime | None = None) -> SendReport:
     return deliver_pending(at)
 
 
-def sample_event(channel: Channel, at: datetime) -> Event:
+def sample_event(channel: Channel, at: datetime, sample: str = "") -> Event:
+    """What "Send test" sends: the sample alert `sample` (portal.notifications.samples, worded
+    as a real one), or without one a plain "the channel works" message."""
+    if sample:
+        from portal.notifications.samples import sample as sample_alert
+
+        return sample_alert(sample, at)
     return Event(
         kind=EventKind.TEST,
         key=f"test:{channel.pk}:{at.isoformat()}",
@@ -140,10 +146,10 @@ def sample_event(channel: Channel, at: datetime) -> Event:
     )
 
 
-def send_test(channel: Channel, at: datetime | None = None) -> str | None:
+def send_test(channel: Channel, at: datetime | None = None, sample: str = "") -> str | None:
     """Send a test message now, once (no retry: a person is waiting); None when it went out."""
     at = at or timezone.now()
-    event = sample_event(channel, at)
+    event = sample_event(channel, at, sample)
     try:
         transport_for(channel, clock=lambda: at).notify(event)
     except TransportError as exc:

@@ -15,6 +15,7 @@ from portal.accounts.roles import Role, has_role, post_only, requires_role
 from portal.audit.models import record
 from portal.notifications.forms import ChannelForm, RuleForm
 from portal.notifications.models import Channel, Delivery, Rule
+from portal.notifications.samples import SAMPLE_NAMES, SAMPLES
 from portal.notifications.senders import send_test
 
 RECENT_DELIVERIES = 50
@@ -47,6 +48,7 @@ def index(request: HttpRequest) -> HttpResponse:
         "rules": Rule.objects.select_related("channel", "environment", "cluster", "service"),
         "deliveries": deliveries,
         "can_configure": has_role(request.user, Role.ADMIN),
+        "samples": SAMPLES,
     }
     return render(request, "notifications/index.html", context)
 
@@ -69,10 +71,14 @@ def channel_form(request: HttpRequest) -> HttpResponse:
 @post_only("notifications")
 def channel_test(request: HttpRequest) -> HttpResponse:
     channel = _required(request, Channel)
-    error = send_test(channel)
-    record(request.user, "notifications.channel_tested", channel.name, ok=error is None)
+    sample = request.POST.get("sample") or ""
+    if sample and sample not in SAMPLE_NAMES:
+        raise Http404("no such sample alert")
+    error = send_test(channel, sample=sample)
+    record(request.user, "notifications.channel_tested", channel.name, ok=error is None, sample=sample)
     if error is None:
-        messages.success(request, f"Test notification sent to “{channel.name}”.")
+        what = dict(SAMPLES)[sample].lower() if sample else "notification"
+        messages.success(request, f"Test {what} sent to “{channel.name}”.")
     else:
         messages.error(request, f"Test notification to “{channel.name}” failed: {error}")
     return redirect("notifications")

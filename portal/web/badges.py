@@ -13,12 +13,18 @@ from html import escape
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from gitops.attention import OPERATION_RUNNING, Attention
 from gitops.models import sync_held
+
+# The words for the two attention states that are no health or sync status of their own
+# (gitops.attention): the matrix's flags and the badges below say them.
+STUCK_PROGRESSING = "stuck progressing"
+SYNC_FAILED = "sync failed"
 
 
 @dataclass(frozen=True)
 class Badge:
-    kind: str  # window | manual | suspended | stale
+    kind: str  # window | manual | suspended | stale | warn (stuck) | bad (sync failed)
     label: str
     title: str
 
@@ -71,12 +77,34 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
         badges.append(Badge("manual", "manual sync", "No automated sync: it deploys only when someone syncs it."))
     if getattr(app, "suspended", False):
         badges.append(Badge("suspended", "suspended", "Flux reconciliation is suspended (spec.suspend: true)."))
+    badges.extend(attention_badges(app, at))
     stale_since = getattr(cluster, "stale_since", None)
     if stale_since:
         name = getattr(cluster, "name", "the cluster")
         title = f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data."
         badges.append(Badge("stale", "stale", title))
     return badges
+
+
+def attention_badges(app: object, at: datetime) -> list[Badge]:
+    """"stuck progressing" and "sync failed" when the attention rule says so (gitops.attention)."""
+    rule = Attention.at(at)
+    found = []
+    get = app.__dict__.get
+    phase, started = get("operation_phase") or "", get("operation_started_at")
+    if rule.stuck(get("health_status") or "", get("health_since"), phase, started):
+        if phase == OPERATION_RUNNING and started is not None and rule.stuck_at and started <= rule.stuck_at:
+            title = f"A sync operation has been running since {_stamp(started)} and has not finished."
+        else:
+            since = get("health_since")
+            title = f"Progressing since {_stamp(since)}" if since else "Progressing"
+            title += ": the rollout has not settled."
+        found.append(Badge("warn", STUCK_PROGRESSING, title))
+    if rule.sync_failed(phase, get("operation_finished_at")):
+        message = (get("operation_message") or "").strip()
+        title = "The last sync operation ended " + phase + (f": {message[:300]}" if message else ".")
+        found.append(Badge("bad", SYNC_FAILED, title))
+    return found
 
 
 # The CSS class of a badge for each state, decided here only: templates reach these through

@@ -14,11 +14,12 @@ from django.db import connection
 from django.db.models import Count, FloatField, Func, Q
 from django.utils import timezone
 
-from gitops.attention import OUT_OF_SYNC, Attention
+from gitops.attention import OPERATION_RUNNING, Attention
 from gitops.models import GitOpsApp, app_condition_sql, blocked_q
 from portal.catalog.models import Cluster, Environment, Service
 from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
+from portal.web.badges import STUCK_PROGRESSING, SYNC_FAILED
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 
@@ -131,34 +132,48 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
     rule = Attention.at(at or timezone.now())
     unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
     out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
+    stuck, stuck_params = app_condition_sql(rule.stuck_q())
+    failed, failed_params = app_condition_sql(rule.sync_failed_q())
+    params = [*unhealthy_params, *out_of_sync_params, *stuck_params, *failed_params]
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
     sql = f"""
         SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
                {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
-               {unhealthy}, {out_of_sync}
+               {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
+               {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed}
         FROM {app}
         JOIN {link} s ON s.gitopsapp_id = {app}.id
         JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
-        WHERE {unhealthy} OR {out_of_sync}
+        WHERE {unhealthy} OR {out_of_sync} OR {stuck} OR {failed}
         ORDER BY c.name, {app}.name
     """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*unhealthy_params, *out_of_sync_params, *unhealthy_params, *out_of_sync_params])
+        cursor.execute(sql, [*params, *params])
         found = cursor.fetchall()
     labels: dict[tuple[str, str], str] = {}
+
+    def label_of(tool: str, state: str) -> str:
+        label = labels.get((tool, state))
+        if label is None:
+            label = labels[(tool, state)] = f"{TOOL_LABEL.get(tool, tool)}: {state}"
+        return label
+
+    def stamp(epoch: float | None) -> datetime | None:
+        return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
-    for service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, bad, drifted in found:
+    for (service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, started_at, finished_at, phase,
+         bad, drifted, is_stuck, is_failed) in found:
         these = flags[(service_id, cluster_id)]
         if bad:
-            label = labels.get((tool, health))
-            if label is None:
-                label = labels[(tool, health)] = f"{TOOL_LABEL.get(tool, tool)}: {health.lower()}"
-            these.append(Flag(label, datetime.fromtimestamp(health_at, UTC), cluster, name, "bad"))
+            these.append(Flag(label_of(tool, health.lower()), stamp(health_at), cluster, name, "bad"))
+        if is_failed:
+            these.append(Flag(label_of(tool, SYNC_FAILED), stamp(finished_at), cluster, name, "bad"))
         if drifted:
-            label = labels.get((tool, OUT_OF_SYNC))
-            if label is None:
-                label = labels[(tool, OUT_OF_SYNC)] = f"{TOOL_LABEL.get(tool, tool)}: out of sync"
-            these.append(Flag(label, datetime.fromtimestamp(sync_at, UTC), cluster, name, "warn"))
+            these.append(Flag(label_of(tool, "out of sync"), stamp(sync_at), cluster, name, "warn"))
+        if is_stuck:
+            since = started_at if phase == OPERATION_RUNNING and started_at is not None else health_at
+            these.append(Flag(label_of(tool, STUCK_PROGRESSING), stamp(since), cluster, name, "warn"))
     return flags
 
 

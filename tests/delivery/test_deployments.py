@@ -40,7 +40,7 @@ def facts(**extra) -> AppFacts:
     [
         (dict(sync_blocked=True, sync_blocked_until=MERGED + timedelta(hours=3), window="release freeze"),
          "a sync window 'release freeze' holds checkout-prod until 2026-01-05 13:00 UTC"),
-        (dict(tool="flux", suspended=True), "Flux has checkout-prod suspended"),
+        (dict(tool="flux", suspended=True), "Flux has checkout-prod suspended, deploys once resumed"),
         (dict(manual_sync=True), "Argo CD syncs checkout-prod by hand: merging does not deploy it"),
         ({}, "Argo CD has not synced checkout-prod since the merge (still at 4f1d2c3)"),
         (dict(revision_changed_at=MERGED + timedelta(minutes=3), health_status="Progressing"),

@@ -223,3 +223,15 @@ def test_demo_mode_disables_the_button_with_a_message(client, users, catalog, se
     client.post(reverse("pr-open"), {"kind": "upgrade", "item": f"{app.pk}:shop-checkout:3.5.0"})
     assert not PullRequest.objects.exists()
     assert AuditLog.objects.get().action == "pull_request.refused"
+
+
+def test_a_suspended_flux_object_is_said_suspended_not_held_by_a_window(app, catalog):
+    # As the Flux collector stores a Kustomization with spec.suspend: true (gitops.windowstate).
+    app.tool, app.kind, app.suspended = "flux", "Kustomization", True
+    app.sync_blocked, app.sync_blocked_until, app.sync_window = True, None, {"kind": "suspend"}
+    app.save()
+    delivery = preview_change(change_for_upgrade(app, catalog.checkout, "1.7.0"))
+    assert "checkout-prod on prod-eu-1 is suspended, deploys once resumed: merging will not deploy it yet." in (
+        delivery.warnings)
+    assert not any("sync window" in w for w in delivery.warnings)
+    assert "suspended, deploys once resumed" in delivery.preview.description

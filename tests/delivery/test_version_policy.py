@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
@@ -221,16 +222,37 @@ def test_policy_round_trips_through_json() -> None:
     data = {
         "accept": "minor",
         "range": ">=1.4 <2",
-        "allow_tags": "^1\\.",
+        "allow_tags": ["^1\\."],
+        "ignore_tags": ["-debug$", "^1\\.4\\.9$"],
         "ignore_prereleases": False,
         "auto_pr": {"dev": "minor"},
-        "reviewers": ["alice", "team:platform"],
-        "labels": ["deps"],
+        "pr_reviewers": ["alice", "@acme-shop/platform"],
+        "pr_labels": ["deps"],
         "put_off": [{"version": "1.5.0", "until": "2025-07-01"}],
     }
     policy = VersionPolicy.from_dict(data)
     assert policy.to_dict() == data
     assert policy.put_off == (PutOff("1.5.0", date(2025, 7, 1)),)
+    assert policy.reviewers == ("alice", "@acme-shop/platform") and policy.labels == ("deps",)
+
+
+def test_the_older_key_names_are_still_read() -> None:
+    """Policies stored before `pr_reviewers` / `pr_labels` keep working; a single regex string
+    for allow_tags reads as a list of one."""
+    policy = VersionPolicy.from_dict({"reviewers": ["alice"], "labels": ["deps"], "allow_tags": "^1\\."})
+    assert policy.reviewers == ("alice",) and policy.labels == ("deps",) and policy.allow_tags == ("^1\\.",)
+    assert set(policy.to_dict()) >= {"pr_reviewers", "pr_labels"} and "reviewers" not in policy.to_dict()
+    with pytest.raises(PolicyError, match="give pr_reviewers only"):
+        VersionPolicy.from_dict({"reviewers": ["a"], "pr_reviewers": ["b"]})
+
+
+def test_ignore_tags_skip_what_they_match() -> None:
+    tags = ["1.4.3", "1.4.4", "1.4.5-debug", "1.5.0"]
+    assert newest_acceptable("1.4.2", tags, VersionPolicy.from_dict({"ignore_tags": ["^1\\.5\\."]}), TODAY) == "1.4.4"
+    both = VersionPolicy.from_dict({"allow_tags": ["^1\\.4\\."], "ignore_tags": ["-debug$", "\\.4$"]})
+    assert newest_acceptable("1.4.2", tags, both, TODAY) == "1.4.3"
+    either = VersionPolicy.from_dict({"allow_tags": ["^1\\.4\\.3$", "^1\\.5"]})
+    assert acceptable("1.4.2", tags, either, TODAY) == ["1.4.3", "1.5.0"]
 
 
 @pytest.mark.parametrize(
@@ -242,14 +264,21 @@ def test_policy_round_trips_through_json() -> None:
         ({"range": "<*"}, "compares with a wildcard"),
         ({"range": "1 || "}, "empty alternative"),
         ({"range": ">=1.4-rc.1"}, "a pre-release needs a full version"),
-        ({"allow_tags": "^(1"}, "allow_tags is not a valid regular expression"),
+        ({"allow_tags": "^(1"}, "allow_tags: '^(1' is not a valid regular expression"),
+        ({"ignore_tags": ["ok", "[z-a]"]}, "ignore_tags: '[z-a]' is not a valid regular expression"),
+        ({"pr_reviewers": ["team:platform"]}, "neither a login nor a team as @org/team"),
+        ({"pr_reviewers": "alice bob"}, "neither a login nor a team"),
+        ({"pr_labels": ["x" * 51]}, "must be 1 to 50 characters"),
+        ({"pr_labels": [3]}, "pr_labels is a list of strings"),
+        ({"auto_pr": ["dev"]}, "auto_pr maps environments"),
+        ({"ignore_prereleases": "no"}, "ignore_prereleases is true or false"),
         ({"put_off": [{"version": "1.5.0"}]}, "put_off entries are"),
         ({"put_off": [{"version": "1.5.0", "until": "next week"}]}, "put_off entries are"),
         ({"acept": "minor"}, "unknown policy keys: acept"),
     ],
 )
 def test_invalid_policies_are_refused(data: dict, message: str) -> None:
-    with pytest.raises(PolicyError, match=message.replace("(", r"\(").replace("*", r"\*")):
+    with pytest.raises(PolicyError, match=re.escape(message)):
         VersionPolicy.from_dict(data)
 
 

@@ -29,7 +29,8 @@ CASES = {
     "outofsync-past": ("OutOfSync", "Healthy", GRACE + SECOND, True, "drifted"),
     "outofsync-new": ("OutOfSync", "Healthy", timedelta(minutes=3), False, None),
     "both-past": ("OutOfSync", "Degraded", timedelta(hours=1), True, "both"),
-    "progressing-long": ("Synced", "Progressing", timedelta(hours=5), False, None),
+    "progressing-long": ("Synced", "Progressing", timedelta(hours=5), True, "stuck"),
+    "progressing-short": ("Synced", "Progressing", timedelta(minutes=29), False, None),
     "unknown-long": ("Unknown", "Unknown", timedelta(hours=5), False, None),
     "healthy": ("Synced", "Healthy", timedelta(days=2), False, None),
     "degraded-since-unknown": ("OutOfSync", "Degraded", None, False, None),
@@ -39,6 +40,7 @@ CASES = {
 @pytest.fixture
 def fleet(catalog, settings):
     settings.PORTAL_ATTENTION_GRACE_MINUTES = 10
+    settings.PORTAL_STUCK_PROGRESSING_MINUTES = 30
     apps = {}
     for name, (sync, health, ago, _, _) in CASES.items():
         app = seed_app(catalog.prod_eu, name, service=catalog.payments, sync=sync, health=health,
@@ -63,7 +65,7 @@ def test_the_model_check_and_the_querysets_agree_on_every_case(fleet):
 
 def test_the_compiled_sql_selects_what_the_queryset_selects(fleet):
     rule = Attention.at(AT)
-    for condition in (rule.q(), rule.unhealthy_q(), rule.out_of_sync_q()):
+    for condition in (rule.q(), rule.unhealthy_q(), rule.out_of_sync_q(), rule.stuck_q(), rule.sync_failed_q()):
         sql, params = app_condition_sql(condition)
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT name FROM {GitOpsApp._meta.db_table} WHERE {sql}", params)  # noqa: S608
@@ -76,7 +78,7 @@ def test_the_matrix_flags_each_half_that_holds(fleet, catalog):
     got: dict[str, set[str]] = {}
     for flag in flags:
         got.setdefault(flag.app, set()).add(flag.severity)
-    halves = {"bad": {"bad"}, "drifted": {"warn"}, "both": {"bad", "warn"}}
+    halves = {"bad": {"bad"}, "drifted": {"warn"}, "both": {"bad", "warn"}, "stuck": {"warn"}}
     assert got == {name: halves[case[4]] for name, case in CASES.items() if case[3]}
     since = {flag.app: flag.since for flag in flags if flag.severity == "bad"}
     # Read as epoch seconds (a float; SQLite's julianday arithmetic keeps it to some microseconds).
@@ -95,6 +97,7 @@ def test_the_grace_period_comes_from_settings(fleet, settings):
     assert grace_cutoff(AT) == AT - timedelta(minutes=2)
     names = set(GitOpsApp.objects.needing_attention(AT).values_list("name", flat=True))
     assert names == expected() | {"degraded-new", "outofsync-new"}
+    assert "progressing-short" not in names  # the stuck limit is its own setting
     assert GitOpsApp.objects.get(name="outofsync-new").needs_attention(AT)
 
 

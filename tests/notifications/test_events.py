@@ -144,7 +144,11 @@ def test_the_event_names_the_likeliest_cause_first_and_links_back(catalog, chann
         "degraded on prod-eu-1, 2 hours after commit 4f1d2c3 replaced 9a8b7c6",
         "degraded on prod-eu-1, 5 hours after 2.4.0 replaced 2.3.1",
     )
+    # A rollback is on offer (2.5.0 replaced 2.4.0 an hour before): the alert carries it first.
+    rollback = (f"https://portal.example.com/pr/preview?kind=rollback&app={app.pk}&service=payments"
+                "&from=2.5.0&to=2.4.0")
     assert event.links == (
+        Link("Rollback PR → 2.4.0", rollback),
         Link("Open in portal", "https://portal.example.com/services/payments"),
         Link("Changes", f"https://github.com/acme/gitops/compare/{OLD_SHA}...{NEW_SHA}"),
         Link("Synced commit", f"https://github.com/acme/gitops/commit/{NEW_SHA}"),

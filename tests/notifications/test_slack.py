@@ -71,10 +71,13 @@ def test_the_message_is_block_kit_with_url_buttons(receiver, slack, degraded):
                 {"type": "mrkdwn", "text": "*Synced commit*\n4f1d2c3"},
             ]},
             {"type": "actions", "elements": [
+                {"type": "button", "text": {"type": "plain_text", "text": "Rollback PR → 2.4.0"},
+                 "url": f"http://127.0.0.1:8000/pr/preview?kind=rollback&app={degraded.pk}&service=payments"
+                        "&from=2.5.0&to=2.4.0", "action_id": "link-0", "style": "primary"},
                 {"type": "button", "text": {"type": "plain_text", "text": "Open in portal"},
-                 "url": "http://127.0.0.1:8000/services/payments", "action_id": "link-0", "style": "primary"},
+                 "url": "http://127.0.0.1:8000/services/payments", "action_id": "link-1"},
                 {"type": "button", "text": {"type": "plain_text", "text": "Synced commit"},
-                 "url": f"https://github.com/acme/gitops/commit/{SHA}", "action_id": "link-1"},
+                 "url": f"https://github.com/acme/gitops/commit/{SHA}", "action_id": "link-2"},
             ]},
         ],
     }

@@ -1,13 +1,17 @@
-"""A service's page: one GitOps panel per environment and cluster that deploys it."""
+"""A service's page: its version policy (admins edit it, with a live check and a preview of
+what it would pick per environment before saving) and one GitOps panel per environment and
+cluster that deploys it."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 
 from forges import weblinks
@@ -15,10 +19,13 @@ from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
+from portal.delivery import policies
 from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for
+from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
@@ -121,7 +128,29 @@ def _fold(panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:
     return full, compact
 
 
-def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
+def _policy_context(service: Service, user: object, form: PolicyForm | None = None) -> dict[str, object]:
+    """The policy section: the stored document, what it picks per environment, and for an
+    admin the form (bound to what they sent, when a save was refused)."""
+    stored = policies.stored_document(service)
+    problem = ""
+    try:
+        policy = VersionPolicy.from_dict(stored)
+    except PolicyError as exc:  # stored before a check existed: shown, and fixable on the form
+        policy, problem = None, str(exc)
+    is_admin = has_role(user, Role.ADMIN)
+    if is_admin and form is None:
+        form = PolicyForm(stored=stored)
+    return {
+        "policy": stored,
+        "policy_json": json.dumps(stored, indent=2),
+        "policy_problem": problem,
+        "policy_preview": policies.preview(service, policy, timezone.now().date()) if policy else [],
+        "policy_form": form if is_admin else None,
+    }
+
+
+def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm | None = None,
+            status: int = 200) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     environments, unmanaged = _panels(service)
     context = {
@@ -133,7 +162,9 @@ def _render(request: HttpRequest, name: str, template: str) -> HttpResponse:
         "can_act": has_role(request.user, Role.MEMBER),
         "source_url": weblinks.repository_url(service.source_repository),
     }
-    return render(request, template, context)
+    if template == "web/service.html":
+        context.update(_policy_context(service, request.user, form))
+    return render(request, template, context, status=status)
 
 
 @requires_role(Role.VIEWER)
@@ -145,3 +176,35 @@ def service_page(request: HttpRequest, name: str) -> HttpResponse:
 def service_panels(request: HttpRequest, name: str) -> HttpResponse:
     """The panels alone, for the page's 30-second htmx refresh."""
     return _render(request, name, "web/_service_panels.html")
+
+
+def _back_unless_posted(request: HttpRequest, name: str) -> HttpResponse | None:
+    """A policy URL opened with GET (a link followed, a reload) changes nothing: back to the page."""
+    if request.method == "POST":
+        return None
+    return redirect(reverse("service", kwargs={"name": name}) + "#policy")
+
+
+@requires_role(Role.ADMIN)
+def service_policy_check(request: HttpRequest, name: str) -> HttpResponse:
+    """Live validation (htmx, as the form changes): the problem, or what the policy being
+    typed would pick per environment. Nothing is saved."""
+    if (back := _back_unless_posted(request, name)) is not None:
+        return back
+    service = get_object_or_404(Service, name=name)
+    form = PolicyForm(request.POST, stored=policies.stored_document(service))
+    picks = policies.preview(service, form.policy, timezone.now().date()) if form.is_valid() and form.policy else []
+    return render(request, "web/_policy_check.html", {"form": form, "picks": picks, "service": service})
+
+
+@requires_role(Role.ADMIN)
+def service_policy_save(request: HttpRequest, name: str) -> HttpResponse:
+    """Save the policy (audited); a refused one comes back on the page with what is wrong."""
+    if (back := _back_unless_posted(request, name)) is not None:
+        return back
+    service = get_object_or_404(Service, name=name)
+    form = PolicyForm(request.POST, stored=policies.stored_document(service))
+    if not form.is_valid() or form.policy is None:
+        return _render(request, name, "web/service.html", form=form, status=400)
+    policies.save(service, form.policy, request.user, via="service page")
+    return redirect(reverse("service", kwargs={"name": service.name}) + "?policy=saved#policy")

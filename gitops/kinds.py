@@ -12,10 +12,15 @@ beta).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from gitops.topology import SECRET_TYPE_LABEL
 
 ARGOCD = "argocd"
 ARGOCD_PROJECTS = "argocd-projects"  # AppProjects: the sync windows live there
+# Argo CD's cluster Secrets, in its control-plane namespace only: destination name <-> server.
+ARGOCD_CLUSTERS = "argocd-clusters"
 FLUX_KUSTOMIZE = "flux-kustomize"
 FLUX_HELM = "flux-helm"
 FLUX_SOURCES = "flux-sources"
@@ -25,6 +30,7 @@ ROLLOUTS = "rollouts"
 CAPABILITIES: tuple[str, ...] = (
     ARGOCD,
     ARGOCD_PROJECTS,
+    ARGOCD_CLUSTERS,
     FLUX_KUSTOMIZE,
     FLUX_HELM,
     FLUX_SOURCES,
@@ -43,6 +49,11 @@ class KindSpec:
     versions: tuple[str, ...]  # preferred first
     capability: str
     namespaced: bool = True
+    # Sent as `labelSelector` (and applied to manifest folders): only these objects are listed.
+    label_selector: str = ""
+    # When set, only these keys of `data`/`stringData` survive the source that decoded the
+    # list; everything else of them (credentials) is dropped there, before anyone keeps it.
+    kept_data: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -68,6 +79,28 @@ class KindSpec:
         return kind == self.kind and split_api_version(api_version)[0] == self.group
 
 
+def selector_matches(selector: str, labels: Mapping[str, object]) -> bool:
+    """Whether `labels` satisfy an equality-based label selector ("a=b,c!=d,e,!f"), as the
+    API server evaluates `labelSelector` (set-based `in`/`notin` are not used here)."""
+    for term in (t.strip() for t in selector.split(",")):
+        if not term:
+            continue
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.replace("==", "=").partition("=")
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
 def split_api_version(api_version: str) -> tuple[str, str]:
     """`apps/v1` -> ("apps", "v1"); `v1` -> ("", "v1")."""
     group, sep, version = api_version.rpartition("/")
@@ -79,6 +112,10 @@ _SOURCE_VERSIONS = ("v1", "v1beta2")
 KINDS: tuple[KindSpec, ...] = (
     KindSpec("argoproj.io", "Application", "applications", ("v1alpha1",), ARGOCD),
     KindSpec("argoproj.io", "AppProject", "appprojects", ("v1alpha1",), ARGOCD_PROJECTS),
+    # What Argo CD itself watches (util/settings/cluster_informer.go): this label, its own
+    # namespace. `config` holds the cluster's credentials: never kept (kept_data).
+    KindSpec("", "Secret", "secrets", ("v1",), ARGOCD_CLUSTERS,
+             label_selector=f"{SECRET_TYPE_LABEL}=cluster", kept_data=("name", "server", "project")),
     KindSpec("kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", ("v1", "v1beta2"),
              FLUX_KUSTOMIZE),
     KindSpec("helm.toolkit.fluxcd.io", "HelmRelease", "helmreleases", ("v2", "v2beta2", "v2beta1"),

@@ -51,6 +51,7 @@ _CLUSTER_WIDE = {"unreachable", "timeout", "unauthorized"}
 _CAPABILITY_WORDS = {
     kinds.ARGOCD: "Argo CD applications",
     kinds.ARGOCD_PROJECTS: "sync windows",
+    kinds.ARGOCD_CLUSTERS: "cluster names",
     kinds.FLUX_KUSTOMIZE: "Flux Kustomizations",
     kinds.FLUX_HELM: "Flux HelmReleases",
     kinds.FLUX_SOURCES: "Flux sources",
@@ -120,19 +121,28 @@ class Listing:
     argocd_clusters: list | None = None
 
 
-def list_capabilities(source: ClusterSource) -> Listing:
-    """Every kind, capability by capability; a cluster-wide failure stops the read."""
+def list_capabilities(source: ClusterSource, *, argocd_namespace: str = "argocd") -> Listing:
+    """Every kind, capability by capability; a cluster-wide failure stops the read.
+
+    Argo CD's cluster Secrets are listed only where Argo CD runs (its Applications were
+    listed), in its control-plane namespace `argocd_namespace` only, as Argo CD reads them."""
     listing = Listing()
     failures: list[SourceError] = []
     # A source may serve only some capabilities (the Argo CD API: apps and projects).
     for capability in getattr(source, "capabilities", kinds.CAPABILITIES):
+        scoped = capability == kinds.ARGOCD_CLUSTERS
+        if scoped and "Application" not in listing.listed:
+            continue
         for spec in kinds.kinds_for(capability):
             try:
-                result = source.list_objects(spec)
+                result = source.list_objects(spec, namespace=argocd_namespace if scoped else None)
             except SourceError as exc:
                 failures.append(exc)
                 if exc.reason in _CLUSTER_WIDE:
                     return Listing(fatal=exc)
+                if scoped:
+                    _cluster_names_unavailable(listing, argocd_namespace, exc)
+                    continue
                 _record_unavailable(listing, capability, spec.resource, exc)
                 continue
             listing.objects.setdefault(spec.kind, []).extend(result.items)
@@ -143,6 +153,18 @@ def list_capabilities(source: ClusterSource) -> Listing:
     elif isinstance(source, ArgoCDSource):
         listing.argocd_clusters = source.argocd_clusters()
     return listing
+
+
+def _cluster_names_unavailable(listing: Listing, namespace: str, exc: SourceError) -> None:
+    """Cluster Secrets not listed: only `destination.name` resolution degrades (names are
+    then matched to catalog clusters and aliases as they stand). Reading them is optional
+    RBAC; a 404 (no such list) is no news."""
+    if exc.reason == "forbidden":
+        listing.unavailable[kinds.ARGOCD_CLUSTERS] = (
+            f"cluster names unavailable: no permission to list secrets in {namespace}"
+        )
+    elif exc.reason != "not_found":
+        listing.unavailable[kinds.ARGOCD_CLUSTERS] = f"cluster names not updated: {exc.message}"
 
 
 def _record_unavailable(listing: Listing, capability: str, resource: str, exc: SourceError) -> None:
@@ -299,7 +321,9 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
     owned = source is None
     try:
         source = source or source_for(cluster)
-        return list_capabilities(source)
+        namespace = ArgoCDInstance.objects.filter(cluster=cluster).order_by("id").values_list(
+            "namespace", flat=True).first()
+        return list_capabilities(source, argocd_namespace=namespace or "argocd")
     except SourceError as exc:
         return Listing(fatal=exc)
     finally:

@@ -35,7 +35,7 @@ from kubernetes.config.incluster_config import (
 from kubernetes.config.kube_config import load_kube_config
 
 from gitops.fields import MAX_DEPTH, as_str, dig, storable_text
-from gitops.kinds import KindSpec, split_api_version
+from gitops.kinds import KindSpec, selector_matches, split_api_version
 from portal.redaction import redact
 
 logger = logging.getLogger(__name__)
@@ -195,6 +195,37 @@ def _describe(obj: Any) -> str:
 
 def _too_deep_warning(where: str, obj: Any) -> str:
     return f"{where}: skipped {_describe(obj)}: nested deeper than {MAX_DEPTH} levels"
+
+
+# ----------------------------------------------------------------- objects cut to what is read
+
+# Metadata a Secret keeps once cut down. Not its annotations: kubectl's
+# last-applied-configuration annotation holds the applied manifest, `stringData` included.
+_KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels")
+
+
+def only_kept_data(obj: Obj, keys: tuple[str, ...]) -> Obj:
+    """A Secret cut down to `keys` of its `data`/`stringData` (KindSpec.kept_data), right
+    after a source decoded it: an Argo CD cluster Secret keeps `name`, `server` and `project`;
+    its `config` (bearer token, password, client key) is dropped before anything can store,
+    log or show it. The object's other fields go too: nothing else of it is read."""
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    kept: Obj = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {key: metadata[key] for key in _KEPT_METADATA if key in metadata},
+    }
+    for field_name in ("data", "stringData"):
+        values = obj.get(field_name)
+        if isinstance(values, dict):
+            kept[field_name] = {key: values[key] for key in keys if isinstance(values.get(key), str)}
+    return {key: value for key, value in kept.items() if value is not None}
+
+
+def _labels(obj: Obj) -> dict[str, Any]:
+    labels = dig(obj, "metadata", "labels")
+    return labels if isinstance(labels, dict) else {}
 
 
 # ---------------------------------------------------------------------------- KubeSource
@@ -373,6 +404,8 @@ class KubeSource:
         restarted = False
         while True:
             query: list[tuple[str, str | int]] = [("limit", self.page_size)]
+            if kind.label_selector:
+                query.append(("labelSelector", kind.label_selector))
             if token:
                 query.append(("continue", token))
             status, body = self._get(path, query, what)
@@ -390,6 +423,8 @@ class KubeSource:
                 detail = self._redact(_api_message(body)) or f"HTTP {status}"
                 raise SourceError(_status_reason(status), f"{what}: {detail}", status)
             page = self._parse_page(body, what, status, result.warnings)
+            if kind.kept_data is not None:
+                page["items"] = [only_kept_data(item, kind.kept_data) for item in page["items"]]
             items.extend(_fill_type(item, api_version, kind.kind) for item in page["items"])
             metadata = page.get("metadata") or {}
             if token is None:
@@ -524,6 +559,10 @@ class ManifestSource:
                 continue
             if namespace is not None and (obj.get("metadata") or {}).get("namespace") != namespace:
                 continue
+            if kind.label_selector and not selector_matches(kind.label_selector, _labels(obj)):
+                continue
+            if kind.kept_data is not None:
+                obj = only_kept_data(obj, kind.kept_data)
             result.items.append(obj)
             version = split_api_version(str(obj["apiVersion"]))[1]
             if version not in versions_seen:

@@ -83,6 +83,7 @@ def _write_apps(changes: Changes) -> None:
     if apps.image_versions_stale:
         RunningVersion.objects.filter(id__in=apps.image_versions_stale).delete()
     copy_rows(RunningVersion, [_with_ids(row) for row in apps.image_versions_added])
+    VersionChange.objects.bulk_create(VersionChange(**_with_ids(row)) for row in apps.version_changes)
     # Which services each app deploys (M2M), rewritten for new apps and those whose set changed.
     through = GitOpsApp.services.through
     through.objects.filter(gitopsapp_id__in=[a.id for a in apps.relinked]).delete()

@@ -7,6 +7,8 @@ commit, a compare or a repository page need to know the forge, so they live in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from django.conf import settings
@@ -34,3 +36,27 @@ def argocd_app_url(namespace: str, name: str, ui_url: str | None = None) -> str 
     if not base or not namespace or not name:
         return None
     return f"{base.rstrip('/')}/applications/{quote(namespace, safe='')}/{quote(name, safe='')}"
+
+
+@dataclass(frozen=True)
+class ArgoCDLinks:
+    """What pages say of the Argo CD instance that manages an app: "via Argo CD <instance>",
+    linking to the instance's own UI when one is set, and the app's deep link."""
+
+    instance: str  # the instance's name ("" when the app has none recorded)
+    instance_url: str | None  # the instance's UI (ArgoCDInstance.ui_url), only when set
+    app_url: str | None  # the app in that UI, else in PORTAL_ARGOCD_URL (argocd_app_url)
+
+
+class _Instance(Protocol):
+    """What links need of an Argo CD instance (portal.catalog.models.ArgoCDInstance)."""
+
+    name: str
+    ui_url: str
+
+
+def argocd_links(instance: _Instance | None, namespace: str, name: str) -> ArgoCDLinks:
+    """The links of an Argo CD app managed by `instance` (None: none recorded; the default UI)."""
+    ui_url = instance.ui_url if instance is not None else ""
+    return ArgoCDLinks(instance=instance.name if instance is not None else "", instance_url=safe_http_url(ui_url),
+                       app_url=argocd_app_url(namespace, name, ui_url))

@@ -4,6 +4,7 @@ It speaks real HTTP on 127.0.0.1 so the official `kubernetes` client is exercise
 end (URL building, auth header, timeouts, JSON) rather than patched. It knows only
 lists: `/api/v1[/namespaces/<ns>]/<plural>` and
 `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`, with `limit`/`continue` paging,
+equality-based `labelSelector`,
 bearer-token auth, Status bodies shaped like the API server's, and per-resource faults.
 
 Typical use (the `kube_emulator` fixture in conftest.py starts and stops one):
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from gitops.kinds import KINDS, KindSpec, split_api_version
+from gitops.kinds import KINDS, KindSpec, selector_matches, split_api_version
 
 Obj = dict[str, Any]
 ResourceKey = tuple[str, str, str]  # (group, version, plural)
@@ -228,7 +229,7 @@ class KubeEmulator:
         self._resources: dict[ResourceKey, _Resource] = {}
         self._faults: dict[str, list[Fault]] = {}
         self._resource_version = 1000
-        self._page_cache: dict[tuple[ResourceKey, str | None, int, int, int], bytes] = {}
+        self._page_cache: dict[tuple[ResourceKey, str | None, int, int, int, str], bytes] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -413,23 +414,28 @@ class KubeEmulator:
 
     # ---------------------------------------------------------------- serving
 
-    def _ordered(self, key: ResourceKey, namespace: str | None) -> list[Obj]:
+    def _ordered(self, key: ResourceKey, namespace: str | None, selector: str = "") -> list[Obj]:
         resource = self._resources[key]
         if resource.ordered is None:
             # etcd returns keys in order; namespace then name is the same order.
             resource.ordered = [resource.objects[k] for k in sorted(resource.objects)]
-        if namespace is None:
-            return resource.ordered
-        return [o for o in resource.ordered if o["metadata"].get("namespace") == namespace]
+        objects = resource.ordered
+        if namespace is not None:
+            objects = [o for o in objects if o["metadata"].get("namespace") == namespace]
+        if selector:
+            # `labelSelector`, equality-based, as the API server applies it before paging.
+            objects = [o for o in objects if selector_matches(selector, o["metadata"].get("labels") or {})]
+        return objects
 
-    def _page(self, key: ResourceKey, namespace: str | None, limit: int, start: int, rv: int) -> bytes:
-        cache_key = (key, namespace, limit, start, rv)
+    def _page(self, key: ResourceKey, namespace: str | None, limit: int, start: int, rv: int,
+              selector: str = "") -> bytes:
+        cache_key = (key, namespace, limit, start, rv, selector)
         cached = self._page_cache.get(cache_key)
         if cached is not None:
             return cached
         group, version, plural = key
         resource = self._resources[key]
-        objects = self._ordered(key, namespace)
+        objects = self._ordered(key, namespace, selector)
         chunk = objects[start : start + limit] if limit > 0 else objects[start:]
         if group in BUILTIN_GROUPS:
             chunk = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in chunk]
@@ -512,7 +518,7 @@ class KubeEmulator:
             fault = self._active_fault(resource_name, page)
             if fault is None or fault.hold is not None:
                 rv = self._resource_version if list_rv is None else list_rv
-                body = self._page(key, namespace, limit, start, rv)
+                body = self._page(key, namespace, limit, start, rv, query.get("labelSelector", ""))
         if fault is None:
             return done(200, body)
         if fault.hold is not None:

@@ -20,9 +20,9 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 
 from gitops.columns import fitted
-from gitops.derive.destinations import Placement, Placer
+from gitops.derive.destinations import Placement, Placer, VersionSets, image_version_changes
 from gitops.fields import json_safe
-from gitops.models import AppProject, GitOpsApp, problem_rank
+from gitops.models import AppProject, GitOpsApp, VersionChange, problem_rank
 from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
 from gitops.stored import ClusterState
 from gitops.topology import Unregistered
@@ -65,6 +65,8 @@ class AppChanges:
     image_versions_stale: list[int] = field(default_factory=list)
     # Clusters other than the polled one whose running versions this poll changed.
     destinations_touched: set[int] = field(default_factory=set)
+    # VersionChange rows for versions as Argo CD reports them (gitops.derive.destinations).
+    version_changes: list[dict[str, Any]] = field(default_factory=list)
 
     def now(self) -> dict[str, GitOpsApp]:
         """The cluster's apps after the poll, by app key."""
@@ -155,7 +157,7 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
         out.state_changes.append(_state_change(state, None, key, "presence", "present", "gone", at))
     out.seen = len(seen)
     if "Application" in listed:
-        _compare_images(out, state, wanted_images)
+        _compare_images(out, state, wanted_images, at)
     return out
 
 
@@ -176,7 +178,8 @@ def _want_images(wanted: dict[tuple, dict[str, Any]], app: GitOpsApp, placement:
                             "version": parsed.version[:200]}
 
 
-def _compare_images(out: AppChanges, state: ClusterState, wanted: dict[tuple, dict[str, Any]]) -> None:
+def _compare_images(out: AppChanges, state: ClusterState, wanted: dict[tuple, dict[str, Any]], at: datetime
+                    ) -> None:
     have = {(v.app_id, v.cluster_id, v.service_id, v.image, v.version): v for v in state.image_versions}
     out.image_versions_added = [row for key, row in wanted.items() if key not in have]
     stale = [v for key, v in have.items() if key not in wanted]
@@ -184,6 +187,22 @@ def _compare_images(out: AppChanges, state: ClusterState, wanted: dict[tuple, di
     out.destinations_touched = {row["cluster_id"] for row in out.image_versions_added} | {
         v.cluster_id for v in stale}
     out.destinations_touched.discard(state.cluster.pk)
+    before: VersionSets = defaultdict(set)
+    for v in state.image_versions:
+        before[(v.app_id, v.cluster_id, v.service_id)].add(v.version)
+    after: VersionSets = defaultdict(set)
+    apps: dict[int, GitOpsApp] = {}
+    for row in wanted.values():
+        app = row["app"]
+        if app.pk is not None:  # a new app has no versions before
+            apps[app.pk] = app
+            after[(app.pk, row["cluster_id"], row["service_id"])].add(row["version"])
+    environments = {c.pk: c.environment_id for c in state.catalog}
+    for (app_id, cluster_id, service_id), from_version, to_version in image_version_changes(before, after):
+        out.version_changes.append(fitted(VersionChange, {
+            "service_id": service_id, "environment_id": environments.get(cluster_id), "cluster_id": cluster_id,
+            "app": apps[app_id], "from_version": from_version, "to_version": to_version, "at": at,
+        }))
 
 
 def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, values: dict[str, Any],

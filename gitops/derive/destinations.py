@@ -85,3 +85,28 @@ class Placer:
             by_argocd=elsewhere and not read_there,
             duplicate=bool(destination.agent) and elsewhere and read_there,
         )
+
+
+# (app id, destination cluster id, service id) -> the versions Argo CD reports the app running there
+VersionSets = dict[tuple[int, int, int], set[str]]
+
+
+def image_version_changes(before: VersionSets, after: VersionSets) -> list[tuple[tuple[int, int, int], str, str]]:
+    """Which services' versions Argo CD's `status.summary.images` says were replaced on a
+    destination the portal does not read: (key, from, to) per replacement, as
+    gitops.derive.workloads records them for a workload it reads (a VersionChange; rollback
+    offers and deployment tracking read those).
+
+    `summary.images` is the union over the app's Pods (reference/argocd-topology.md §3.6), so
+    a rollout shows old and new versions together for a while. A set that only gained versions
+    is a rollout under way, not yet a change; when the old versions have left, the change is
+    from those that left to what runs now, whether or not a poll saw the rollout midway. First
+    sight (nothing before) is not a change, and neither is an app whose images are gone (no Pod)."""
+    changes = []
+    for key, new in after.items():
+        old = before.get(key)
+        if not old or not new or old <= new:
+            continue
+        left = old - new
+        changes.append((key, ", ".join(sorted(left)), ", ".join(sorted(new))))
+    return changes

@@ -398,8 +398,8 @@ class DeepKubeEmulator(KubeEmulator):
     """The emulator, with deep placeholders expanded in the pages it sends (its json.dumps
     could not serialise a value 2,500 levels deep; an API server's encoder can)."""
 
-    def _page(self, key: Any, namespace: str | None, limit: int, start: int, rv: int) -> bytes:
-        return with_deep_text(super()._page(key, namespace, limit, start, rv).decode()).encode()
+    def _page(self, *args: Any, **kwargs: Any) -> bytes:
+        return with_deep_text(super()._page(*args, **kwargs).decode()).encode()
 
 
 @pytest.fixture

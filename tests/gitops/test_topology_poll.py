@@ -16,6 +16,7 @@ from gitops import kinds
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.polling import poll
 from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from tests.gitops.test_cluster_secrets import cluster_secret
 from tests.kube_emulator import KubeEmulator
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +84,11 @@ SHOP_PROJECT = {
 }
 
 
+# Argo CD's cluster Secret for the staging destination, as the Kubernetes API returns it
+# (credentials in `config`; tests/gitops/test_cluster_secrets.py checks they go nowhere).
+STAGING_SECRET = cluster_secret("staging", "https://10.0.0.7:6443")
+
+
 def serve(emulator: KubeEmulator, objects: list[dict]) -> None:
     emulator.add_all(objects)
     for spec in kinds.KINDS:
@@ -92,7 +98,7 @@ def serve(emulator: KubeEmulator, objects: list[dict]) -> None:
 @pytest.fixture
 def hub_fleet(kube_emulator, monkeypatch):
     monkeypatch.setenv(TOKEN_ENV, kube_emulator.token)
-    serve(kube_emulator, [*HUB_APPS, SHOP_PROJECT])
+    serve(kube_emulator, [*HUB_APPS, SHOP_PROJECT, STAGING_SECRET])
     prod = Environment.objects.create(name="prod", order=3, production=True)
     staging = Environment.objects.create(name="staging", order=2)
     mgmt = Environment.objects.create(name="mgmt", order=9)

@@ -18,6 +18,7 @@ from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster, Environment
+from portal.links import argocd_links
 from portal.web.badges import badges_for
 from portal.web.rollback_offers import offers_for_page
 
@@ -53,7 +54,7 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     params = {key: request.GET.get(key, "").strip() for key in GitOpsAppFilter.base_filters}
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
-    listed = GitOpsApp.objects.select_related("cluster", "cluster__environment").defer(
+    listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance").defer(
         "raw", "history", "conditions", "sources", "synced_revisions"
     )
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
@@ -61,7 +62,9 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
         page = counted_page(apps, request.GET.get("page"))
     else:
         page = Paginator(apps, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
+    rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now),
+             argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None)
+            for app in page.object_list]
     query = urlencode({k: v for k, v in params.items() if v})
     context = {
         "rows": rows,

@@ -23,7 +23,7 @@ from portal.delivery import policies
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
-from portal.links import argocd_app_url
+from portal.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for
 from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
@@ -50,7 +50,7 @@ class Panel:
     attention: bool
     commit_url: str | None
     compare_url: str | None
-    argocd_url: str | None
+    argocd: ArgoCDLinks | None  # "via Argo CD <instance>" and the app's deep link (Argo CD apps)
     workloads: list[Workload] = field(default_factory=list)
     pin_note: str = ""  # "Git pins 1.7.0, runs 1.6.0" when Git and the cluster disagree
     upgrade: Behind | None = None  # the newest acceptable release, when it runs older
@@ -85,8 +85,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
                 attention=app.needs_attention(now),
                 commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
                 compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),
-                argocd_url=argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
-                if app.tool == "argo" else None,
+                argocd=argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None,
                 workloads=list(app.workloads.all()),
                 pin_note=pin_summary(pinned.get((app.pk, service.name), []), (app.running or {}).get(service.name, [])),
                 upgrade=upgrades.get(app.pk),

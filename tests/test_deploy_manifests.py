@@ -16,12 +16,15 @@ import pytest
 import yaml
 from django.conf import settings
 
+from gitops import kinds
 from gitops.kinds import BY_CAPABILITY, CAPABILITIES, KINDS
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 INSTALLS = ("kubernetes", "agent")  # each applied with `kubectl apply -k deploy/<install>`
 KUBERNETES_VERSION = "1.30.0"  # a version every supported cluster serves these APIs at
 READ_VERBS = {"get", "list"}
+# Capabilities read in one namespace only, granted by a Role there rather than a ClusterRole.
+NAMESPACE_ONLY = {kinds.ARGOCD_CLUSTERS: "argocd"}
 
 
 def _documents(path: Path) -> list[dict]:
@@ -91,15 +94,20 @@ def test_cluster_roles_grant_exactly_get_and_list_on_the_kinds_the_portal_reads(
 def test_each_capability_is_one_separable_role_bound_only_to_the_reader():
     for capability in CAPABILITIES:
         docs = _documents(DEPLOY / "reader" / "rbac" / f"{capability}.yaml")
-        (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
-        (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
+        namespace = NAMESPACE_ONLY.get(capability)
+        role_kind = "Role" if namespace else "ClusterRole"
+        (role,) = [d for d in docs if d["kind"] == role_kind]
+        (binding,) = [d for d in docs if d["kind"] == f"{role_kind}Binding"]
+        assert role["metadata"].get("namespace") == namespace == binding["metadata"].get("namespace")
         resources = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
         assert resources == {(k.group, k.plural) for k in BY_CAPABILITY[capability]}
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
                                       "name": role["metadata"]["name"]}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gitops-portal-reader",
                                         "namespace": "gitops-portal"}]
     assert not any(doc["roleRef"]["name"] == "cluster-admin" for doc in _objects("ClusterRoleBinding"))
+    # Secrets are granted in Argo CD's namespace only, never cluster-wide.
+    assert not any("secrets" in rule["resources"] for role in _objects("ClusterRole") for rule in role["rules"])
 
 
 def test_pods_run_as_non_root_without_privilege_and_only_readers_hold_a_cluster_token():

@@ -163,6 +163,7 @@ class FakeGitea(FakeServer):
         return Response(201, {"commit": {"sha": sha}, "files": []})
 
     def list_pulls(self, request: Request, owner: str, name: str) -> Response:
+        self.count_list(request, f"{owner}/{name}")
         state = request.query.get("state", "open")
         pulls = [p for p in self.model.pulls if state == "all" or p.state == state]
         chunk, headers = self.page(request, pulls, size_param="limit")

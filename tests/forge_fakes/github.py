@@ -268,6 +268,7 @@ class FakeGitHub(FakeServer):
     # --- pull requests ---------------------------------------------------------------
 
     def list_pulls(self, request: Request, owner: str, name: str) -> Response:
+        self.count_list(request, f"{owner}/{name}")
         state = request.query.get("state", "open")
         pulls = [p for p in self.model.pulls if state == "all" or p.state == state]
         chunk, headers = self.page(request, pulls)

@@ -161,6 +161,7 @@ class FakeGitLab(FakeServer):
         return Response(201, {"id": sha, "short_id": sha[:8], "title": body["commit_message"].splitlines()[0]})
 
     def list_mrs(self, request: Request, project: str) -> Response:
+        self.count_list(request, project)
         wanted = request.query.get("state", "all")
         pulls = [p for p in self.model.pulls if wanted == "all" or self.mr_json(p)["state"] == wanted]
         chunk, headers = self.page(request, pulls)

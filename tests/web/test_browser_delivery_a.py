@@ -88,7 +88,7 @@ def test_updates_page_then_preview_then_open(page, seeded, github):
 
     # Back on Updates the line now says a PR is open instead of offering another.
     page.goto(f"{seeded.url}/updates")
-    assert "PR open #1" in page.locator("tr[data-app=checkout-prod]").inner_text()
+    assert "PR #1 open" in page.locator("tr[data-app=checkout-prod]").inner_text()
 
 
 def test_ticking_two_lines_previews_one_pull_request_each(page, seeded):

@@ -19,7 +19,7 @@ from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster, Environment
-from portal.delivery.deployments import TRACK_FOR
+from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import PullRequest
 from portal.web.badges import badges_for
@@ -102,6 +102,10 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     shown = list(page.object_list)
     pins = pinned_versions([app.pk for app in shown])
     prs = pull_requests_for(shown, now)
+    why = not_deployed_why({pr.pk: pr for found in prs.values() for pr in found}.values(), now)
+    for found in prs.values():
+        for pr in found:
+            pr.not_deployed_why = why.get(pr.pk, "")  # "merged, not deployed — why" in its badge
     rows = [
         (app, badges_for(app, app.cluster, now), app.needs_attention(now), _pins_of(app, pins), prs.get(app.pk, []))
         for app in shown

@@ -178,7 +178,8 @@ class UpgradeTargets:
         """The newest merged-not-running or closed PR for the target (a merged one first)."""
         found = [pr for pr in self.past if _matching_pr([pr], service, environment, target)]
         merged = [pr for pr in found if pr.state == PullRequest.State.MERGED]
-        return (merged or found or [None])[0]
+        shown = merged or found
+        return shown[0] if shown else None
 
 
 # What the lists of lines behind never show, and so never read: the whole object as the

@@ -145,7 +145,8 @@ def pr_state_html(pr: object, why: str = "") -> SafeString:
     hover_attr = f' title="{escape(hover)}"' if hover else ""
     data = f' data-pr-state="{escape(state)}"'
     if link:
-        parts = [f'<a class="{css}" href="{escape(link)}" rel="noopener noreferrer"{hover_attr}{data}>{escape(label)}</a>']
+        anchor = f'<a class="{css}" href="{escape(link)}" rel="noopener noreferrer"{hover_attr}{data}>'
+        parts = [f"{anchor}{escape(label)}</a>"]
     else:
         parts = [f'<span class="{css}"{hover_attr}{data}>{escape(label)}</span>']
     checks = str(getattr(pr, "checks", "") or "")

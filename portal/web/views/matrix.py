@@ -15,10 +15,10 @@ from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
-from portal.delivery.planner import UPGRADE
-from portal.delivery.upgrades import UpgradeTargets
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
+from portal.delivery.planner import UPGRADE
+from portal.delivery.upgrades import UpgradeTargets
 from portal.web.badges import pr_state_html
 from portal.web.cells import Offer, Renderer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows

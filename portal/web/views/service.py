@@ -14,8 +14,8 @@ from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
-from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.deployments import not_deployed_why
+from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.upgrades import Behind, BehindLines
 from portal.links import argocd_app_url
 from portal.web.badges import Badge, badges_for

@@ -23,8 +23,8 @@ from portal.accounts.roles import Role, has_role, post_only, requires_role
 from portal.audit.models import record
 from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
-from portal.delivery.freezes import current_and_coming
 from portal.delivery.deployments import not_deployed_why
+from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, put_off
 from portal.releases.models import RegistryPoll, Release

@@ -120,11 +120,12 @@ CHECKS_CLASSES = {"pass": "ok", "running": "warn", "fail": "bad"}
 OPENED_OUTSIDE = "Opened outside the portal"
 
 
-def pr_state_html(pr: object, why: str = "") -> SafeString:
+def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeString:
     """A pull request as every page shows it: `PR #12 open` (linked to the forge when its URL is
     http(s)), its checks (`checks fail` linked to where the forge shows them), and, for a merge
     whose version does not run yet, `merged, not deployed — why`. Hover: "Opened outside the
-    portal" for Renovate's, Dependabot's or a person's pull request, else its title."""
+    portal" for Renovate's, Dependabot's or a person's pull request, else its title. `compact`
+    (a matrix cell): the reason a merge waits is the hover of "not deployed"."""
     from forges.pr_state import checks_page
     from portal.links import safe_http_url
 
@@ -160,5 +161,8 @@ def pr_state_html(pr: object, why: str = "") -> SafeString:
         else:
             parts.append(f'<span class="{checks_css}">{checks_label}</span>')
     if state == "merged" and running_at is None and why:
-        parts.append(f'<span class="pr-why muted">merged, not deployed — {escape(why)}</span>')
+        if compact:
+            parts.append(f'<span class="pr-why muted" title="{escape(why)}">not deployed</span>')
+        else:
+            parts.append(f'<span class="pr-why muted">merged, not deployed — {escape(why)}</span>')
     return SafeString(f'<span class="pr">{" ".join(parts)}</span>')

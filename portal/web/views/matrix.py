@@ -83,7 +83,7 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
     for item in behind:
         row, environment, line, current, target = item
         pr = shown[id(line)]
-        html = pr_state_html(pr, why.get(pr.pk, "")) if pr is not None else ""
+        html = pr_state_html(pr, why.get(pr.pk, ""), compact=True) if pr is not None else ""
         # Open or merged replaces the offer; Git already pinning the target means merged and
         # waiting to deploy: nothing to propose either.
         if pr is not None and pr.state != PullRequest.State.CLOSED:

@@ -196,6 +196,7 @@ def _store(repository: str, forge_kind: str, change: Change, pull: PullRequestIn
         "state": PullRequest.State.OPEN,
         "checks": PullRequest.Checks.NONE,
         "checks_failed_notified_at": None,
+        "checks_url": "",
         "opened_by": None,
         "automatic": False,
         "opened_at": pull.created_at or now,

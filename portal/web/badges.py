@@ -154,7 +154,10 @@ def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeSt
     if state in ("open", "merged") and checks in CHECKS_CLASSES:
         checks_css = f"badge pr-checks {CHECKS_CLASSES[checks]}"
         checks_label = f"checks {checks}"
-        page = checks_page(str(getattr(pr, "forge_kind", "") or ""), link or "") if link else ""
+        # The failing check itself when the forge named it, else where the forge lists the checks.
+        page = safe_http_url(str(getattr(pr, "checks_url", "") or "")) or (
+            checks_page(str(getattr(pr, "forge_kind", "") or ""), link) if link else ""
+        )
         if checks == "fail" and page:
             parts.append(f'<a class="{checks_css}" href="{escape(page)}" rel="noopener noreferrer" '
                          f'title="the failing check, on the forge">{checks_label}</a>')

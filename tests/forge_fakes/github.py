@@ -370,7 +370,8 @@ class FakeGitHub(FakeServer):
             state = "pending"
         else:
             state = "success"
-        statuses = [{"state": s, "context": f"ci/{i}"} for i, s in enumerate(states)]
+        statuses = [{"state": s, "context": f"ci/{i}", "target_url": f"https://ci.example/{sha}/{i}"}
+                    for i, s in enumerate(states)]
         return Response(200, {"state": state, "sha": sha, "total_count": len(states), "statuses": statuses})
 
     # --- releases --------------------------------------------------------------------

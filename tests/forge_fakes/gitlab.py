@@ -62,7 +62,10 @@ class FakeGitLab(FakeServer):
             "labels": list(pull.labels),
             "reviewers": [{"id": self.model.users[r], "username": r} for r in pull.reviewers],
             "author": {"username": pull.author},
-            "head_pipeline": {"id": 77, "sha": sha, "status": status} if status else None,
+            "head_pipeline": {
+                "id": 77, "sha": sha, "status": status,
+                "web_url": f"https://gitlab.example/{self.model.owner}/{self.model.name}/-/pipelines/77",
+            } if status else None,
         }
 
     def get_project(self, request: Request, project: str) -> Response:

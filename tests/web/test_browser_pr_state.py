@@ -38,7 +38,8 @@ def _pr(number, state, environment, service, to_version, **extra):
     return PullRequest.objects.create(
         kind="upgrade", services=[service], environment=environment, repository="https://github.com/acme/gitops",
         forge_kind="github", number=number, url=f"https://github.com/acme/gitops/pull/{number}",
-        title=f"Update {service} to {to_version} in {environment}", branch=f"portal/{service}-{to_version}-{environment}",
+        title=f"Update {service} to {to_version} in {environment}",
+        branch=f"portal/{service}-{to_version}-{environment}",
         base_branch="main", state=state, to_version=to_version, opened_at=now - timedelta(hours=5), **extra,
     )
 

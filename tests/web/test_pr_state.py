@@ -110,6 +110,12 @@ def test_a_closed_pr_brings_the_offer_back_beside_it(behind, client, users, name
     assert (OFFER in html) is (name in OFFERING)
 
 
+def test_the_failing_check_the_forge_named_is_linked_rather_than_the_checks_list(behind, client, users):
+    pr("open", checks="fail", checks_url="https://ci.example/acme/gitops/runs/991")
+    html = page(client, users, "updates")
+    assert 'href="https://ci.example/acme/gitops/runs/991"' in html and f'href="{URL}/checks"' not in html
+
+
 def test_a_pr_without_an_http_link_is_shown_without_one_and_every_part_is_escaped():
     row = PullRequest(state="open", number=3, url="javascript:alert(1)", title='<b>"x"</b>', checks="fail",
                       forge_kind="github", opened_outside=True)

@@ -89,6 +89,7 @@ def test_a_renovate_pr_is_linked_on_updates_before_anyone_clicks_and_the_policy_
     ("kind", "title"),
     [
         ("github", "chore(deps): update ghcr.io/acme/checkout docker tag to v1.7.0"),
+        ("github", "Update image ghcr.io/acme/checkout to v1.7.0"),
         ("gitlab", "Bump acme/checkout from 1.6.0 to 1.7.0 in /apps/checkout/overlays/prod"),
         ("gitea", "checkout 1.7.0 for dev, by hand"),
     ],

@@ -177,3 +177,17 @@ def test_1000_apps_in_40_repositories_make_at_most_40_list_calls_per_pass(catalo
     assert report.linked == 40 and PullRequest.objects.filter(opened_outside=True).count() == 40
     lines = BehindLines().load()
     assert len(lines) == 1000 and all(line.open_pr is not None for line in lines)
+
+
+def test_the_scan_runs_every_30_minutes_on_the_forge_queue_and_expires(behind_in_dev, github):
+    from django.conf import settings
+
+    from portal.delivery.tasks import scan_outside_prs
+
+    entry = settings.CELERY_BEAT_SCHEDULE["scan-outside-prs"]
+    assert entry["task"] == "delivery.scan_outside_prs" and entry["schedule"] == 1800
+    assert 0 < entry["options"]["expires"] < 1800
+    assert settings.CELERY_TASK_ROUTES["delivery.scan_outside_prs"] == {"queue": settings.FORGE_QUEUE}
+    github.model.add_pull(RENOVATE, "main", author="renovate[bot]")
+    result = scan_outside_prs.apply().get()
+    assert (result["list_calls"], result["linked"]) == (1, 1)

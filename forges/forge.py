@@ -295,6 +295,12 @@ class Forge(abc.ABC):
         """PASS, RUNNING, FAIL or NONE for the pull request's head commit; ChecksUnreadable
         when the token may read none of them."""
 
+    def failing_check_url(self, pr: PullRequestInfo) -> str:
+        """The web page of one failing check of the pull request's head commit (a check run, a
+        commit status's details, a pipeline); "" when none is known. Asked only once checks are
+        seen failing, so a passing pull request costs no request."""
+        return ""
+
     @abc.abstractmethod
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
         """The repository's published releases, newest first, at most `limit`; drafts left out."""

@@ -131,6 +131,18 @@ class GiteaForge(Forge):
             latest.setdefault(status.get("context", ""), status.get("status") or status.get("state") or "")
         return fold_checks(_STATUS.get(state, NONE) for state in latest.values())
 
+    def failing_check_url(self, pr: PullRequestInfo) -> str:
+        sha = pr.head_sha or self.pull_request(pr.number).head_sha
+        statuses = self._paged(f"/commits/{sha}/statuses", f"checks of #{pr.number}")
+        latest: dict[str, dict] = {}
+        for status in statuses:  # newest first: a context's newest run counts
+            latest.setdefault(status.get("context", ""), status)
+        for status in latest.values():
+            if _STATUS.get(status.get("status") or status.get("state") or "", NONE) == FAIL:
+                if status.get("target_url"):
+                    return str(status["target_url"])
+        return ""
+
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
         found: list[ReleaseInfo] = []
         for page in range(1, _MAX_PAGES + 1):

@@ -160,6 +160,28 @@ class GitHubForge(Forge):
             )
         return fold_checks([*(runs or []), *(statuses or [])])
 
+    def failing_check_url(self, pr: PullRequestInfo) -> str:
+        sha = pr.head_sha or self.pull_request(pr.number).head_sha
+        commit = self._repo.get_commit(sha)  # lazy: no request
+
+        def runs() -> list[str]:
+            return [
+                run.html_url or ""
+                for run in commit.get_check_runs()
+                if _check_run(run.status, run.conclusion) == FAIL
+            ]
+
+        def statuses() -> list[str]:
+            combined = commit.get_combined_status()
+            return [s.target_url or "" for s in combined.statuses if s.state in ("failure", "error")]
+
+        for found in (self._readable(f"check runs of #{pr.number}", runs),
+                      self._readable(f"commit statuses of #{pr.number}", statuses)):
+            link = next((url for url in found or [] if url), "")
+            if link:
+                return link
+        return ""
+
     def _readable(self, what: str, fn: Callable[[], list[str]]) -> list[str] | None:
         """`fn`'s answer, or None when the token is not allowed to read it (403; 404 for a
         token that may not see the endpoint at all)."""

@@ -117,6 +117,12 @@ class GitLabForge(Forge):
         pipeline = mr.get("head_pipeline") or {}
         return _PIPELINE.get(pipeline.get("status", ""), NONE)
 
+    def failing_check_url(self, pr: PullRequestInfo) -> str:
+        mr = self._call(f"merge request !{pr.number}", lambda: self._project.mergerequests.get(pr.number).attributes)
+        pipeline = mr.get("head_pipeline") or {}
+        failed = _PIPELINE.get(pipeline.get("status", ""), NONE) == FAIL
+        return str(pipeline.get("web_url") or "") if failed else ""
+
     def releases(self, limit: int = MAX_RELEASES) -> list[ReleaseInfo]:
         def read() -> list[dict[str, Any]]:
             # An iterator reads page after page only as far as it is walked. GitLab has no

@@ -63,3 +63,17 @@ def checks_state(forge: Forge, pull: PullRequestState) -> ChecksState:
         return ChecksState(forge.checks(pull.info))
     except ChecksUnreadable as error:
         return ChecksState(NONE, unknown=str(error))
+
+
+def checks_page(forge_kind: str, pr_url: str) -> str:
+    """Where a person sees a pull request's checks on its forge, from the pull request's web page:
+    GitHub's Checks tab, GitLab's pipelines of the merge request; Gitea and Forgejo list the
+    commit statuses (each with its details link) on the pull request's own page."""
+    base = pr_url.rstrip("/")
+    if not base:
+        return ""
+    if forge_kind == "github":
+        return f"{base}/checks"
+    if forge_kind == "gitlab":
+        return f"{base}/pipelines"
+    return base

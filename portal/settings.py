@@ -216,6 +216,7 @@ CELERY_TASK_ROUTES = {
     "delivery.read_git_pins": {"queue": FORGE_QUEUE},
     "delivery.track_pull_requests": {"queue": FORGE_QUEUE},
     "delivery.open_automatic_prs": {"queue": FORGE_QUEUE},
+    "delivery.scan_outside_prs": {"queue": FORGE_QUEUE},
     "delivery.*": {"queue": NOTIFY_QUEUE},
     "notifications.*": {"queue": NOTIFY_QUEUE},
 }
@@ -282,6 +283,8 @@ CELERY_BEAT_SCHEDULE = {
     "mark-silent-agents": periodic("gitops.mark_silent_agents", PORTAL_POLL_INTERVAL),
     "send-notifications": periodic("notifications.send_due", 60),
     "track-pull-requests": periodic("delivery.track_pull_requests", 1800),
+    # Renovate's, Dependabot's and people's PRs found before anyone clicks: one listing per repository.
+    "scan-outside-prs": periodic("delivery.scan_outside_prs", 1800),
     # Upstream releases change slowly and registries rate-limit: hourly by default.
     "poll-registries": periodic(
         "releases.poll_all_registries", float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600"))

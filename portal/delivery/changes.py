@@ -147,7 +147,15 @@ def change_forward(
     (None: the stored ones, when known)."""
     start = from_version or current_version(app, service, _pinned(app, service))
     notes = notes_for(service, to_version) if release_notes is None else release_notes
-    return _base(kind, app, service, to_version, start, release_notes=notes)
+    extra = {}
+    if kind == PROMOTION and app.cluster.environment is not None:
+        # The description says since when it ran in the environment before (promotions' own "since").
+        from portal.delivery.promotions import ran_before
+
+        waiting = ran_before(service.name, to_version, app.cluster.environment.name)
+        if waiting is not None:
+            extra = {"ran_in": waiting.staging, "ran_since": waiting.since, "ran_since_exact": waiting.since_exact}
+    return _base(kind, app, service, to_version, start, release_notes=notes, **extra)
 
 
 change_for_upgrade = partial(change_forward, UPGRADE)

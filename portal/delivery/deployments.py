@@ -212,6 +212,25 @@ class Fleet:
         )
 
 
+def not_deployed_why(prs: Iterable[PullRequest | None], now: datetime | None = None) -> dict[int, str]:
+    """pull request id -> why its merged version does not run yet ("merged, not deployed — why"),
+    for the merged, not-running ones among `prs`; read in the fixed queries of `Fleet`."""
+    now = now or timezone.now()
+    merged = {
+        pr.pk: pr for pr in prs
+        if pr is not None and pr.state == PullRequest.State.MERGED and pr.running_at is None and pr.to_version
+    }
+    if not merged:
+        return {}
+    fleet = Fleet.for_pull_requests(list(merged.values()))
+    found = {}
+    for pk, pr in merged.items():
+        state = fleet.progress(pr, now)
+        if not state.deployed:
+            found[pk] = state.why
+    return found
+
+
 def awaiting(now: datetime) -> list[PullRequest]:
     """Merged PRs of the tracking period whose version is not known to run yet."""
     return list(

@@ -205,6 +205,9 @@ class PullRequest(models.Model):
     base_branch = models.CharField(max_length=255)
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPENING, db_index=True)
     checks = models.CharField(max_length=16, choices=Checks.choices, default=Checks.NONE)
+    # While checks fail: the web page of one failing check (a check run, a status's details, a
+    # pipeline), as the forge gave it; pages link it only when it is http(s).
+    checks_url = models.URLField(max_length=500, blank=True)
     # Set once, the first time checks are seen failing; the notification side reads it.
     checks_failed_notified_at = models.DateTimeField(null=True, blank=True)
     opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -65,6 +65,10 @@ class Change:
     failure: str = ""  # rollback: what went wrong
     failing_since: datetime | None = None  # rollback: since when
     apps: tuple[int, ...] = ()  # the GitOpsApp rows the change lands in
+    # promotion: the environment before, and since when the version has run there (promotions.load)
+    ran_in: str = ""
+    ran_since: datetime | None = None
+    ran_since_exact: bool = True  # False: "at least since" (no recorded change)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -328,7 +332,11 @@ def _why(change: Change) -> str:
         what = change.failure.strip() or "the new version is failing"
         return f"{change.from_version} is failing{since}: {what}. This returns to {change.to_version}."
     if change.kind == PROMOTION:
-        return f"{change.to_version} has run in the environment before {change.environment or 'this one'}."
+        where = f"`{change.ran_in}`" if change.ran_in else f"the environment before {change.environment or 'this one'}"
+        if change.ran_since is not None:
+            least = "" if change.ran_since_exact else "at least "
+            return f"{change.to_version} has run in {where} {least}since {utc_stamp(change.ran_since)}."
+        return f"{change.to_version} has run in {where}."
     return f"{change.to_version} is the newest release the version policy accepts."
 
 

@@ -216,6 +216,15 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
     return found, groups(found)
 
 
+def ran_before(service: str, version: str, production: str) -> Promotion | None:
+    """The waiting promotion of `service` `version` into `production`: the environment before it
+    and since when the version runs there (the same `since` the Delivery page shows)."""
+    found, _groups = load()
+    return next(
+        (p for p in found if p.service == service and p.version == version and p.production == production), None
+    )
+
+
 def preview_url(app_id: int, moves: Sequence[tuple[str, str, str]], back: str = "") -> str:
     """The preview page of a promotion PR into production application `app_id`, one item per
     (service, from, to); several items make one pull request. A GET: following it writes nothing."""

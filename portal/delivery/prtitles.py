@@ -14,8 +14,11 @@ from portal.delivery.planner import Change
 from portal.imagerefs import parse_image
 
 _PREFIX = re.compile(r"^\s*(?:\[security\]\s*)?(?:[^\w\s]+\s*)?(?:[\w-]+(?:\([^)]*\))?!?:\s*)?", re.IGNORECASE)
+# Renovate's default topic is "<dep> Docker tag"; a repository that sets `commitMessageTopic` to
+# "image {{depName}}" gets "Update image <dep> to v<version>" instead.
 _RENOVATE = re.compile(
-    r"^update (?P<dep>\S+) docker tag to (?P<version>\S+?)(?: \([^)]*\))?(?: - (?:autoclosed|abandoned))?$",
+    r"^update (?:(?P<dep>\S+) docker tag|image (?P<image>\S+)) to (?P<version>\S+?)(?: \([^)]*\))?"
+    r"(?: - (?:autoclosed|abandoned))?$",
     re.IGNORECASE,
 )
 _DEPENDABOT = re.compile(r"^bump (?P<name>\S+) from (?P<old>\S+) to (?P<new>\S+?)(?: in \S+)?$", re.IGNORECASE)
@@ -27,7 +30,7 @@ def names_change(title: str, change: Change) -> bool:
     wanted = parse_image(change.image)
     renovate = _RENOVATE.match(text)
     if renovate:
-        dep = parse_image(renovate["dep"])
+        dep = parse_image(renovate["dep"] or renovate["image"])
         return bool(dep and wanted and dep.name == wanted.name) and _same_version(renovate["version"], change, True)
     dependabot = _DEPENDABOT.match(text)
     if dependabot:

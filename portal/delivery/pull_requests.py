@@ -158,6 +158,7 @@ def _claim(
         opened_at=None,
         checks=PullRequest.Checks.NONE,
         checks_failed_notified_at=None,
+        checks_url="",
         opened_outside=False,
         last_error="",
         **fields,

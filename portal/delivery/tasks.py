@@ -120,6 +120,15 @@ def track_pull_requests() -> dict[str, int]:
     return asdict(refresh_open())
 
 
+@shared_task(name="delivery.scan_outside_prs", ignore_result=True)
+def scan_outside_prs() -> dict[str, object]:
+    """Renovate's, Dependabot's and people's open PRs matched to the changes the portal would
+    offer (every 30 minutes): one list call per repository, not one per application."""
+    from portal.delivery.outside_prs import scan
+
+    return asdict(scan())
+
+
 @shared_task(name="delivery.track_deployments", ignore_result=True)
 def track_deployments() -> dict[str, int]:
     """Merged PRs whose version now runs get running_at; those still waiting an hour after their

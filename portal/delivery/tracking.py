@@ -22,9 +22,10 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured
+from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
 from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
+from portal.links import safe_http_url
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,21 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
     row.checks = checks.checks
     if row.checks == FAIL and row.checks_failed_notified_at is None:
         row.checks_failed_notified_at = now
+    row.checks_url = _failing_check(forge, answer.info, row) if row.checks == FAIL else ""
     row.last_error = checks.unknown[:1000]
-    row.save(update_fields=["checks", "checks_failed_notified_at", "last_error"])
+    row.save(update_fields=["checks", "checks_failed_notified_at", "checks_url", "last_error"])
     return row
+
+
+def _failing_check(forge: Forge, info: PullRequestInfo, row: PullRequest) -> str:
+    """The failing check's web page, http(s) only; "" (the pages link the forge's checks list
+    instead) when the forge names none or cannot say: the failure itself is already kept."""
+    try:
+        link = safe_http_url(forge.failing_check_url(info)) or ""
+    except ForgeError as error:
+        log.warning("the failing check of %s #%s could not be read: %s", row.repository, row.number, error)
+        return row.checks_url
+    return link[:500]
 
 
 def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None) -> TrackingReport:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import CharField, Value
+from django.db.models import CharField, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
@@ -39,6 +39,10 @@ class Behind:
     jump: str  # "major", "minor" or "patch"
     pinned: list[str] = field(default_factory=list)  # what Git pins, when read
     open_pr: PullRequest | None = None  # an open pull request already proposing the target
+    # The target's last pull request that is not open: merged (it replaces the offer while its
+    # version does not run) or closed without merging (the offer comes back beside it).
+    past_pr: PullRequest | None = None
+    pr_why: str = ""  # a merged PR's "not deployed" reason, when a page asked (deployments.not_deployed_why)
     notes_url: str | None = None  # the target's release notes on the forge, when known
 
     @property
@@ -49,6 +53,17 @@ class Behind:
     def pinned_at_target(self) -> bool:
         """Git already pins the target: the change is merged and waits to deploy, no PR needed."""
         return self.target in self.pinned
+
+    @property
+    def pr(self) -> PullRequest | None:
+        """The pull request the line shows: the open one, else the last merged or closed one."""
+        return self.open_pr or self.past_pr
+
+    @property
+    def offered(self) -> bool:
+        """Whether "Open PR" is offered: no open or merged PR proposes the target, Git does not pin it."""
+        merged = self.past_pr is not None and self.past_pr.state == PullRequest.State.MERGED
+        return self.open_pr is None and not merged and not self.pinned_at_target
 
     @property
     def key(self) -> str:
@@ -86,6 +101,21 @@ def _open_prs() -> list[PullRequest]:
     return list(PullRequest.objects.filter(state__in=states, kind__in=("upgrade", "promotion")))
 
 
+PAST_FOR = timedelta(days=30)  # merged or closed pull requests shown beside a line this long
+
+
+def _past_prs() -> list[PullRequest]:
+    """Merged PRs whose version does not run yet and closed ones, of the last 30 days, newest first."""
+    since = timezone.now() - PAST_FOR
+    merged = Q(state=PullRequest.State.MERGED, running_at__isnull=True, merged_at__gte=since)
+    closed = Q(state=PullRequest.State.CLOSED, closed_at__gte=since)
+    return list(
+        PullRequest.objects.filter(merged | closed, kind__in=("upgrade", "promotion")).order_by(
+            "-merged_at", "-closed_at", "-id"
+        )
+    )
+
+
 def _matching_pr(prs: list[PullRequest], service: str, environment: str, target: str) -> PullRequest | None:
     for pr in prs:
         versions = pr.to_version.split(",")
@@ -104,6 +134,7 @@ class UpgradeTargets:
         self.policies = _policies(services)
         self.tags, self.notes = _tags(services)
         self.prs = _open_prs()
+        self.past = _past_prs()
         self._judged: dict[tuple[int, str], str | None] = {}
         self._newest_keys: dict[int, dict[tuple, tuple]] = {}
 
@@ -142,6 +173,13 @@ class UpgradeTargets:
 
     def open_pr(self, service: str, environment: str, target: str) -> PullRequest | None:
         return _matching_pr(self.prs, service, environment, target)
+
+    def past_pr(self, service: str, environment: str, target: str) -> PullRequest | None:
+        """The newest merged-not-running or closed PR for the target (a merged one first)."""
+        found = [pr for pr in self.past if _matching_pr([pr], service, environment, target)]
+        merged = [pr for pr in found if pr.state == PullRequest.State.MERGED]
+        shown = merged or found
+        return shown[0] if shown else None
 
 
 # What the lists of lines behind never show, and so never read: the whole object as the
@@ -280,6 +318,7 @@ class BehindLines:
                 jump=jump(line.running, line.target) or "patch",
                 pinned=pins.get((app.pk, line.service.name), []),
                 open_pr=targets.open_pr(line.service.name, app.cluster.environment.name, line.target),
+                past_pr=targets.past_pr(line.service.name, app.cluster.environment.name, line.target),
                 notes_url=targets.notes.get((line.service.pk, line.target)),
             ))
         return found

@@ -139,3 +139,61 @@ def badge_html(kind: str, label: str, title: str = "") -> SafeString:
     css = f"badge {escape(kind)}" if kind else "badge"
     hover = f' title="{escape(title)}"' if title else ""
     return SafeString(f'<span class="{css}"{hover}>{escape(label)}</span>')
+
+
+# --- a pull request's state: the one badge every page shows where it links a pull request --------
+
+PR_STATE_CLASSES = {"open": "ok", "merged": "ok", "opening": "", "closed": ""}
+CHECKS_CLASSES = {"pass": "ok", "running": "warn", "fail": "bad"}
+OPENED_OUTSIDE = "Opened outside the portal"
+
+
+def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeString:
+    """A pull request as every page shows it: `PR #12 open` (linked to the forge when its URL is
+    http(s)), its checks (`checks fail` linked to where the forge shows them), and, for a merge
+    whose version does not run yet, `merged, not deployed — why`. Hover: "Opened outside the
+    portal" for Renovate's, Dependabot's or a person's pull request, else its title. `compact`
+    (a matrix cell): the reason a merge waits is the hover of "not deployed"."""
+    from forges.pr_state import checks_page
+    from portal.links import safe_http_url
+
+    state = str(getattr(pr, "state", "") or "")
+    number = getattr(pr, "number", None)
+    title = str(getattr(pr, "title", "") or "")
+    outside = bool(getattr(pr, "opened_outside", False))
+    running_at = getattr(pr, "running_at", None)
+    where = f"PR #{number}" if number else "PR"
+    label = {"opening": "PR being opened"}.get(state, f"{where} {state}")
+    if state == "merged" and running_at is not None:
+        label += " · running"
+    hover = f"{OPENED_OUTSIDE}: {title}" if outside else title
+    if getattr(pr, "automatic", False):
+        hover = f"Opened automatically (version policy): {title}"
+    link = safe_http_url(str(getattr(pr, "url", "") or ""))
+    css = f"badge pr-state {PR_STATE_CLASSES.get(state, '')}".rstrip()
+    hover_attr = f' title="{escape(hover)}"' if hover else ""
+    data = f' data-pr-state="{escape(state)}"'
+    if link:
+        anchor = f'<a class="{css}" href="{escape(link)}" rel="noopener noreferrer"{hover_attr}{data}>'
+        parts = [f"{anchor}{escape(label)}</a>"]
+    else:
+        parts = [f'<span class="{css}"{hover_attr}{data}>{escape(label)}</span>']
+    checks = str(getattr(pr, "checks", "") or "")
+    if state in ("open", "merged") and checks in CHECKS_CLASSES:
+        checks_css = f"badge pr-checks {CHECKS_CLASSES[checks]}"
+        checks_label = f"checks {checks}"
+        # The failing check itself when the forge named it, else where the forge lists the checks.
+        page = safe_http_url(str(getattr(pr, "checks_url", "") or "")) or (
+            checks_page(str(getattr(pr, "forge_kind", "") or ""), link) if link else ""
+        )
+        if checks == "fail" and page:
+            parts.append(f'<a class="{checks_css}" href="{escape(page)}" rel="noopener noreferrer" '
+                         f'title="the failing check, on the forge">{checks_label}</a>')
+        else:
+            parts.append(f'<span class="{checks_css}">{checks_label}</span>')
+    if state == "merged" and running_at is None and why:
+        if compact:
+            parts.append(f'<span class="pr-why muted" title="{escape(why)}">not deployed</span>')
+        else:
+            parts.append(f'<span class="pr-why muted">merged, not deployed — {escape(why)}</span>')
+    return SafeString(f'<span class="pr">{" ".join(parts)}</span>')

@@ -38,6 +38,7 @@ class Offer:
     href: str  # the pull request preview, the Updates page when too many apps, or the open PR
     title: str
     label: str = ""  # "Open PR → 1.7.0" unless said otherwise ("PR #12 → 1.7.0")
+    pr_html: str = ""  # the PR state badge (portal.web.badges.pr_state_html), drawn as it is, before the link
 
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
@@ -127,7 +128,9 @@ class Renderer:
         offer = self.offers(row, line) if self.offers is not None and line.versions else None
         if offer is not None:
             label = escape(offer.label or f"Open PR → {offer.target}")
-            action = f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
+            action = f" {offer.pr_html}" if offer.pr_html else ""
+            if offer.href:
+                action += f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
         title = escape(self.title(line, summary))
         return (
             f'<span class="cell-line" title="{title}"><span class="mono">{versions}</span>'

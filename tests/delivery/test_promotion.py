@@ -140,3 +140,29 @@ def test_an_open_promotion_pr_replaces_the_button(client, users, catalog):
     client.force_login(users["member"])
     html = client.get(reverse("delivery")).content.decode()
     assert "PR #9 open" in html and "Open PR → prod" not in html
+
+
+@pytest.mark.django_db
+def test_a_promotion_pr_body_says_since_when_the_version_ran_in_the_environment_before(catalog):
+    from portal.delivery.changes import change_for_promotion
+    from portal.delivery.planner import describe
+    from portal.timestamps import utc_stamp
+
+    now = timezone.now()
+    staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    prod = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    arrived = now - timedelta(hours=26)
+    VersionChange.objects.create(service=catalog.checkout, environment=catalog.staging,
+                                 cluster=catalog.staging_cluster, app=staging, from_version="1.6.0",
+                                 to_version="1.7.0", at=arrived)
+
+    change = change_for_promotion(prod, catalog.checkout, "1.7.0", release_notes="")
+
+    assert (change.ran_in, change.ran_since, change.ran_since_exact) == ("staging", arrived, True)
+    body = describe([change], [], [], [])
+    assert f"**Why**: 1.7.0 has run in `staging` since {utc_stamp(arrived)}." in body
+
+    # No recorded change: the first sight, said as "at least since".
+    VersionChange.objects.all().delete()
+    later = change_for_promotion(prod, catalog.checkout, "1.7.0", release_notes="")
+    assert not later.ran_since_exact and "has run in `staging` at least since" in describe([later], [], [], [])

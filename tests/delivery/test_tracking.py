@@ -56,6 +56,12 @@ def test_tracking_follows_checks_and_the_merge(forge: Harness, db: None) -> None
     report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=60))
     row.refresh_from_db()
     assert (row.checks, row.checks_failed_notified_at, report.checks_failed) == (FAIL, t0 + timedelta(minutes=60), 1)
+    # The failing check itself, as each forge names it: a check run, a pipeline, a status's details.
+    assert row.checks_url == {
+        "github": f"https://github.example/acme/gitops/runs/{head[:8]}",
+        "gitlab": "https://gitlab.example/acme/gitops/-/pipelines/77",
+        "gitea": f"https://ci.example/{head}/0",
+    }[forge.kind]
 
     report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=90))
     row.refresh_from_db()
@@ -68,6 +74,7 @@ def test_tracking_follows_checks_and_the_merge(forge: Harness, db: None) -> None
     report = refresh_open(by_url.__getitem__, now=t0 + timedelta(minutes=120))
     row.refresh_from_db()
     assert (row.state, row.checks, row.merged_at, report.merged) == ("merged", PASS, t0 + timedelta(minutes=95), 1)
+    assert row.checks_url == ""  # passing now: no failing check to link
 
 
 def test_tracking_a_pull_request_closed_without_merging(forge: Harness, db: None) -> None:

@@ -102,7 +102,7 @@ def test_lines_with_an_open_pr_or_already_pinned_offer_no_new_pr(client, users, 
                                to_version="1.7.0")
     seed_pin(fleet["prod"], catalog.checkout, "1.7.0", line=4)
     html = login(client, users, "member").get(reverse("updates")).content.decode()
-    assert "PR open #12" in html
+    assert "PR #12 open" in html
     assert "Git pins 1.7.0 already: merged, not deployed" in html
     assert "Open PR → 1.7.0" not in html
 
@@ -198,7 +198,7 @@ def test_the_matrix_points_to_an_open_pr_and_offers_nothing_where_git_pins_the_t
                                base_branch="main", state="open", to_version="1.7.0")
     seed_pin(fleet["prod"], catalog.checkout, "1.7.0", line=4)
     html = _matrix(login(client, users, "member"))
-    assert 'href="https://github.com/acme/gitops/pull/12"' in html and "PR #12 → 1.7.0" in html
+    assert 'href="https://github.com/acme/gitops/pull/12"' in html and "PR #12 open" in html
     assert "Open PR → 1.7.0" not in html  # prod: merged in Git, waiting to deploy
     assert "Git pins 1.7.0" in html
 

@@ -174,6 +174,9 @@ class FakeServer(abc.ABC):
         self.token = token
         self.faults: list[Fault] = []
         self.log: list[tuple[str, str, int]] = []  # method, path, status answered
+        # Listings of pull requests per repository ("owner/name"): a call is its first page,
+        # however many pages follow, so "one list call per repository" is counted as written.
+        self.list_calls: dict[str, int] = {}
         self.lock = threading.Lock()
         self.routes: list[Route] = []
         self.per_page = 2  # small pages so every list crosses a page boundary
@@ -273,6 +276,11 @@ class FakeServer(abc.ABC):
             link = self.url + request.path + "?" + "&".join(f"{k}={v}" for k, v in query.items())
             headers["Link"] = f'<{link}>; rel="next"'
         return chunk, headers
+
+    def count_list(self, request: Request, repository: str) -> None:
+        """Count one listing of `repository`'s pull requests (its first page only)."""
+        if str(request.query.get("page") or "1") == "1":
+            self.list_calls[repository] = self.list_calls.get(repository, 0) + 1
 
     def requests_matching(self, method: str, pattern: str) -> list[tuple[str, str, int]]:
         return [entry for entry in self.log if entry[0] == method and re.search(pattern, entry[1])]

@@ -163,6 +163,7 @@ class FakeGitea(FakeServer):
         return Response(201, {"commit": {"sha": sha}, "files": []})
 
     def list_pulls(self, request: Request, owner: str, name: str) -> Response:
+        self.count_list(request, f"{owner}/{name}")
         state = request.query.get("state", "open")
         pulls = [p for p in self.model.pulls if state == "all" or p.state == state]
         chunk, headers = self.page(request, pulls, size_param="limit")
@@ -242,7 +243,8 @@ class FakeGitea(FakeServer):
         return Response(200, [lb for lb in self.all_labels() if lb["name"] in pull.labels])
 
     def statuses(self, request: Request, owner: str, name: str, sha: str) -> Response:
-        rows = [{"id": i, "status": s, "context": f"ci/{i}"} for i, s in enumerate(self.model.statuses.get(sha, []))]
+        rows = [{"id": i, "status": s, "context": f"ci/{i}", "target_url": f"https://ci.example/{sha}/{i}"}
+                for i, s in enumerate(self.model.statuses.get(sha, []))]
         chunk, headers = self.page(request, rows)
         return Response(200, chunk, headers)
 

@@ -268,6 +268,7 @@ class FakeGitHub(FakeServer):
     # --- pull requests ---------------------------------------------------------------
 
     def list_pulls(self, request: Request, owner: str, name: str) -> Response:
+        self.count_list(request, f"{owner}/{name}")
         state = request.query.get("state", "open")
         pulls = [p for p in self.model.pulls if state == "all" or p.state == state]
         chunk, headers = self.page(request, pulls)
@@ -369,7 +370,8 @@ class FakeGitHub(FakeServer):
             state = "pending"
         else:
             state = "success"
-        statuses = [{"state": s, "context": f"ci/{i}"} for i, s in enumerate(states)]
+        statuses = [{"state": s, "context": f"ci/{i}", "target_url": f"https://ci.example/{sha}/{i}"}
+                    for i, s in enumerate(states)]
         return Response(200, {"state": state, "sha": sha, "total_count": len(states), "statuses": statuses})
 
     # --- releases --------------------------------------------------------------------

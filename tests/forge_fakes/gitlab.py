@@ -62,7 +62,10 @@ class FakeGitLab(FakeServer):
             "labels": list(pull.labels),
             "reviewers": [{"id": self.model.users[r], "username": r} for r in pull.reviewers],
             "author": {"username": pull.author},
-            "head_pipeline": {"id": 77, "sha": sha, "status": status} if status else None,
+            "head_pipeline": {
+                "id": 77, "sha": sha, "status": status,
+                "web_url": f"https://gitlab.example/{self.model.owner}/{self.model.name}/-/pipelines/77",
+            } if status else None,
         }
 
     def get_project(self, request: Request, project: str) -> Response:
@@ -161,6 +164,7 @@ class FakeGitLab(FakeServer):
         return Response(201, {"id": sha, "short_id": sha[:8], "title": body["commit_message"].splitlines()[0]})
 
     def list_mrs(self, request: Request, project: str) -> Response:
+        self.count_list(request, project)
         wanted = request.query.get("state", "all")
         pulls = [p for p in self.model.pulls if wanted == "all" or self.mr_json(p)["state"] == wanted]
         chunk, headers = self.page(request, pulls)

@@ -135,7 +135,8 @@ def set_checks(forge: Harness, sha: str, state: str) -> None:
     if forge.kind == "github":
         run = {"pass": ("completed", "success"), "running": ("in_progress", None), "fail": ("completed", "failure")}
         status, conclusion = run[state]
-        model.check_runs[sha] = [{"id": 1, "name": "build", "status": status, "conclusion": conclusion}]
+        model.check_runs[sha] = [{"id": 1, "name": "build", "status": status, "conclusion": conclusion,
+                                  "html_url": f"https://github.example/acme/gitops/runs/{sha[:8]}"}]
     elif forge.kind == "gitlab":
         model.pipelines[sha] = {"pass": "success", "running": "running", "fail": "failed"}[state]
     else:

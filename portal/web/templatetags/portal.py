@@ -96,6 +96,12 @@ register.filter("jump_class", badges.jump_class)
 
 
 @register.simple_tag
+def pr_state(pr: object, why: str = "") -> SafeString:
+    """`{% pr_state pr why %}`: the one PR state badge (portal.web.badges.pr_state_html)."""
+    return badges.pr_state_html(pr, why) if pr is not None else SafeString("")
+
+
+@register.simple_tag
 def badge(kind: str, label: object, title: object = "") -> SafeString:
     """`{% badge kind label title %}`: the same markup as the badges cells.py draws."""
     return badges.badge_html(kind, str(label), str(title or ""))

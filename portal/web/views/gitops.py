@@ -6,10 +6,11 @@ table when a filter changes or the 30-second refresh fires.
 
 from __future__ import annotations
 
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, QuerySet, Window
+from django.db.models import Count, Q, QuerySet, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -18,6 +19,9 @@ from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster, Environment
+from portal.delivery.deployments import TRACK_FOR, not_deployed_why
+from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.models import PullRequest
 from portal.links import argocd_links
 from portal.web.badges import badges_for
 from portal.web.rollback_offers import offers_for_page
@@ -47,6 +51,40 @@ def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
     return Page(rows, wanted, paginator)
 
 
+def _pins_of(app: GitOpsApp, pins: dict[tuple[int, str], list[str]]) -> list[tuple[str, str]]:
+    """(service, "Git pins X[, runs Y]") for each service of the app whose pins were read."""
+    found = []
+    for (app_id, service), versions in sorted(pins.items()):
+        if app_id == app.pk:
+            runs = (app.running or {}).get(service, [])
+            found.append((service, pin_summary(versions, runs) or f"Git pins {', '.join(versions)}"))
+    return found
+
+
+def pull_requests_for(apps: list[GitOpsApp], now: datetime) -> dict[int, list[PullRequest]]:
+    """app id -> the pull requests that change it: open (or being opened), and merged ones whose
+    version does not run yet, for the app's services in its environment (and cluster, when the
+    PR names clusters). One query for the page, whatever its number of rows."""
+    if not apps:
+        return {}
+    environments = {app.cluster.environment.name for app in apps if app.cluster.environment}
+    live = Q(state__in=[PullRequest.State.OPEN, PullRequest.State.OPENING]) | Q(
+        state=PullRequest.State.MERGED, running_at__isnull=True, merged_at__gte=now - TRACK_FOR
+    )
+    prs = list(PullRequest.objects.filter(live, environment__in=environments).order_by("-opened_at", "-id")[:500])
+    found: dict[int, list[PullRequest]] = {}
+    for app in apps:
+        environment = app.cluster.environment.name if app.cluster.environment else None
+        services = set(app.running or {})
+        for pr in prs:
+            if pr.environment != environment or not services & set(pr.services or []):
+                continue
+            if pr.clusters and app.cluster.name not in pr.clusters:
+                continue
+            found.setdefault(app.pk, []).append(pr)
+    return found
+
+
 @requires_role(Role.VIEWER)
 def gitops_list(request: HttpRequest) -> HttpResponse:
     # Every name the filter knows (the API's too), as typed: the form shows them and the
@@ -62,9 +100,19 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
         page = counted_page(apps, request.GET.get("page"))
     else:
         page = Paginator(apps, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now),
-             argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None)
-            for app in page.object_list]
+    shown = list(page.object_list)
+    pins = pinned_versions([app.pk for app in shown])
+    prs = pull_requests_for(shown, now)
+    why = not_deployed_why({pr.pk: pr for found in prs.values() for pr in found}.values(), now)
+    for found in prs.values():
+        for pr in found:
+            pr.not_deployed_why = why.get(pr.pk, "")  # "merged, not deployed — why" in its badge
+    rows = [
+        (app, badges_for(app, app.cluster, now), app.needs_attention(now),
+         argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None,
+         _pins_of(app, pins), prs.get(app.pk, []))
+        for app in shown
+    ]
     query = urlencode({k: v for k, v in params.items() if v})
     context = {
         "rows": rows,

@@ -15,9 +15,11 @@ from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.deployments import not_deployed_why
+from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import UpgradeTargets
-from portal.links import safe_http_url
+from portal.web.badges import pr_state_html
 from portal.web.cells import Offer, Renderer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows
 
@@ -25,7 +27,7 @@ from portal.web.fleet import CellLine, ServiceRow, service_rows
 @requires_role(Role.VIEWER)
 def matrix(request: HttpRequest) -> HttpResponse:
     environments, rows = service_rows()
-    offers = upgrade_offers(rows) if has_role(request.user, Role.MEMBER) else {}
+    offers = upgrade_offers(rows, can_open=has_role(request.user, Role.MEMBER))
     render_matrix(rows, lambda row, line: offers.get(id(line)))
     context = {"environments": environments, "rows": rows}
     template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
@@ -45,17 +47,20 @@ def matrix_cell(request: HttpRequest) -> HttpResponse:
     cell = next((cell for cell in row.cells if cell.environment.name == environment), None)
     if cell is None:
         raise Http404("no such environment")
-    offers = upgrade_offers(rows, folded=True) if has_role(request.user, Role.MEMBER) else {}
+    offers = upgrade_offers(rows, folded=True, can_open=has_role(request.user, Role.MEMBER))
     html = Renderer(lambda row, line: offers.get(id(line))).folded(row, cell)
     return HttpResponse(html)
 
 
-def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False) -> dict[int, Offer]:
+def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bool = True) -> dict[int, Offer]:
     """"Open PR → X" for each line that runs older than the newest release its service's
     policy accepts, keyed by the line's id(): the lines in sight of each cell, or with
-    `folded` those behind its disclosure (`Cell.fold`), for the cell partial. Four queries,
-    whatever the fleet size: the targets, then the applications of only the lines that are
-    behind."""
+    `folded` those behind its disclosure (`Cell.fold`), for the cell partial. A line that a
+    pull request proposes shows its state (the one badge, `badges.pr_state_html`) instead:
+    open or merged replaces the offer, closed without merging shows beside it. Everyone sees
+    the state; only `can_open` (members) get the offer. A fixed handful of queries, whatever
+    the fleet size: the targets and pull requests, the reasons merges wait, then the
+    applications of only the lines that are behind."""
     targets = UpgradeTargets([row.service for row in rows])
     behind: list[tuple[ServiceRow, str, CellLine, str, str]] = []
     for row in rows:
@@ -63,11 +68,35 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False) -> dict[int,
             for line in cell.fold()[1 if folded else 0]:
                 current = UpgradeTargets.current(line.versions)
                 target = targets.target(row.service.id, current) if current else None
-                # Git already pinning the target means merged and waiting to deploy: nothing to propose.
-                if current and target and target not in line.pinned:
+                if current and target:
                     behind.append((row, cell.environment.name, line, current, target))
     if not behind:
         return {}
+    shown = {
+        id(line): targets.open_pr(row.service.name, environment, target)
+        or targets.past_pr(row.service.name, environment, target)
+        for row, environment, line, _, target in behind
+    }
+    why = not_deployed_why(shown.values())
+    offers: dict[int, Offer] = {}
+    waiting = []
+    for item in behind:
+        row, environment, line, current, target = item
+        pr = shown[id(line)]
+        html = pr_state_html(pr, why.get(pr.pk, ""), compact=True) if pr is not None else ""
+        # Open or merged replaces the offer; Git already pinning the target means merged and
+        # waiting to deploy: nothing to propose either.
+        if pr is not None and pr.state != PullRequest.State.CLOSED:
+            offers[id(line)] = Offer(target, "", "", pr_html=html)
+        elif target in line.pinned or not can_open:
+            if html:
+                offers[id(line)] = Offer(target, "", "", pr_html=html)
+        else:
+            waiting.append((item, html))
+    behind = [item for item, _ in waiting]
+    closed = {id(item[2]): html for item, html in waiting}
+    if not behind:
+        return offers
     clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
     for service_id, cluster_id, app_id in (
@@ -78,17 +107,8 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False) -> dict[int,
     ):
         apps.setdefault((service_id, cluster_id), set()).add(app_id)
 
-    offers: dict[int, Offer] = {}
     for row, environment, line, current, target in behind:
         service = row.service
-        pr = targets.open_pr(service.name, environment, target)
-        if pr is not None:
-            # Proposed already: the pull request, not a second one (a forge URL is shown only if http(s)).
-            link = safe_http_url(pr.url)
-            if link:
-                offers[id(line)] = Offer(target, link, f"pull request #{pr.number} already proposes {target}",
-                                         label=f"PR #{pr.number} → {target}")
-            continue
         app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
         if not app_ids:
             continue
@@ -100,5 +120,5 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False) -> dict[int,
             title += f" ({len(app_ids)} applications: choose them on the Updates page)"
         else:
             href = preview_href(UPGRADE, [f"{app_id}:{service.name}:{target}" for app_id in app_ids])
-        offers[id(line)] = Offer(target, href, title)
+        offers[id(line)] = Offer(target, href, title, pr_html=closed.get(id(line), ""))
     return offers

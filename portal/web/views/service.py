@@ -20,6 +20,7 @@ from gitops.platforms import PLATFORM_KINDS, lines_to_add
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
 from portal.delivery import policies
+from portal.delivery.deployments import not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
@@ -73,6 +74,9 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
     upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps})}
+    why = not_deployed_why([b.past_pr for b in upgrades.values()], now)  # "merged, not deployed — why"
+    for b in upgrades.values():
+        b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:

@@ -23,6 +23,7 @@ from portal.accounts.roles import Role, has_role, post_only, requires_role
 from portal.audit.models import record
 from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, put_off
@@ -65,6 +66,9 @@ def updates(request: HttpRequest) -> HttpResponse:
     # The pager counts the light lines; only the shown page loads its applications.
     page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    why = not_deployed_why([b.past_pr for b in rows], now)
+    for b in rows:
+        b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,

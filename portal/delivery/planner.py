@@ -218,7 +218,15 @@ def _object_of(change: Change, objects: Mapping[int, Mapping[str, Any]]) -> Mapp
 def _tree_step(
     current: Mapping[str, str], app: Mapping[str, Any], change: Change
 ) -> tuple[dict[str, str], list[str], list[str]]:
-    result = tree_edit_result(current, app, change.image, change.from_version, change.to_version, path=change.path)
+    result = tree_edit_result(
+        current,
+        app,
+        change.image,
+        change.from_version,
+        change.to_version,
+        path=change.path,
+        repository=change.repository or None,
+    )
     by_file: dict[str, list[Edit]] = {}
     for edit in result.edits:
         by_file.setdefault(edit.path, []).append(edit)

@@ -2,7 +2,9 @@
 
 Read from the store only (running versions, `Release` rows, policies, Git pins, open
 pull requests), in a constant number of queries whatever the fleet size, so the
-Updates page, the service panel and the automatic-PR task share one answer.
+Updates page, the service panel and the automatic-PR task share one answer. A line whose
+application has no known Git location carries the reason (`changes.no_pr_reasons`) for the
+pages to show instead of a button.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion
 from portal.catalog.models import Service
+from portal.delivery.changes import no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
@@ -40,6 +43,7 @@ class Behind:
     pinned: list[str] = field(default_factory=list)  # what Git pins, when read
     open_pr: PullRequest | None = None  # an open pull request already proposing the target
     notes_url: str | None = None  # the target's release notes on the forge, when known
+    no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
 
     @property
     def environment(self) -> str:
@@ -267,6 +271,7 @@ class BehindLines:
                          .in_bulk(missing))
         apps = known
         pins = pinned_versions(ids)
+        no_pr = no_pr_reasons(ids)
         found = []
         for line in chosen:
             app = apps.get(line.app_id)
@@ -281,6 +286,7 @@ class BehindLines:
                 pinned=pins.get((app.pk, line.service.name), []),
                 open_pr=targets.open_pr(line.service.name, app.cluster.environment.name, line.target),
                 notes_url=targets.notes.get((line.service.pk, line.target)),
+                no_pr=no_pr.get(app.pk, ""),
             ))
         return found
 

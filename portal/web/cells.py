@@ -38,6 +38,7 @@ class Offer:
     href: str  # the pull request preview, the Updates page when too many apps, or the open PR
     title: str
     label: str = ""  # "Open PR → 1.7.0" unless said otherwise ("PR #12 → 1.7.0")
+    no_pr: str = ""  # no pull request can be proposed, and why: shown instead of a link (href unused)
 
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
@@ -125,7 +126,9 @@ class Renderer:
         pins = f' {badge_html("pins", "Git pins " + ", ".join(line.pinned))}' if summary else ""
         action = ""
         offer = self.offers(row, line) if self.offers is not None and line.versions else None
-        if offer is not None:
+        if offer is not None and offer.no_pr:
+            action = f' <span class="muted no-pr" title="{escape(offer.no_pr)}">no PR: no Git location</span>'
+        elif offer is not None:
             label = escape(offer.label or f"Open PR → {offer.target}")
             action = f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
         title = escape(self.title(line, summary))

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
+from portal.delivery.changes import no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
@@ -78,8 +79,9 @@ class Offer:
     label: str
     cluster: str
     current: str
-    url: str | None  # None: no GitOps application to change there
+    url: str | None  # None: no GitOps application to change there, or `no_pr`
     open_pr: PullRequest | None
+    no_pr: str = ""  # why no pull request can be proposed there (no Git location known)
 
     @property
     def open_pr_link(self) -> str | None:
@@ -127,6 +129,9 @@ def promotion_offers(
     """Each promotion's "Open PR → prod" per production cluster (or the PR open for it), and a
     preview link per application group."""
     pending = _open_promotions()
+    no_pr = no_pr_reasons(
+        [t.app_id for p in found for t in p.targets if t.app_id is not None] + [g.app_id for g in groups]
+    )
     waiting = []
     for promotion in found:
         offers = [
@@ -136,13 +141,19 @@ def promotion_offers(
                 current=target.current,
                 url=promotions.preview_url(target.app_id, [(promotion.service, target.current, promotion.version)],
                                            back)
-                if target.app_id is not None else None,
+                if target.app_id is not None and target.app_id not in no_pr else None,
                 open_pr=pending.get((promotion.service, target.cluster, promotion.version)),
+                no_pr=no_pr.get(target.app_id, "") if target.app_id is not None else "",
             )
             for target in promotion.targets
         ]
         waiting.append((promotion, offers))
-    grouped = [(group, promotions.preview_url(group.app_id, group.moves, back)) for group in groups]
+    # An application with no Git location gets no group button; its lines say why.
+    grouped = [
+        (group, promotions.preview_url(group.app_id, group.moves, back))
+        for group in groups
+        if group.app_id not in no_pr
+    ]
     return waiting, grouped
 
 

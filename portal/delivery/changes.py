@@ -49,6 +49,7 @@ from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.releases.charts import ChartPin, ChartRef, chart_pin
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
 
@@ -180,6 +181,50 @@ def change_forward(
     return _base(kind, app, service, to_version, start, release_notes=notes)
 
 
+def change_for_chart(
+    kind: str, app: GitOpsApp, to_version: str, *, from_version: str | None = None, chart: str = ""
+) -> Change:
+    """Move the chart `app` installs from a Helm or OCI repository to `to_version`: only the
+    pinned chart version changes (`forges.pins.chart_edits`: a HelmRelease's
+    `spec.chart.spec.version`, an Argo CD Helm source's `targetRevision`, an OCIRepository's
+    `ref`), in the repository where the app's pins live. A range is not a pin: refused.
+    `chart` with `from_version`: a dependency of a chart kept in Git (its Chart.yaml pins it)."""
+    pin = chart_pin(app)
+    if pin is None and chart and from_version:
+        pin = ChartPin(ChartRef("", chart), from_version)
+    if pin is None:
+        raise ChangeError(f"{app.name} installs no chart from a Helm or OCI repository")
+    if pin.is_range and not from_version:
+        raise ChangeError(
+            f"{app.name} {pin.follows} of the chart {pin.ref.chart}: a range is not a pin, so there is nothing "
+            "to change"
+        )
+    reason = no_pr_reason(app)
+    if reason:
+        raise ChangeError(reason)
+    start = from_version or pin.version
+    if not to_version or start == to_version:
+        raise ChangeError(f"the chart {pin.ref.chart} is already at {to_version} in {app.name}")
+    if app.cluster.environment is None:
+        raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
+    source = pin_source(app)
+    return Change(
+        kind=kind,
+        services=(),
+        environment=app.cluster.environment.name,
+        repository=source.repository,
+        base_branch=source.revision.strip(),
+        path=source.path,
+        image=pin.ref.repository,
+        from_version=start,
+        to_version=to_version,
+        clusters=(app.cluster.name,),
+        apps=(app.pk,),
+        chart=pin.ref.chart,
+    )
+
+
+change_for_chart_upgrade = partial(change_for_chart, UPGRADE)
 change_for_upgrade = partial(change_forward, UPGRADE)
 change_for_promotion = partial(change_forward, PROMOTION)
 

@@ -25,6 +25,7 @@ from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
+from portal.releases.charts import ChartPin, chart_pin, versions_of
 from portal.releases.models import Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
@@ -319,3 +320,62 @@ def put_off(service: Service, version: str, until: date, today: date | None = No
     row.put_off = entries
     row.save(update_fields=["put_off", "updated_at"])
     return row
+
+
+@dataclass
+class ChartBehind:
+    """An application whose pinned chart version is older than the newest version of the
+    chart its service's policy accepts (`target`), or that follows a range (`follows`, no
+    target: nothing to change)."""
+
+    app: GitOpsApp
+    pin: ChartPin
+    target: str | None
+    jump: str = ""
+    no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
+
+    @property
+    def follows(self) -> str:
+        return self.pin.follows
+
+
+def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None) -> list[ChartBehind]:
+    """Applications installing a chart from a Helm or OCI repository: those pinned behind the
+    newest acceptable version (`portal.releases.charts` keeps what each repository offers), and
+    those following a range. The policy is that of the application's first service (by name),
+    the default policy when it has none. A fixed handful of queries."""
+    today = today or timezone.now().date()
+    apps = GitOpsApp.objects.exclude(chart="").select_related("cluster__environment").defer(
+        "raw", "history", "conditions", "synced_revisions", "images", "warnings"
+    )
+    if app_ids is not None:
+        apps = apps.filter(pk__in=app_ids)
+    pinned = [(app, pin) for app in apps.order_by("cluster__name", "name") if (pin := chart_pin(app)) is not None]
+    if not pinned:
+        return []
+    offered = versions_of({pin.ref for _, pin in pinned})
+    first_service: dict[int, Service] = {}
+    for app_id, service in (
+        (link.gitopsapp_id, link.service)
+        for link in GitOpsApp.services.through.objects.filter(gitopsapp_id__in=[a.pk for a, _ in pinned])
+        .select_related("service")
+        .order_by("service__name")
+    ):
+        first_service.setdefault(app_id, service)
+    policies = _policies(list({s.pk: s for s in first_service.values()}.values()))
+    found: list[ChartBehind] = []
+    for app, pin in pinned:
+        if app.cluster.environment is None:
+            continue
+        if pin.is_range:
+            found.append(ChartBehind(app, pin, None))
+            continue
+        service = first_service.get(app.pk)
+        policy = policies.get(service.pk, VersionPolicy()) if service is not None else VersionPolicy()
+        target = newest_acceptable(pin.version, offered.get(pin.ref, []), policy, today)
+        if target and target != pin.version:
+            found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch"))
+    reasons = no_pr_reasons([line.app.pk for line in found if line.target])
+    for line in found:
+        line.no_pr = reasons.get(line.app.pk, "")
+    return found

@@ -24,10 +24,10 @@ from gitops.collectors.argocd import application_row
 from gitops.derive.apps import plain
 from gitops.pinsource import NAME, revision_kind
 from portal.catalog.models import Service
-from portal.delivery.changes import change_for_upgrade, preview_change
+from portal.delivery.changes import change_for_chart_upgrade, change_for_upgrade, preview_change
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving
-from tests.forges.layout_cases import EXPECTED, apps, layout, layout_files
+from tests.forges.layout_cases import CHART_EXPECTED, EXPECTED, apps, layout, layout_files
 
 pytestmark = pytest.mark.django_db
 
@@ -146,3 +146,46 @@ def test_the_preview_changes_exactly_the_lines_tree_edits_states(
 
 def test_every_layout_is_previewed_on_github() -> None:
     assert sorted(case[1] for case in CASES if case[0] == "github") == sorted(apps())
+
+
+# --- chart versions: the same lines as chart_edits, through the preview -------------------------
+
+
+def with_chart_version(app: Any, facts: dict[str, Any]) -> None:
+    """The chart version the poll reads for a HelmRelease whose chart comes by chartRef (the
+    OCIRepository's ref, as gitops.collectors.flux stores it)."""
+    if app.kind == "HelmRelease":
+        chart = facts["chart"]
+        app.target_revision = chart["version"]
+        app.sources = [{"repo_url": app.repo_url, "chart": chart["name"], "target_revision": chart["version"],
+                        "path": "", "ref": "OCIRepository/apps/podinfo-chart"}]
+        app.save(update_fields=["target_revision", "sources"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "folder", "to_version", "expected"),
+    [("github", *case) for case in CHART_EXPECTED] + [("gitea", *CHART_EXPECTED[1])],
+    ids=[f"github-{case[0]}" for case in CHART_EXPECTED] + [f"gitea-{CHART_EXPECTED[1][0]}"],
+)
+def test_a_chart_upgrade_preview_changes_exactly_the_lines_chart_edits_states(
+    kind, folder, to_version, expected, catalog, monkeypatch
+):
+    revision = followed_revision(apps()[folder])
+    default_branch = revision if revision_kind(revision) == NAME else "trunk"
+    facts = layout(folder)
+    with serving(kind, monkeypatch, layout_files(folder), default_branch=default_branch) as harness:
+        service = Service.objects.create(name="layout-app", image_repository=facts["image"])
+        app = stored_app(folder, catalog, harness, service)
+        with_chart_version(app, facts)
+
+        chart = facts["chart"]
+        change = change_for_chart_upgrade(app, to_version, from_version=chart["version"], chart=chart["name"])
+        delivery = preview_change(change)
+
+        assert change.chart == facts["chart"]["name"] and change.services == ()
+        assert delivery.error == "" and delivery.follows == ""
+        assert preview_lines(delivery) == [(e.path, e.line, e.before, e.after) for e in expected]
+        assert delivery.can_open, delivery.problems
+        assert f"the {change.chart} chart to {to_version}" in delivery.preview.title
+        assert delivery.preview.branch.startswith(f"portal/{change.chart}-chart-{to_version}")
+        assert {method for method, _path, _status in harness.server.log} == {"GET"}

@@ -1,0 +1,99 @@
+"""A chart version as a change of its own: the demo's Flux HelmRelease `notifications` pins the
+chart at 0.3.1; the chart repository offers newer versions (ChartVersion rows, as
+portal.releases.charts stores them); the newest its service's policy accepts becomes an upgrade
+whose preview — through the real forge clients against each forge fake holding the demo
+repository — changes only `spec.chart.spec.version` beside the HelmRelease. A semver range is
+"follows 1.2.*" with nothing to change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.utils import timezone
+
+from portal.delivery.changes import ChangeError, change_for_chart_upgrade, preview_change
+from portal.delivery.models import ServicePolicy
+from portal.delivery.upgrades import charts_behind
+from portal.releases.models import ChartVersion
+from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, demo_helmrelease, seed_helmrelease
+from tests.fixtures.seed import seed_app
+from tests.forge_fakes.harness import FILES, KINDS, Harness, serving
+
+pytestmark = pytest.mark.django_db
+
+RELEASE = f"{NOTIFICATIONS}/helmrelease.yaml"
+
+
+@pytest.fixture(params=KINDS)
+def demo_repo(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    with serving(request.param, monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        yield harness
+
+
+@pytest.fixture
+def notifications(catalog):
+    from portal.catalog.models import Service
+
+    service = Service.objects.create(name="notifications", image_repository="ghcr.io/acme-shop/notifications")
+    ServicePolicy.objects.create(service=service, accept="minor")
+    now = timezone.now()
+    for version in ("0.3.0", "0.3.1", "0.3.2", "0.4.0", "0.5.0-rc.1", "1.0.0"):
+        ChartVersion.objects.create(repository=CHARTS, chart="notifications", version=version,
+                                    prerelease="rc" in version, seen_at=now)
+    return service
+
+
+def release_applied_from(harness: Harness, catalog, service, version: str = "0.3.1"):
+    seed_app(catalog.prod_us, "notifications", tool="flux", kind="Kustomization", namespace="flux-system",
+             repo_url=harness.repository, path=f"./{NOTIFICATIONS}", target_revision="main")
+    app = seed_helmrelease(catalog.prod_us, service, demo_helmrelease())
+    if version != "0.3.1":
+        app.target_revision = version
+        app.sources = [{**app.sources[0], "target_revision": version}]
+        app.save(update_fields=["target_revision", "sources"])
+    return app
+
+
+def test_the_newest_acceptable_chart_version_is_an_upgrade_that_changes_only_that_version(
+    catalog, notifications, demo_repo
+):
+    app = release_applied_from(demo_repo, catalog, notifications)
+
+    [line] = charts_behind()
+    # accept=minor: 1.0.0 is a major jump, the release candidate is not a release.
+    assert (line.app, line.pin.ref.chart, line.pin.version, line.target, line.jump) == (
+        app, "notifications", "0.3.1", "0.4.0", "minor")
+    assert line.follows == "" and line.no_pr == ""
+
+    delivery = preview_change(change_for_chart_upgrade(app, line.target))
+
+    assert delivery.error == "" and delivery.can_open, delivery.problems
+    [edit] = delivery.preview.edits
+    assert edit.path == RELEASE
+    assert [(c.line, c.before, c.after) for c in edit.lines] == [
+        (11, '      version: "0.3.1"', '      version: "0.4.0"')
+    ]
+    assert delivery.change.base_branch == "main" and delivery.change.repository == demo_repo.repository
+    assert delivery.preview.title == "Update the notifications chart to 0.4.0 in prod"
+    assert "the chart `notifications` of `https://charts.acme-shop.io`" in delivery.preview.description
+    assert {method for method, _path, _status in demo_repo.server.log} == {"GET"}
+
+
+@pytest.mark.parametrize("kind", ["github"])
+def test_a_chart_range_follows_and_offers_nothing(catalog, notifications, monkeypatch, kind):
+    with serving(kind, monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        app = release_applied_from(harness, catalog, notifications, version="0.3.*")
+
+        [line] = charts_behind()
+        assert line.app == app and line.target is None and line.follows == "follows 0.3.*"
+        with pytest.raises(ChangeError, match=r"follows 0\.3\.\* of the chart notifications"):
+            change_for_chart_upgrade(app, "0.3.2")
+        # Nothing was asked of the forge for a range.
+        assert harness.server.log == []
+
+
+def test_a_chart_already_at_the_newest_acceptable_is_not_behind(catalog, notifications, monkeypatch):
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        release_applied_from(harness, catalog, notifications, version="0.4.0")
+        assert charts_behind() == []

@@ -97,3 +97,36 @@ def test_a_chart_already_at_the_newest_acceptable_is_not_behind(catalog, notific
     with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
         release_applied_from(harness, catalog, notifications, version="0.4.0")
         assert charts_behind() == []
+
+
+def test_updates_offers_the_chart_upgrade_and_its_preview_shows_the_version_edit(
+    client, users, catalog, notifications, monkeypatch
+):
+    from django.urls import reverse
+
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        app = release_applied_from(harness, catalog, notifications)
+        client.force_login(users["member"])
+        html = client.get(reverse("updates")).content.decode()
+        row = html[html.index('<tr data-chart="notifications"'):]
+        row = row[: row.index("</tr>")]
+        assert 'data-target="0.4.0"' in row and "Open PR → 0.4.0" in row
+        href = f"item={app.pk}:chart=notifications:0.4.0"
+        assert href in row
+
+        page = client.get(reverse("pr-preview") + "?kind=upgrade&" + href).content.decode()
+        assert "Update the notifications chart to 0.4.0 in prod" in page
+        assert RELEASE in page and '-      version: &quot;0.3.1&quot;' in page
+        assert '+      version: &quot;0.4.0&quot;' in page and "Open pull request" in page
+
+
+def test_updates_says_a_chart_range_follows(client, users, catalog, notifications, monkeypatch):
+    from django.urls import reverse
+
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        release_applied_from(harness, catalog, notifications, version="0.3.*")
+        client.force_login(users["member"])
+        html = client.get(reverse("updates")).content.decode()
+        row = html[html.index('<tr data-chart="notifications"'):]
+        row = row[: row.index("</tr>")]
+        assert "follows 0.3.*: a range, nothing to change" in row and "Open PR" not in row

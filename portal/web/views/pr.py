@@ -4,6 +4,7 @@ The change travels in the URL, so any page can link to its preview:
     /pr/preview?kind=upgrade&service=checkout&app=12&to=1.7.0
     /pr/preview?kind=upgrade&item=12:checkout:1.7.0&item=14:cart:2.1.0&mode=grouped
 (`mode=grouped`: one pull request per repository, branch and environment; `each`: one per line).
+A chart version change names the chart instead of a service: `item=12:chart=notifications:0.4.0`.
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
@@ -29,6 +30,7 @@ from portal.catalog.models import Service
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,
     ChangeError,
+    change_for_chart,
     change_for_rollback,
     change_forward,
     group_changes,
@@ -44,6 +46,7 @@ from portal.releases.excerpts import notes_for, share
 GROUPED = "grouped"
 EACH = "each"
 CONFIRM = "confirm"  # the default branch chosen for an application that follows a tag
+CHART_ITEM = "chart="  # an item's "service" that names a chart: a chart version change
 
 
 def confirmed(params: QueryDict) -> bool:
@@ -99,6 +102,13 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
     services = {s.name: s for s in Service.objects.filter(name__in=[i.service for i in items])}
     changes = []
     for item in items:
+        if item.service.startswith(CHART_ITEM):
+            chart_app = apps.get(item.app_id)
+            if chart_app is None:
+                raise RequestError(f"No application {item.app_id}.")
+            changes.append(change_for_chart(kind, chart_app, item.to_version, from_version=item.from_version or None,
+                                            chart=item.service.removeprefix(CHART_ITEM)))
+            continue
         app, service = apps.get(item.app_id), services.get(item.service)
         if app is None or service is None:
             raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")

@@ -337,7 +337,7 @@ def _what(changes: Sequence[Change]) -> list[str]:
     clusters = f", clusters {', '.join(f'`{c}`' for c in first.clusters)}" if first.clusters else ""
     return [
         f"**What**: {verb} {_what_moves(first)} from `{first.from_version}` to `{first.to_version}` "
-        f"({', '.join(first.services) or first.image}).",
+        f"({', '.join(first.services) or (f'the {first.chart} chart' if first.chart else first.image)}).",
         f"**Where**: environment `{first.environment or '-'}`{clusters}; "
         f"`{first.path or '/'}` on `{first.base_branch}`.",
         f"**Why**: {_why(first)}",

@@ -119,6 +119,17 @@ def test_updates_offers_the_chart_upgrade_and_its_preview_shows_the_version_edit
         assert RELEASE in page and '-      version: &quot;0.3.1&quot;' in page
         assert '+      version: &quot;0.4.0&quot;' in page and "Open pull request" in page
 
+        response = client.post(reverse("pr-open"), {"kind": "upgrade", "item": f"{app.pk}:chart=notifications:0.4.0"})
+        assert response.status_code == 302
+        [pull] = harness.model.pulls
+        assert pull.title == "Update the notifications chart to 0.4.0 in prod"
+        assert pull.head == "portal/notifications-chart-0.4.0-prod"
+        assert 'version: "0.4.0"' in harness.model.files_at(pull.head)[RELEASE]
+        from portal.delivery.models import PullRequest
+
+        row = PullRequest.objects.get()
+        assert row.state == "open" and row.to_version == "0.4.0" and row.from_version == "0.3.1"
+
 
 def test_updates_says_a_chart_range_follows(client, users, catalog, notifications, monkeypatch):
     from django.urls import reverse
@@ -130,3 +141,32 @@ def test_updates_says_a_chart_range_follows(client, users, catalog, notification
         row = html[html.index('<tr data-chart="notifications"'):]
         row = row[: row.index("</tr>")]
         assert "follows 0.3.*: a range, nothing to change" in row and "Open PR" not in row
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_updates_in_a_browser_shows_the_chart_offer(page, live_server, catalog, notifications, monkeypatch):
+    from django.contrib.auth import get_user_model
+
+    from portal.accounts.roles import Role, grant
+    from tests.fixtures.browser import screenshot
+
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        release_applied_from(harness, catalog, notifications)
+        user = get_user_model().objects.create_user("mara", password="mara-pass-123")
+        grant(user, Role.MEMBER)
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", "mara")
+        page.fill("input[name=password]", "mara-pass-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/updates")
+        row = page.locator('tr[data-chart="notifications"]')
+        assert row.locator("a.open-pr").inner_text().strip() == "Open PR → 0.4.0"
+        screenshot(page, "updates-chart-versions")
+        row.locator("a.open-pr").click()
+        page.wait_for_url("**/pr/preview?**")
+        preview = page.locator("section.preview").first
+        assert preview.locator(".diff .del").first.inner_text().strip() == '-      version: "0.3.1"'
+        assert preview.locator(".diff .add").first.inner_text().strip() == '+      version: "0.4.0"'
+        screenshot(page, "chart-upgrade-preview")

@@ -26,7 +26,7 @@ from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
 from portal.releases.charts import ChartPin, chart_pin, versions_of
-from portal.releases.models import Release
+from portal.releases.models import ChartVersion, Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
 MAX_PUT_OFF_DAYS = 366
@@ -342,10 +342,15 @@ class ChartBehind:
 def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None) -> list[ChartBehind]:
     """Applications installing a chart from a Helm or OCI repository: those pinned behind the
     newest acceptable version (`portal.releases.charts` keeps what each repository offers), and
-    those following a range. The policy is that of the application's first service (by name),
-    the default policy when it has none. A fixed handful of queries."""
+    those following a range, of the charts whose versions were read. The policy is that of the
+    application's first service (by name), the default policy when it has none. A fixed
+    handful of queries."""
     today = today or timezone.now().date()
-    apps = GitOpsApp.objects.exclude(chart="").select_related("cluster__environment").defer(
+    # Only the charts whose repository was read: a fleet without charts reads no application.
+    charts = set(ChartVersion.objects.values_list("chart", flat=True).distinct())
+    if not charts:
+        return []
+    apps = GitOpsApp.objects.filter(chart__in=charts).select_related("cluster__environment").defer(
         "raw", "history", "conditions", "synced_revisions", "images", "warnings"
     )
     if app_ids is not None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import CharField, Value
+from django.db.models import CharField, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
@@ -25,7 +25,7 @@ from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
-from portal.releases.charts import ChartPin, chart_pin, versions_of
+from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart, versions_of
 from portal.releases.models import ChartVersion, Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
@@ -350,7 +350,8 @@ def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None
     charts = set(ChartVersion.objects.values_list("chart", flat=True).distinct())
     if not charts:
         return []
-    apps = GitOpsApp.objects.filter(chart__in=charts).select_related("cluster__environment").defer(
+    candidates = GitOpsApp.objects.filter(Q(chart__in=charts) | (may_install_a_chart() & Q(chart="")))
+    apps = candidates.select_related("cluster__environment").defer(
         "raw", "history", "conditions", "synced_revisions", "images", "warnings"
     )
     if app_ids is not None:

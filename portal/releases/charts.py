@@ -31,6 +31,7 @@ import requests
 import yaml
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from forges.forge import ForgeError
@@ -38,6 +39,7 @@ from forges.retry import RetryingSession, RetryPolicy
 from gitops.fields import as_dict, as_list, as_str
 from gitops.models import GitOpsApp
 from gitops.pinsource import DEFAULT, RANGE, revision_kind
+from gitops.rows import ARGO
 from portal.redaction import redact
 from portal.releases.models import ChartPoll, ChartVersion
 from portal.releases.oci import RegistryClient, RegistryError
@@ -164,10 +166,17 @@ def chart_versions(ref: ChartRef, *, environ: Mapping[str, str] | None = None,
     return index_versions(ref.repository, ref.chart, session=session)
 
 
+def may_install_a_chart() -> Q:
+    """The rows that may install a chart: a chart in the primary columns, or an Argo CD
+    Application whose primary source has no path (a `ref` source listed before the chart,
+    as ApplicationSets of multi-source apps often write them); `chart_pin` then decides."""
+    return ~Q(chart="") | Q(tool=ARGO, path="")
+
+
 def used_charts() -> list[ChartRef]:
     """The charts stored applications install from a Helm or OCI repository (not from Git)."""
     found: dict[tuple[str, str], ChartRef] = {}
-    rows = GitOpsApp.objects.exclude(chart="").values_list("repo_url", "chart", "sources")
+    rows = GitOpsApp.objects.filter(may_install_a_chart()).values_list("repo_url", "chart", "sources")
     for repo_url, chart, sources in rows:
         pairs = [(as_str(s.get("repo_url")), as_str(s.get("chart"))) for s in map(as_dict, as_list(sources))]
         for repository, name in [p for p in pairs if p[1]] or [(repo_url, chart)]:

@@ -170,3 +170,25 @@ def test_updates_in_a_browser_shows_the_chart_offer(page, live_server, catalog, 
         assert preview.locator(".diff .del").first.inner_text().strip() == '-      version: "0.3.1"'
         assert preview.locator(".diff .add").first.inner_text().strip() == '+      version: "0.4.0"'
         screenshot(page, "chart-upgrade-preview")
+
+
+def test_a_chart_listed_after_a_ref_source_is_polled_and_offered(catalog):
+    # gitops-bridge's ApplicationSet: `ref: values` first (no path), the ingress-nginx chart second.
+    from gitops.collectors.argocd import application_row
+    from gitops.derive.apps import plain
+    from portal.releases.charts import ChartRef, used_charts
+    from tests.forges.layout_cases import gitops_bridge_prod_app
+
+    row = application_row(gitops_bridge_prod_app())
+    primary = row.sources[0]
+    assert primary.chart == "" and primary.path == ""
+    app = seed_app(catalog.prod_eu, row.name, repo_url=primary.repo_url, path="", chart="",
+                   target_revision=primary.target_revision, sources=[plain(s) for s in row.sources], raw=row.raw)
+    chart = ChartRef("https://kubernetes.github.io/ingress-nginx", "ingress-nginx")
+    assert used_charts() == [chart]
+    for version in ("4.10.0", "4.10.1", "4.11.0"):
+        ChartVersion.objects.create(repository=chart.repository, chart=chart.chart, version=version,
+                                    seen_at=timezone.now())
+
+    [line] = charts_behind()
+    assert (line.app, line.pin.version, line.target, line.no_pr) == (app, "4.10.0", "4.11.0", "")

@@ -192,3 +192,35 @@ def test_a_chart_listed_after_a_ref_source_is_polled_and_offered(catalog):
 
     [line] = charts_behind()
     assert (line.app, line.pin.version, line.target, line.no_pr) == (app, "4.10.0", "4.11.0", "")
+
+
+def test_a_chart_version_pinned_in_staging_is_offered_as_a_promotion_to_prod(
+    client, users, catalog, notifications, monkeypatch
+):
+    from django.urls import reverse
+
+    from portal.delivery.promotions import chart_promotions
+
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        prod = release_applied_from(harness, catalog, notifications)  # pins 0.3.1 on prod-us-1
+        seed_app(catalog.staging_cluster, "notifications", service=notifications, version="0.8.4", tool="flux",
+                 kind="HelmRelease", namespace="notifications", repo_url=CHARTS, path="", chart="notifications",
+                 target_revision="0.3.2", raw={"metadata": {"name": "notifications"}},
+                 sources=[{"repo_url": CHARTS, "chart": "notifications", "target_revision": "0.3.2", "path": ""}])
+
+        [waiting] = chart_promotions()
+        assert (waiting.chart, waiting.version, waiting.staging, waiting.production) == (
+            "notifications", "0.3.2", "staging", "prod")
+        assert waiting.targets == [(prod.pk, "notifications", "prod-us-1", "0.3.1")]
+
+        client.force_login(users["member"])
+        html = client.get(reverse("delivery")).content.decode()
+        row = html[html.index('<tr class="chart-promotion" data-chart="notifications">'):]
+        row = row[: row.index("</tr>")]
+        assert "Open PR → prod" in row and "pins <span class=\"mono\">0.3.1</span>" in row
+        link = row[row.index('href="') + 6:]
+        link = link[: link.index('"')].replace("&amp;", "&")
+
+        page = client.get(link).content.decode()
+        assert "Promote the notifications chart 0.3.2 to prod" in page
+        assert '+      version: &quot;0.3.2&quot;' in page and '-      version: &quot;0.3.1&quot;' in page

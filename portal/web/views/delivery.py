@@ -33,6 +33,7 @@ MAX_ROWS = 500  # the period's pull requests read for the counts and medians; th
 PULL_REQUESTS_PER_PAGE = 50
 PROMOTIONS_PER_PAGE = 10  # a promotion lists every production cluster it waits for
 GROUPS_SHOWN = 30  # "Promote <app> → prod" buttons; the rest are on their promotions' pages
+MAX_CHART_PROMOTIONS = 50  # chart versions waiting shown on the page
 FILTERS = ("service",)
 
 
@@ -157,6 +158,38 @@ def promotion_offers(
     return waiting, grouped
 
 
+@dataclass(frozen=True)
+class ChartOffer:
+    """One "Open PR → prod" for a chart version (or why there is none)."""
+
+    app: str
+    cluster: str
+    current: str
+    url: str | None
+    no_pr: str = ""
+
+
+def chart_promotion_offers(back: str, service: str = "") -> list[tuple[promotions.ChartPromotion, list[ChartOffer]]]:
+    """Chart versions pinned in staging and older in production, each production application's offer."""
+    found = promotions.chart_promotions()[:MAX_CHART_PROMOTIONS]
+    if service:
+        found = [p for p in found if p.chart == service]
+    no_pr = no_pr_reasons([app_id for p in found for app_id, *_ in p.targets])
+    return [
+        (
+            p,
+            [
+                ChartOffer(app, cluster, current,
+                           None if app_id in no_pr else promotions.chart_preview_url(app_id, p.chart, p.version,
+                                                                                     current, back),
+                           no_pr.get(app_id, ""))
+                for app_id, app, cluster, current in p.targets
+            ],
+        )
+        for p in found
+    ]
+
+
 def _filters(request: HttpRequest) -> dict[str, str]:
     return {key: request.GET.get(key, "").strip() for key in FILTERS}
 
@@ -186,6 +219,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     # Offers (and their open pull requests) for the shown page of promotions only.
     offers, grouped = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
     return {
+        "chart_promotions": chart_promotion_offers(back, params["service"]),
         "rows": rows,
         "pr_page": pr_page,
         "medians": medians,

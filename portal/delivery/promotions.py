@@ -11,6 +11,10 @@ a staging cluster (VersionChange.at); when none was recorded (the version ran th
 the first poll), the application's first sight, marked as "at least".
 
 `waiting` is pure; `load` reads the store in a fixed number of queries.
+
+Chart versions wait the same way (`chart_promotions`): a chart version an application pins in
+staging (a HelmRelease's `spec.chart.spec.version`, an Argo CD Helm source's `targetRevision`)
+and that production applications pin older; a range is not a pin and never waits.
 """
 
 from __future__ import annotations

@@ -224,3 +224,31 @@ def test_a_chart_version_pinned_in_staging_is_offered_as_a_promotion_to_prod(
         page = client.get(link).content.decode()
         assert "Promote the notifications chart 0.3.2 to prod" in page
         assert '+      version: &quot;0.3.2&quot;' in page and '-      version: &quot;0.3.1&quot;' in page
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_delivery_in_a_browser_shows_the_chart_promotion(page, live_server, catalog, notifications, monkeypatch):
+    from django.contrib.auth import get_user_model
+
+    from portal.accounts.roles import Role, grant
+    from tests.fixtures.browser import screenshot
+
+    with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
+        release_applied_from(harness, catalog, notifications)
+        seed_app(catalog.staging_cluster, "notifications", service=notifications, version="0.8.4", tool="flux",
+                 kind="HelmRelease", namespace="notifications", repo_url=CHARTS, path="", chart="notifications",
+                 target_revision="0.3.2", raw={"metadata": {"name": "notifications"}},
+                 sources=[{"repo_url": CHARTS, "chart": "notifications", "target_revision": "0.3.2", "path": ""}])
+        user = get_user_model().objects.create_user("mara", password="mara-pass-123")
+        grant(user, Role.MEMBER)
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", "mara")
+        page.fill("input[name=password]", "mara-pass-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/delivery")
+        row = page.locator('tr.chart-promotion[data-chart="notifications"]')
+        assert row.locator("a.promote-chart").inner_text().strip() == "Open PR → prod"
+        row.scroll_into_view_if_needed()
+        screenshot(page, "delivery-chart-promotion")

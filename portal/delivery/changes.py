@@ -22,7 +22,7 @@ change is a group of one. Rollbacks are never held and never carry a freeze note
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -33,7 +33,18 @@ from forges.forge import Forge, ForgeError, NotFound
 from forges.hosts import forge_for
 from forges.repourls import parse_repo_url
 from gitops.models import GitOpsApp, RunningVersion, Workload, sync_held
-from gitops.pinsource import BRANCH, COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, ref_name, revision_kind
+from gitops.pinsource import (
+    BRANCH,
+    COMMIT,
+    DEFAULT,
+    NAME,
+    RANGE,
+    TAG,
+    in_own_columns,
+    pin_source,
+    ref_name,
+    revision_kind,
+)
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import (
@@ -48,6 +59,7 @@ from portal.delivery.planner import (
     plan,
 )
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.releases.charts import ChartPin, ChartRef, chart_pin
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
 
@@ -105,10 +117,39 @@ def current_version(app: GitOpsApp, service: Service, pinned: str | None = None)
     return ordered[0]
 
 
-def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str, **extra) -> Change:
+def no_pr_reason(app: GitOpsApp) -> str:
+    """Why no pull request can be proposed for `app` ("" when one can): no Git location of
+    its pins is known (`gitops.pinsource.pin_source` says why). The one answer for every page
+    that offers "Open PR" and for the preview."""
     source = pin_source(app)
-    if not source.found:
-        raise ChangeError(source.unknown or f"{app.name} names no Git repository")
+    return "" if source.found else (source.unknown or f"{app.name} names no Git repository")
+
+
+def no_pr_reasons(app_ids: Iterable[int]) -> dict[int, str]:
+    """`no_pr_reason` of many applications: app id -> reason, only for those that cannot get
+    a pull request. One query over four columns; the objects are loaded (one more query, and
+    `pin_source`'s own) only of the applications whose pins are not in their own columns."""
+    ids = list(dict.fromkeys(app_ids))
+    if not ids:
+        return {}
+    reasons: dict[int, str] = {}
+    rows = GitOpsApp.objects.filter(pk__in=ids).values_list("id", "tool", "kind", "chart", "path", "repo_url")
+    # In its own columns with a repository: a pull request can be proposed, nothing to ask.
+    elsewhere = [
+        pk for pk, tool, kind, chart, path, repo in rows if not (repo and in_own_columns(tool, kind, chart, path))
+    ]
+    for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster"):
+        reason = no_pr_reason(app)
+        if reason:
+            reasons[app.pk] = reason
+    return reasons
+
+
+def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str, **extra) -> Change:
+    reason = no_pr_reason(app)
+    if reason:
+        raise ChangeError(reason)
+    source = pin_source(app)
     if not to_version:
         raise ChangeError("no target version")
     if from_version == to_version:
@@ -158,6 +199,50 @@ def change_forward(
     return _base(kind, app, service, to_version, start, release_notes=notes, **extra)
 
 
+def change_for_chart(
+    kind: str, app: GitOpsApp, to_version: str, *, from_version: str | None = None, chart: str = ""
+) -> Change:
+    """Move the chart `app` installs from a Helm or OCI repository to `to_version`: only the
+    pinned chart version changes (`forges.pins.chart_edits`: a HelmRelease's
+    `spec.chart.spec.version`, an Argo CD Helm source's `targetRevision`, an OCIRepository's
+    `ref`), in the repository where the app's pins live. A range is not a pin: refused.
+    `chart` with `from_version`: a dependency of a chart kept in Git (its Chart.yaml pins it)."""
+    pin = chart_pin(app)
+    if pin is None and chart and from_version:
+        pin = ChartPin(ChartRef("", chart), from_version)
+    if pin is None:
+        raise ChangeError(f"{app.name} installs no chart from a Helm or OCI repository")
+    if pin.is_range and not from_version:
+        raise ChangeError(
+            f"{app.name} {pin.follows} of the chart {pin.ref.chart}: a range is not a pin, so there is nothing "
+            "to change"
+        )
+    reason = no_pr_reason(app)
+    if reason:
+        raise ChangeError(reason)
+    start = from_version or pin.version
+    if not to_version or start == to_version:
+        raise ChangeError(f"the chart {pin.ref.chart} is already at {to_version} in {app.name}")
+    if app.cluster.environment is None:
+        raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
+    source = pin_source(app)
+    return Change(
+        kind=kind,
+        services=(),
+        environment=app.cluster.environment.name,
+        repository=source.repository,
+        base_branch=source.revision.strip(),
+        path=source.path,
+        image=pin.ref.repository,
+        from_version=start,
+        to_version=to_version,
+        clusters=(app.cluster.name,),
+        apps=(app.pk,),
+        chart=pin.ref.chart,
+    )
+
+
+change_for_chart_upgrade = partial(change_for_chart, UPGRADE)
 change_for_upgrade = partial(change_forward, UPGRADE)
 change_for_promotion = partial(change_forward, PROMOTION)
 

@@ -15,6 +15,14 @@ again (a claim, `portal.celery.claims`). Nothing is queued for a repository no c
 forge token can read: its applications carry the reason once ("no token for github.com …:
 set PORTAL_GITOPS_TOKEN") on their `GitPinRead`, written without a log line. A failed read
 is recorded on every application of the batch and keeps the pins already stored.
+
+Where an application's pins are is `gitops.pinsource.pin_source`, not its own repository
+columns: a Flux HelmRelease's columns name its Helm chart repository and chart version, its
+pins are in the Git repository, revision and path of the Kustomization that applied it; an
+Argo CD chart with `$values` files has them in its `ref` source. Most applications' pins are
+in their own primary Git source (`in_own_columns`), read from four columns; only the others'
+rows are loaded to ask `pin_source`. An application with no known Git location carries
+`pin_source`'s reason on its `GitPinRead`, as one no token can read does.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for, parse
 from forges.pins import pin_format, scan
 from gitops.models import GitOpsApp
-from gitops.pinsource import BRANCH, DEFAULT, ref_name, revision_kind
+from gitops.pinsource import BRANCH, DEFAULT, PinSource, in_own_columns, pin_source, ref_name, revision_kind
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index
 from portal.delivery import placements
@@ -58,9 +66,10 @@ class PinReadReport:
 class PinBatch:
     """The due applications of one repository at one followed revision: one read."""
 
-    repository: str  # as the first application names it (what `forge_for` is given)
+    repository: str  # as the first application's pin source names it (what `forge_for` is given)
     revision: str  # as followed: "HEAD", "main", "refs/heads/release-9", "v1.4.0"
     app_ids: tuple[int, ...]
+    unknown: str = ""  # no Git location is known for these applications, and why (repository "")
 
     @property
     def key(self) -> str:
@@ -79,8 +88,18 @@ def batch_key(repository: str, revision: str) -> str:
 
 
 def readable_apps() -> QuerySet[GitOpsApp]:
-    """Applications with a repository and a path: the ones whose pins can be read."""
-    return GitOpsApp.objects.exclude(repo_url="").exclude(path="")
+    """Applications whose pins may be in Git: a repository and a path of their own, or a
+    HelmRelease or a chart whose pin source is elsewhere (`pin_source` says where)."""
+    return GitOpsApp.objects.filter((~Q(repo_url="") & ~Q(path="")) | Q(kind="HelmRelease") | ~Q(chart=""))
+
+
+def pin_place(app: GitOpsApp) -> PinSource:
+    """Where `app`'s pins are read: its pin source, with the folder of the pins ("" is refused:
+    a whole repository is not read for one application)."""
+    source = pin_source(app)
+    if source.found and not _clean_path(source.path):
+        return PinSource(unknown=f"{app.name} has its pins at the root of {source.repository}: not read")
+    return source
 
 
 def _due(now: datetime, interval: timedelta) -> QuerySet[GitOpsApp]:
@@ -98,19 +117,54 @@ def due_app_ids(now: datetime | None = None, interval: timedelta = READ_INTERVAL
 
 
 def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[PinBatch]:
-    """The due applications grouped by repository and revision (one query)."""
-    rows = _due(now or timezone.now(), interval).order_by("id").values_list("id", "repo_url", "target_revision")
+    """The due applications grouped by the repository and revision of their pin source (one
+    query, plus `pin_source`'s few for each application whose pins are not in its own columns).
+    Applications with no known Git location come as batches with `unknown` set, one per reason."""
+    rows = (
+        _due(now or timezone.now(), interval)
+        .order_by("id")
+        .values_list("id", "tool", "kind", "chart", "path", "repo_url", "target_revision")
+    )
     grouped: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
     keys: dict[tuple[str, str], str] = {}  # thousands of applications share a handful of spellings
-    for app_id, repository, revision in rows:
+    elsewhere: list[int] = []
+    for app_id, tool, kind, chart, path, repository, revision in rows:
+        if not in_own_columns(tool, kind, chart, path):
+            elsewhere.append(app_id)
+            continue
         key = keys.get((repository, revision))
         if key is None:
             key = keys[(repository, revision)] = batch_key(repository, revision)
         grouped[key].append((app_id, repository, revision))
-    return [
+    unknown: dict[str, list[int]] = defaultdict(list)
+    for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"):
+        source = pin_place(app)
+        if not source.found:
+            unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
+            continue
+        grouped[batch_key(source.repository, source.revision)].append((app.pk, source.repository, source.revision))
+    batches = [
         PinBatch(repository=apps[0][1], revision=apps[0][2], app_ids=tuple(app_id for app_id, _, _ in apps))
         for apps in grouped.values()
     ]
+    return batches + [PinBatch("", "", tuple(ids), unknown=reason) for reason, ids in unknown.items()]
+
+
+def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[GitOpsApp]:
+    """The applications of `app_ids` whose pins are still in `repository` at `revision` (they
+    may have moved since the batch was queued). Loads only the columns a read uses, except for
+    an application whose pins are elsewhere than its own columns."""
+    wanted = batch_key(repository, revision)
+    columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
+    rows = readable_apps().filter(pk__in=list(app_ids)).order_by("id")
+    found: list[GitOpsApp] = []
+    for app in rows.only(*columns):
+        if not in_own_columns(app.tool, app.kind, app.chart, app.path):
+            app = GitOpsApp.objects.select_related("cluster").get(pk=app.pk)
+        source = pin_place(app)
+        if source.found and batch_key(source.repository, source.revision) == wanted:
+            found.append(app)
+    return found
 
 
 def unreadable_reason(repository: str) -> str:
@@ -137,32 +191,43 @@ def record_unreadable(app_ids: Sequence[int], reason: str, now: datetime | None 
 def read_pins(
     apps: Sequence[GitOpsApp], *, forge: Forge | None = None, now: datetime | None = None
 ) -> dict[int, PinReadReport]:
-    """Read and store the pins of `apps`, all in one repository at one revision, with one tree
-    read; a report per application id. Never raises for a forge or parse failure."""
+    """Read and store the pins of `apps`, whose pin sources are all one repository at one
+    revision, with one tree read; a report per application id. Never raises for a forge or
+    parse failure; an application with no known Git location is reported with the reason."""
     now = now or timezone.now()
     if not apps:
         return {}
     _ensure_status_rows([app.pk for app in apps])
-    first = apps[0]
-    branch = (first.target_revision or "").strip() or "HEAD"
+    places = {app.pk: pin_place(app) for app in apps}
+    reports: dict[int, PinReadReport] = {}
+    lost = [app for app in apps if not places[app.pk].found]
+    for app in lost:
+        record_unreadable([app.pk], places[app.pk].unknown[:ERROR_MAX_CHARS], now)
+        reports[app.pk] = PinReadReport(app=app.name, ok=False, error=places[app.pk].unknown[:ERROR_MAX_CHARS])
+    apps = [app for app in apps if places[app.pk].found]
+    if not apps:
+        return reports
+    first = places[apps[0].pk]
+    branch = (first.revision or "").strip() or "HEAD"
     try:
-        forge = forge or forge_for(first.repo_url)
-        branch = followed_branch(forge, first.target_revision)
-        files = _pin_files(forge, branch, [_app_path(app) for app in apps])
+        forge = forge or forge_for(first.repository)
+        branch = followed_branch(forge, first.revision)
+        files = _pin_files(forge, branch, [_clean_path(places[app.pk].path) for app in apps])
     except NotConfigured as error:
         message = str(error)[:ERROR_MAX_CHARS]
         record_unreadable([app.pk for app in apps], message, now)
-        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+        return reports | {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
     except (ForgeError, RuntimeError, OSError) as error:
         message = (str(error) or type(error).__name__)[:ERROR_MAX_CHARS]
         # One line per repository and revision, however many applications it serves.
         log.warning("reading git pins of %s at %s failed (%d applications): %s",
-                    first.repo_url, branch, len(apps), message)
+                    first.repository, branch, len(apps), message)
         GitPinRead.objects.filter(app_id__in=[app.pk for app in apps]).update(
             branch=branch[:253], last_read_at=now, last_error=message
         )
-        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
-    return _store(apps, files, branch, now)
+        return reports | {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+    paths = {app.pk: _clean_path(places[app.pk].path) for app in apps}
+    return reports | _store(apps, files, branch, now, paths)
 
 
 def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
@@ -177,8 +242,8 @@ def followed_branch(forge: Forge, revision: str) -> str:
     return ref_name(revision)
 
 
-def _app_path(app: GitOpsApp) -> str:
-    path = (app.path or "").strip().strip("/").removeprefix("./")
+def _clean_path(path: str) -> str:
+    path = (path or "").strip().strip("/").removeprefix("./")
     return "" if path in ("", ".") else path
 
 
@@ -204,13 +269,15 @@ def _in_any(path: str, folders: set[str]) -> bool:
     return any("/".join(parts[:depth]) in folders for depth in range(1, len(parts)))
 
 
-def _store(apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime) -> dict[int, PinReadReport]:
+def _store(
+    apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, paths: dict[int, str]
+) -> dict[int, PinReadReport]:
     index = service_image_index(Service.objects.all())
     ids = dict(Service.objects.values_list("name", "id"))
     names = {pk: name for name, pk in ids.items()}
     rows_by_app: dict[int, list[GitPin]] = {}
     for app in apps:
-        prefix = _app_path(app)
+        prefix = paths[app.pk]
         found = scan({path: text for path, text in files.items() if _under(path, prefix)})
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
-from forges.pins import Edit, Pin, tree_edit_result
+from forges.pins import Edit, Pin, chart_edit_result, tree_edit_result
 from portal.imagerefs import parse_image
 from portal.timestamps import utc_stamp
 
@@ -69,6 +69,7 @@ class Change:
     ran_in: str = ""
     ran_since: datetime | None = None
     ran_since_exact: bool = True  # False: "at least since" (no recorded change)
+    chart: str = ""  # a chart version change: the chart's name (`image` is then its repository)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -111,7 +112,7 @@ def branch_prefix(configured: str | None = None) -> str:
 def branch_name(changes: Change | Sequence[Change], prefix: str | None = None) -> str:
     """`portal/<service>-<version>[-<service>-<version>…]-<environment>`, safe for `git check-ref-format`."""
     group = group_of(changes)
-    parts = [_ref_part(f"{subject}-{c.to_version}") for c in group for subject in c.services or (_short_image(c),)]
+    parts = [_ref_part(f"{subject}-{c.to_version}") for c in group for subject in _branch_subjects(c)]
     environment = group[0].environment
     name = "-".join(parts + ([_ref_part(environment)] if environment else []))
     if len(name) > MAX_BRANCH:
@@ -167,7 +168,10 @@ def plan(
     touched: list[str] = []
     for change in group:
         app = _object_of(change, objects or {})
-        if app is not None:
+        if change.chart:
+            # Only the chart's version moves (`forges.pins.chart_edits`), never an image tag.
+            texts, found, left = _chart_step(current, app, change)
+        elif app is not None:
             texts, found, left = _tree_step(current, app, change)
         else:
             texts, found, left, pinned = _path_step(current, entries, change)
@@ -226,12 +230,25 @@ def _object_of(change: Change, objects: Mapping[int, Mapping[str, Any]]) -> Mapp
 def _tree_step(
     current: Mapping[str, str], app: Mapping[str, Any], change: Change
 ) -> tuple[dict[str, str], list[str], list[str]]:
-    result = tree_edit_result(current, app, change.image, change.from_version, change.to_version, path=change.path)
+    result = tree_edit_result(
+        current,
+        app,
+        change.image,
+        change.from_version,
+        change.to_version,
+        path=change.path,
+        repository=change.repository or None,
+    )
+    return _apply(current, result.edits, list(result.reasons))
+
+
+def _apply(
+    current: Mapping[str, str], found: Sequence[Edit], problems: list[str]
+) -> tuple[dict[str, str], list[str], list[str]]:
     by_file: dict[str, list[Edit]] = {}
-    for edit in result.edits:
+    for edit in found:
         by_file.setdefault(edit.path, []).append(edit)
     texts: dict[str, str] = {}
-    problems = list(result.reasons)
     for path, edits in by_file.items():
         text, stale = with_lines(current[path], edits)
         if stale:
@@ -239,6 +256,15 @@ def _tree_step(
             continue
         texts[path] = text
     return texts, list(texts), problems
+
+
+def _chart_step(
+    current: Mapping[str, str], app: Mapping[str, Any] | None, change: Change
+) -> tuple[dict[str, str], list[str], list[str]]:
+    if app is None:
+        return {}, [], [f"the application object is not known, so where {change.chart}'s version is pinned is not"]
+    result = chart_edit_result(current, app, change.chart, change.from_version, change.to_version, path=change.path)
+    return _apply(current, result.edits, list(result.reasons))
 
 
 def _path_step(
@@ -312,14 +338,14 @@ def _what(changes: Sequence[Change]) -> list[str]:
         where = f"`{first.path or '/'}` on `{first.base_branch}`" if len(paths) == 1 else f"on `{first.base_branch}`"
         lines = [f"**What**: {verb} {len(changes)} services in environment `{first.environment or '-'}` ({where}):", ""]
         return lines + [
-            f"- {', '.join(c.services)} (`{c.image}`): `{c.from_version}` → `{c.to_version}`"
+            f"- {', '.join(c.services) or _subject(c)} ({_what_moves(c)}): `{c.from_version}` → `{c.to_version}`"
             + (f" in `{c.path or '/'}`" if len(paths) > 1 else "")
             for c in changes
         ]
     clusters = f", clusters {', '.join(f'`{c}`' for c in first.clusters)}" if first.clusters else ""
     return [
-        f"**What**: {verb} `{first.image}` from `{first.from_version}` to `{first.to_version}` "
-        f"({', '.join(first.services) or first.image}).",
+        f"**What**: {verb} {_what_moves(first)} from `{first.from_version}` to `{first.to_version}` "
+        f"({', '.join(first.services) or (f'the {first.chart} chart' if first.chart else first.image)}).",
         f"**Where**: environment `{first.environment or '-'}`{clusters}; "
         f"`{first.path or '/'}` on `{first.base_branch}`.",
         f"**Why**: {_why(first)}",
@@ -337,6 +363,8 @@ def _why(change: Change) -> str:
             least = "" if change.ran_since_exact else "at least "
             return f"{change.to_version} has run in {where} {least}since {utc_stamp(change.ran_since)}."
         return f"{change.to_version} has run in {where}."
+    if change.chart:
+        return f"{change.to_version} is the newest version of the chart the version policy accepts."
     return f"{change.to_version} is the newest release the version policy accepts."
 
 
@@ -344,11 +372,24 @@ def _summary(changes: Sequence[Change]) -> str:
     if len(changes) == 1:
         change = changes[0]
         verb = VERBS[change.kind].capitalize()
-        return f"{verb} {change.image} from {change.from_version} to {change.to_version}"
+        moved = f"the {change.chart} chart" if change.chart else change.image
+        return f"{verb} {moved} from {change.from_version} to {change.to_version}"
     return "; ".join(f"{', '.join(c.services)} {c.from_version} -> {c.to_version}" for c in changes)
 
 
+def _what_moves(change: Change) -> str:
+    return f"the chart `{change.chart}` of `{change.image}`" if change.chart else f"`{change.image}`"
+
+
+def _branch_subjects(change: Change) -> tuple[str, ...]:
+    if change.chart:
+        return (f"{change.chart}-chart",)
+    return change.services or (_short_image(change),)
+
+
 def _subject(change: Change) -> str:
+    if change.chart:
+        return f"the {change.chart} chart"
     return ", ".join(change.services) or _short_image(change)
 
 

@@ -11,6 +11,10 @@ a staging cluster (VersionChange.at); when none was recorded (the version ran th
 the first poll), the application's first sight, marked as "at least".
 
 `waiting` is pure; `load` reads the store in a fixed number of queries.
+
+Chart versions wait the same way (`chart_promotions`): a chart version an application pins in
+staging (a HelmRelease's `spec.chart.spec.version`, an Argo CD Helm source's `targetRevision`)
+and that production applications pin older; a range is not a pin and never waits.
 """
 
 from __future__ import annotations
@@ -230,6 +234,70 @@ def preview_url(app_id: int, moves: Sequence[tuple[str, str, str]], back: str = 
     (service, from, to); several items make one pull request. A GET: following it writes nothing."""
     params: list[tuple[str, str]] = [("kind", "promotion"), ("mode", "grouped")]
     params += [("item", f"{app_id}:{service}:{to}:{current}") for service, current, to in moves]
+    if back:
+        params.append(("next", back))
+    return f"{reverse('pr-preview')}?{urlencode(params)}"
+
+
+# --- chart versions --------------------------------------------------------------------
+
+
+@dataclass
+class ChartPromotion:
+    """A chart version pinned in staging that production applications pin older."""
+
+    chart: str
+    repository: str
+    version: str
+    staging: str
+    production: str
+    staging_apps: list[str]
+    targets: list[tuple[int, str, str, str]] = field(default_factory=list)  # (app id, app, cluster, pinned)
+
+
+def chart_promotions() -> list[ChartPromotion]:
+    """For each production environment, each chart its applications pin (`charts.chart_pin`;
+    a range is not a pin) at a version older than the newest the environment before pins.
+    Reads the applications that may install a chart, in two queries."""
+    from gitops.models import GitOpsApp
+    from portal.releases.charts import chart_pin, may_install_a_chart
+
+    pairs = staging_for(list(Environment.objects.all()))
+    if not pairs:
+        return []
+    apps = (
+        GitOpsApp.objects.filter(may_install_a_chart(), cluster__enabled=True,
+                                 cluster__environment__name__in=set(pairs) | set(pairs.values()))
+        .select_related("cluster__environment")
+        .defer("raw", "history", "conditions", "synced_revisions", "images", "warnings")
+        .order_by("cluster__name", "name")
+    )
+    pinned: dict[tuple[str, str, str], list[tuple[GitOpsApp, str]]] = defaultdict(list)
+    for app in apps:
+        pin = chart_pin(app)
+        if pin is not None and not pin.is_range and parse_tag(pin.version) is not None:
+            key = (app.cluster.environment.name, pin.ref.repository, pin.ref.chart)
+            pinned[key].append((app, pin.version))
+    found = []
+    for production, staging in sorted(pairs.items()):
+        for (environment, repository, chart), staged in sorted(pinned.items()):
+            if environment != staging:
+                continue
+            newest = max((v for _, v in staged), key=lambda v: parse_tag(v).key)  # type: ignore[union-attr]
+            targets = [
+                (app.pk, app.name, app.cluster.name, version)
+                for app, version in pinned.get((production, repository, chart), [])
+                if _newer(newest, version)
+            ]
+            if targets:
+                found.append(ChartPromotion(chart, repository, newest, staging, production,
+                                            sorted({a.name for a, v in staged if v == newest}), targets))
+    return found
+
+
+def chart_preview_url(app_id: int, chart: str, to_version: str, current: str, back: str = "") -> str:
+    """The preview of a chart promotion into production application `app_id`."""
+    params = [("kind", "promotion"), ("mode", "grouped"), ("item", f"{app_id}:chart={chart}:{to_version}:{current}")]
     if back:
         params.append(("next", back))
     return f"{reverse('pr-preview')}?{urlencode(params)}"

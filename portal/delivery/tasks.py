@@ -28,22 +28,15 @@ def pins_claim_key(batch_key: str) -> str:
 @shared_task(name="delivery.read_repository_pins")
 def read_repository_pins(repository: str, revision: str, app_ids: list[int], claim: str = "") -> dict:
     """Read the pins of the given applications of one repository at one revision (one tree read)."""
-    from gitops.models import GitOpsApp
-    from portal.delivery.gitpins import batch_key, read_pins
+    from portal.delivery.gitpins import batch_apps, batch_key, read_pins
 
     wanted = batch_key(repository, revision)
     key = pins_claim_key(wanted)
     try:
         if claim:
             claims().extend(key, claim, PINS_RUN_SECONDS)
-        # Only the columns a pin read uses (not the raw objects), and only the applications
-        # still in this repository at this revision: they may have moved since they were queued.
-        rows = GitOpsApp.objects.filter(pk__in=app_ids).exclude(path="").order_by("id")
-        apps = [
-            app
-            for app in rows.only("id", "cluster_id", "name", "repo_url", "path", "target_revision")
-            if batch_key(app.repo_url, app.target_revision) == wanted
-        ]
+        # Only the applications whose pins are still in this repository at this revision.
+        apps = batch_apps(repository, revision, app_ids)
         if not apps:
             return {"skipped": "no such application in this repository"}
         reports = read_pins(apps)
@@ -75,8 +68,8 @@ def read_due_git_pins() -> int:
     reasons: dict[str, str] = {}
     for batch in due_batches(now):
         if batch.repository not in reasons:
-            reasons[batch.repository] = unreadable_reason(batch.repository)
-        reason = reasons[batch.repository]
+            reasons[batch.repository] = batch.unknown or unreadable_reason(batch.repository)
+        reason = batch.unknown or reasons[batch.repository]
         if reason:
             if record_unreadable(batch.app_ids, reason, now):
                 log.info("git pins of %s are not read: %s", batch.repository, reason)  # once, when it starts

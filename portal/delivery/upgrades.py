@@ -2,7 +2,9 @@
 
 Read from the store only (running versions, `Release` rows, policies, Git pins, open
 pull requests), in a constant number of queries whatever the fleet size, so the
-Updates page, the service panel and the automatic-PR task share one answer.
+Updates page, the service panel and the automatic-PR task share one answer. A line whose
+application has no known Git location carries the reason (`changes.no_pr_reasons`) for the
+pages to show instead of a button.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion
 from portal.catalog.models import Service
+from portal.delivery.changes import no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
-from portal.releases.models import Release
+from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart, versions_of
+from portal.releases.models import ChartVersion, Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
 MAX_PUT_OFF_DAYS = 366
@@ -44,6 +48,7 @@ class Behind:
     past_pr: PullRequest | None = None
     pr_why: str = ""  # a merged PR's "not deployed" reason, when a page asked (deployments.not_deployed_why)
     notes_url: str | None = None  # the target's release notes on the forge, when known
+    no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
 
     @property
     def environment(self) -> str:
@@ -61,9 +66,10 @@ class Behind:
 
     @property
     def offered(self) -> bool:
-        """Whether "Open PR" is offered: no open or merged PR proposes the target, Git does not pin it."""
+        """Whether "Open PR" is offered: no open or merged PR proposes the target, Git does not pin
+        it, and the app has a Git location (else `no_pr` says why)."""
         merged = self.past_pr is not None and self.past_pr.state == PullRequest.State.MERGED
-        return self.open_pr is None and not merged and not self.pinned_at_target
+        return self.open_pr is None and not merged and not self.pinned_at_target and not self.no_pr
 
     @property
     def key(self) -> str:
@@ -305,6 +311,7 @@ class BehindLines:
                          .in_bulk(missing))
         apps = known
         pins = pinned_versions(ids)
+        no_pr = no_pr_reasons(ids)
         found = []
         for line in chosen:
             app = apps.get(line.app_id)
@@ -320,6 +327,7 @@ class BehindLines:
                 open_pr=targets.open_pr(line.service.name, app.cluster.environment.name, line.target),
                 past_pr=targets.past_pr(line.service.name, app.cluster.environment.name, line.target),
                 notes_url=targets.notes.get((line.service.pk, line.target)),
+                no_pr=no_pr.get(app.pk, ""),
             ))
         return found
 
@@ -352,3 +360,68 @@ def put_off(service: Service, version: str, until: date, today: date | None = No
     row.put_off = entries
     row.save(update_fields=["put_off", "updated_at"])
     return row
+
+
+@dataclass
+class ChartBehind:
+    """An application whose pinned chart version is older than the newest version of the
+    chart its service's policy accepts (`target`), or that follows a range (`follows`, no
+    target: nothing to change)."""
+
+    app: GitOpsApp
+    pin: ChartPin
+    target: str | None
+    jump: str = ""
+    no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
+
+    @property
+    def follows(self) -> str:
+        return self.pin.follows
+
+
+def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None) -> list[ChartBehind]:
+    """Applications installing a chart from a Helm or OCI repository: those pinned behind the
+    newest acceptable version (`portal.releases.charts` keeps what each repository offers), and
+    those following a range, of the charts whose versions were read. The policy is that of the
+    application's first service (by name), the default policy when it has none. A fixed
+    handful of queries."""
+    today = today or timezone.now().date()
+    # Only the charts whose repository was read: a fleet without charts reads no application.
+    charts = set(ChartVersion.objects.values_list("chart", flat=True).distinct())
+    if not charts:
+        return []
+    candidates = GitOpsApp.objects.filter(Q(chart__in=charts) | (may_install_a_chart() & Q(chart="")))
+    apps = candidates.select_related("cluster__environment").defer(
+        "raw", "history", "conditions", "synced_revisions", "images", "warnings"
+    )
+    if app_ids is not None:
+        apps = apps.filter(pk__in=app_ids)
+    pinned = [(app, pin) for app in apps.order_by("cluster__name", "name") if (pin := chart_pin(app)) is not None]
+    if not pinned:
+        return []
+    offered = versions_of({pin.ref for _, pin in pinned})
+    first_service: dict[int, Service] = {}
+    for app_id, service in (
+        (link.gitopsapp_id, link.service)
+        for link in GitOpsApp.services.through.objects.filter(gitopsapp_id__in=[a.pk for a, _ in pinned])
+        .select_related("service")
+        .order_by("service__name")
+    ):
+        first_service.setdefault(app_id, service)
+    policies = _policies(list({s.pk: s for s in first_service.values()}.values()))
+    found: list[ChartBehind] = []
+    for app, pin in pinned:
+        if app.cluster.environment is None:
+            continue
+        if pin.is_range:
+            found.append(ChartBehind(app, pin, None))
+            continue
+        service = first_service.get(app.pk)
+        policy = policies.get(service.pk, VersionPolicy()) if service is not None else VersionPolicy()
+        target = newest_acceptable(pin.version, offered.get(pin.ref, []), policy, today)
+        if target and target != pin.version:
+            found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch"))
+    reasons = no_pr_reasons([line.app.pk for line in found if line.target])
+    for line in found:
+        line.no_pr = reasons.get(line.app.pk, "")
+    return found

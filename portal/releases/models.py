@@ -66,3 +66,40 @@ class RegistryPoll(models.Model):
     @property
     def failing(self) -> bool:
         return bool(self.last_error)
+
+
+class ChartVersion(models.Model):
+    """A version of a Helm chart seen in its repository: an HTTP Helm repository's index.yaml
+    or an OCI registry's tags (portal.releases.charts). Only versions that read as semver."""
+
+    repository = models.CharField(max_length=500, help_text="the chart repository URL as apps name it")
+    chart = models.CharField(max_length=253)
+    version = models.CharField(max_length=128)
+    prerelease = models.BooleanField(default=False)
+    seen_at = models.DateTimeField(help_text="when the portal first saw the version")
+
+    class Meta:
+        ordering = ["repository", "chart", "-seen_at", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "chart", "version"], name="releases_chartversion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chart} {self.version} ({self.repository})"
+
+
+class ChartPoll(models.Model):
+    """How reading one chart's versions last went. A failed read keeps the versions already seen."""
+
+    repository = models.CharField(max_length=500)
+    chart = models.CharField(max_length=253)
+    last_poll_at = models.DateTimeField(null=True, blank=True)
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    versions_seen = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["repository", "chart"], name="releases_chartpoll_unique")]
+
+    def __str__(self) -> str:
+        return f"chart poll of {self.chart} ({self.repository})"

@@ -1,6 +1,7 @@
 """Reading a service's registry into `Release` rows, then their release notes from the
-service's source repository (portal.releases.notes). Runs in a Celery task, never
-in a request."""
+service's source repository (portal.releases.notes); and the chart repositories the
+applications install from into `ChartVersion` rows (portal.releases.charts). Runs in
+Celery tasks on the registry queue, never in a request."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from portal.catalog.models import Service
 from portal.redaction import redact
+from portal.releases.charts import ChartReport, poll_chart, used_charts
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import ForgeFactory, read_release_notes
 from portal.releases.oci import RegistryClient, RegistryError
@@ -100,3 +102,11 @@ def _add_details(client: RegistryClient, repository: str, row: Release) -> None:
         return
     row.created_at = details.created_at
     row.digest = details.digest
+
+
+def poll_charts(*, now: datetime | None = None, environ: Mapping[str, str] | None = None) -> list[ChartReport]:
+    """Read the versions of every chart the stored applications install from a Helm or OCI
+    repository (`portal.releases.charts`), one chart after the other; a failing repository
+    is recorded on its `ChartPoll` and delays nobody else's result."""
+    now = now or timezone.now()
+    return [poll_chart(ref, now=now, environ=environ) for ref in used_charts()]

@@ -39,6 +39,7 @@ class Offer:
     title: str
     label: str = ""  # "Open PR → 1.7.0" unless said otherwise ("PR #12 → 1.7.0")
     pr_html: str = ""  # the PR state badge (portal.web.badges.pr_state_html), drawn as it is, before the link
+    no_pr: str = ""  # no pull request can be proposed, and why: shown instead of a link (href unused)
 
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
@@ -126,7 +127,10 @@ class Renderer:
         pins = f' {badge_html("pins", "Git pins " + ", ".join(line.pinned))}' if summary else ""
         action = ""
         offer = self.offers(row, line) if self.offers is not None and line.versions else None
-        if offer is not None:
+        if offer is not None and offer.no_pr:
+            action = f" {offer.pr_html}" if offer.pr_html else ""
+            action += f' <span class="muted no-pr" title="{escape(offer.no_pr)}">no PR: no Git location</span>'
+        elif offer is not None:
             label = escape(offer.label or f"Open PR → {offer.target}")
             action = f" {offer.pr_html}" if offer.pr_html else ""
             if offer.href:

@@ -151,3 +151,86 @@ def test_the_service_panel_query_count_does_not_grow_with_apps(client, users, ca
         app = seed_app(catalog.prod_us, f"checkout-{i}", service=catalog.checkout, version="1.6.0")
         GitPin.objects.create(app=app, service=catalog.checkout, version="1.7.0", path="k.yaml", line=1, read_at=now)
     assert count() == few
+
+
+# --- pins where pin_source says (a HelmRelease's values beside it, not its chart repository) ---
+
+NOTIFICATIONS_VALUES = "apps/notifications/overlays/prod/values.yaml"
+
+
+@pytest.fixture
+def demo(catalog, settings, tmp_path: Path):
+    from django.core.management import call_command
+
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    build_demo_repo(tmp_path / "demo-gitops.git")
+    call_command("load_demo", verbosity=0)
+
+
+def test_the_demo_helmrelease_pins_are_read_from_its_kustomizations_repository(demo, eager_celery):
+    from gitops.models import GitOpsApp
+    from portal.delivery.gitpins import due_batches
+
+    release = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="HelmRelease", name="notifications")
+    applier = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="Kustomization", name="notifications")
+    # What the poll stored: the chart repository and the chart version, not a Git location.
+    assert "charts.acme-shop.io" in release.repo_url and release.target_revision == "0.3.1"
+
+    # Batched with the Kustomization that applied it: one repository, one revision, one read.
+    [batch] = [b for b in due_batches() if release.pk in b.app_ids]
+    assert applier.pk in batch.app_ids and batch.unknown == ""
+    assert batch.repository == applier.repo_url and batch.revision == applier.target_revision
+
+    read_due_git_pins()
+
+    status = GitPinRead.objects.get(app=release)
+    assert status.last_error == "" and status.last_ok_at is not None and status.branch == "main"
+    assert git_pins(release) == [
+        {"service": "notifications", "version": "0.8.4", "path": NOTIFICATIONS_VALUES, "line": 6}
+    ]
+    # The page line: Git pins what runs, so nothing to say; a later tag in Git would say it.
+    assert pin_summary(["0.8.4"], release.running["notifications"]) == ""
+
+
+def test_a_helmrelease_without_a_git_location_says_why_and_is_not_read(demo, eager_celery):
+    from gitops.models import GitOpsApp
+
+    release = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="HelmRelease", name="notifications")
+    labels = dict(release.raw["metadata"]["labels"])
+    release.raw["metadata"]["labels"] = {k: v for k, v in labels.items() if not k.startswith("kustomize.")}
+    release.save(update_fields=["raw"])
+    GitPinRead.objects.create(app=release, last_read_at=None)
+
+    read_due_git_pins()
+
+    error = GitPinRead.objects.get(app=release).last_error
+    assert "kustomize.toolkit.fluxcd.io/name" in error and "not a repository" not in error
+    assert not GitPin.objects.filter(app=release).exists()
+
+
+def test_an_argo_cd_chart_with_values_files_is_read_in_its_ref_source(catalog, github):
+    # The chart comes from a Helm repository; `$values/...` files are in the Git repository.
+    chart = "https://charts.bitnami.com/bitnami"
+    raw = {
+        "metadata": {"name": "checkout-chart", "namespace": "argocd"},
+        "spec": {"sources": [
+            {"repoURL": chart, "chart": "checkout", "targetRevision": "15.9.0",
+             "helm": {"valueFiles": [f"$values/{PROD}/values.yaml"]}},
+            {"repoURL": github.repository, "targetRevision": "HEAD", "ref": "values"},
+        ]},
+    }
+    app = seed_app(catalog.prod_eu, "checkout-chart", service=catalog.checkout, version="1.6.0", raw=raw,
+                   repo_url=chart, path="", chart="checkout", target_revision="15.9.0", sources=[
+                       {"repo_url": chart, "chart": "checkout", "target_revision": "15.9.0", "path": "", "ref": ""},
+                       {"repo_url": github.repository, "chart": "", "target_revision": "HEAD", "path": "",
+                        "ref": "values"}])
+    from portal.delivery.gitpins import due_batches
+
+    [batch] = due_batches()
+    assert (batch.repository, batch.revision, batch.app_ids) == (github.repository, "HEAD", (app.pk,))
+
+    assert read_app_pins(app).ok
+    assert {(p["path"], p["line"], p["version"]) for p in git_pins(app)} == {
+        (f"{PROD}/kustomization.yaml", 7, "1.6.0"), (f"{PROD}/migrations.yaml", 8, "1.6.0"),
+        (f"{PROD}/values.yaml", 4, "1.6.0")}

@@ -10,54 +10,10 @@ import pytest
 
 from forges.layouts.tree import chart_edit_result
 from forges.pins import Edit, chart_edits
-from tests.forges.test_tree_edits import apps, generated, layout, layout_files
-
-APPSET = "bootstrap/control-plane/addons/oss/addons-ingress-nginx-appset.yaml"
-
-EXPECTED = [
-    (
-        # The umbrella chart's dependency on wordpress, not a targetRevision.
-        "argocd-helm-dependency",
-        "9.0.4",
-        [Edit("helm-dependency/Chart.yaml", 27, "  version: 9.0.3", "  version: 9.0.4")],
-    ),
-    (
-        # The chart source's quoted targetRevision in the Application manifest; the sibling
-        # Applications on the same chart version are other apps.
-        "argocd-multi-source-bitnami-values",
-        "18.2.4",
-        [
-            Edit(
-                "multi-source-helm/app/multi-source-app.yaml",
-                15,
-                '      targetRevision: "18.2.3"',
-                '      targetRevision: "18.2.4"',
-            )
-        ],
-    ),
-    (
-        # chartRef -> OCIRepository podinfo-chart in the base: an exact ref.semver, comment kept.
-        "d2-oci-chart-semver",
-        "6.14.1",
-        [
-            Edit(
-                "components/frontend/base/podinfo.yaml",
-                9,
-                '    semver: 6.14.0 # {"$imagepolicy": "apps:frontend-podinfo:tag"}',
-                '    semver: 6.14.1 # {"$imagepolicy": "apps:frontend-podinfo:tag"}',
-            )
-        ],
-    ),
-    (
-        # The merge generator's prod element sets addonChartVersion for a prod cluster.
-        "gitops-bridge-appset-chart",
-        "4.10.1",
-        [Edit(APPSET, 39, "                addonChartVersion: 4.10.0", "                addonChartVersion: 4.10.1")],
-    ),
-]
+from tests.forges.layout_cases import APPSET, CHART_EXPECTED, apps, generated, layout, layout_files
 
 
-@pytest.mark.parametrize(("folder", "to_version", "expected"), EXPECTED, ids=[e[0] for e in EXPECTED])
+@pytest.mark.parametrize(("folder", "to_version", "expected"), CHART_EXPECTED, ids=[e[0] for e in CHART_EXPECTED])
 def test_layout_chart_upgrade_edits_exactly_the_expected_line(
     folder: str, to_version: str, expected: list[Edit]
 ) -> None:
@@ -67,10 +23,10 @@ def test_layout_chart_upgrade_edits_exactly_the_expected_line(
 
 
 def test_every_layout_with_a_pinned_chart_is_covered() -> None:
-    from tests.forges.test_tree_edits import LAYOUTS
+    from tests.forges.layout_cases import LAYOUTS
 
     pinned = sorted(p.name for p in LAYOUTS.iterdir() if (p / "LAYOUT.json").is_file() and "chart" in layout(p.name))
-    assert sorted(folder for folder, _, _ in EXPECTED) == pinned
+    assert sorted(folder for folder, _, _ in CHART_EXPECTED) == pinned
 
 
 def test_helm_release_found_through_its_kustomization_path() -> None:

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
+from portal.delivery.changes import no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
@@ -32,6 +33,7 @@ MAX_ROWS = 500  # the period's pull requests read for the counts and medians; th
 PULL_REQUESTS_PER_PAGE = 50
 PROMOTIONS_PER_PAGE = 10  # a promotion lists every production cluster it waits for
 GROUPS_SHOWN = 30  # "Promote <app> → prod" buttons; the rest are on their promotions' pages
+MAX_CHART_PROMOTIONS = 50  # chart versions waiting shown on the page
 FILTERS = ("service",)
 
 
@@ -78,8 +80,9 @@ class Offer:
     label: str
     cluster: str
     current: str
-    url: str | None  # None: no GitOps application to change there
+    url: str | None  # None: no GitOps application to change there, or `no_pr`
     open_pr: PullRequest | None
+    no_pr: str = ""  # why no pull request can be proposed there (no Git location known)
 
     @property
     def open_pr_link(self) -> str | None:
@@ -127,6 +130,9 @@ def promotion_offers(
     """Each promotion's "Open PR → prod" per production cluster (or the PR open for it), and a
     preview link per application group."""
     pending = _open_promotions()
+    no_pr = no_pr_reasons(
+        [t.app_id for p in found for t in p.targets if t.app_id is not None] + [g.app_id for g in groups]
+    )
     waiting = []
     for promotion in found:
         offers = [
@@ -136,14 +142,52 @@ def promotion_offers(
                 current=target.current,
                 url=promotions.preview_url(target.app_id, [(promotion.service, target.current, promotion.version)],
                                            back)
-                if target.app_id is not None else None,
+                if target.app_id is not None and target.app_id not in no_pr else None,
                 open_pr=pending.get((promotion.service, target.cluster, promotion.version)),
+                no_pr=no_pr.get(target.app_id, "") if target.app_id is not None else "",
             )
             for target in promotion.targets
         ]
         waiting.append((promotion, offers))
-    grouped = [(group, promotions.preview_url(group.app_id, group.moves, back)) for group in groups]
+    # An application with no Git location gets no group button; its lines say why.
+    grouped = [
+        (group, promotions.preview_url(group.app_id, group.moves, back))
+        for group in groups
+        if group.app_id not in no_pr
+    ]
     return waiting, grouped
+
+
+@dataclass(frozen=True)
+class ChartOffer:
+    """One "Open PR → prod" for a chart version (or why there is none)."""
+
+    app: str
+    cluster: str
+    current: str
+    url: str | None
+    no_pr: str = ""
+
+
+def chart_promotion_offers(back: str, service: str = "") -> list[tuple[promotions.ChartPromotion, list[ChartOffer]]]:
+    """Chart versions pinned in staging and older in production, each production application's offer."""
+    found = promotions.chart_promotions()[:MAX_CHART_PROMOTIONS]
+    if service:
+        found = [p for p in found if p.chart == service]
+    no_pr = no_pr_reasons([app_id for p in found for app_id, *_ in p.targets])
+    return [
+        (
+            p,
+            [
+                ChartOffer(app, cluster, current,
+                           None if app_id in no_pr else promotions.chart_preview_url(app_id, p.chart, p.version,
+                                                                                     current, back),
+                           no_pr.get(app_id, ""))
+                for app_id, app, cluster, current in p.targets
+            ],
+        )
+        for p in found
+    ]
 
 
 def _filters(request: HttpRequest) -> dict[str, str]:
@@ -175,6 +219,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     # Offers (and their open pull requests) for the shown page of promotions only.
     offers, grouped = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
     return {
+        "chart_promotions": chart_promotion_offers(back, params["service"]),
         "rows": rows,
         "pr_page": pr_page,
         "medians": medians,

@@ -14,7 +14,7 @@ from django.urls import reverse
 from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
-from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.changes import MAX_CHANGES_PER_PR, no_pr_reasons
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
@@ -107,9 +107,15 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
     ):
         apps.setdefault((service_id, cluster_id), set()).add(app_id)
 
+    # The applications that cannot get a pull request (no Git location), with why.
+    no_pr = no_pr_reasons(sorted({a for ids in apps.values() for a in ids}))
     for row, environment, line, current, target in behind:
         service = row.service
-        app_ids = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
+        found = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
+        app_ids = [a for a in found if a not in no_pr]
+        if found and not app_ids:
+            offers[id(line)] = Offer(target, "", "", pr_html=closed.get(id(line), ""), no_pr=no_pr[found[0]])
+            continue
         if not app_ids:
             continue
         # The line says what runs where; the title adds only what the link does (a title per

@@ -6,6 +6,7 @@ The change travels in the URL, so any page can link to its preview:
     /pr/preview?kind=upgrade&service=vault&app=w31&to=1.18.0   (w: a workload no GitOps tool deploys,
     a Nomad job, a Compose or ECS service, changed where its portal.git.* labels say)
 (`mode=grouped`: one pull request per repository, branch and environment; `each`: one per line).
+A chart version change names the chart instead of a service: `item=12:chart=notifications:0.4.0`.
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
@@ -31,6 +32,7 @@ from portal.catalog.models import Service
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,
     ChangeError,
+    change_for_chart,
     change_for_rollback,
     change_for_workload,
     change_forward,
@@ -47,6 +49,7 @@ from portal.releases.excerpts import notes_for, share
 GROUPED = "grouped"
 EACH = "each"
 CONFIRM = "confirm"  # the default branch chosen for an application that follows a tag
+CHART_ITEM = "chart="  # an item's "service" that names a chart: a chart version change
 
 
 def confirmed(params: QueryDict) -> bool:
@@ -124,6 +127,13 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
             notes = notes_for(service, item.to_version, max_chars=share(len(items)))
             changes.append(change_for_workload(kind, workload, service, item.to_version,
                                                from_version=item.from_version or None, release_notes=notes))
+            continue
+        if item.service.startswith(CHART_ITEM):
+            chart_app = apps.get(item.app_id)  # type: ignore[arg-type]
+            if chart_app is None:
+                raise RequestError(f"No application {item.app_id}.")
+            changes.append(change_for_chart(kind, chart_app, item.to_version, from_version=item.from_version or None,
+                                            chart=item.service.removeprefix(CHART_ITEM)))
             continue
         app, service = apps.get(item.app_id), services.get(item.service)  # type: ignore[arg-type]
         if app is None or service is None:

@@ -26,7 +26,7 @@ from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
-from portal.delivery.upgrades import BehindLines, put_off
+from portal.delivery.upgrades import BehindLines, charts_behind, put_off
 from portal.releases.models import RegistryPoll, Release
 
 DEFAULT_PUT_OFF_DAYS = 14
@@ -89,6 +89,8 @@ def updates(request: HttpRequest) -> HttpResponse:
         "put_off_default": (now.date() + timedelta(days=DEFAULT_PUT_OFF_DAYS)).isoformat(),
         "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
         "max_ticks": MAX_CHANGES_PER_PR,
+        # Chart versions pinned behind what the chart repository offers, and charts that follow a range.
+        "chart_lines": charts_behind(today=now.date()),
         # "Nothing is behind" is only true of services whose releases were read: say which were not.
         "services_with_releases": Release.objects.values("service").distinct().count(),
         "registry_errors": list(

@@ -1,4 +1,6 @@
-"""Needs attention: out of sync, degraded or missing for longer than the grace period.
+"""Needs attention: out of sync, degraded or missing, or a health disagreement (a custom
+resource's rule says otherwise than the tool: gitops.health.rules), for longer than the
+grace period.
 
 The one definition of the rule. Its readers need it in different shapes — a `Q` for
 querysets (the /gitops filter, the API, the overview's counts and tiles, notifications),
@@ -53,6 +55,10 @@ class Attention:
     def out_of_sync(self, sync_status: str, sync_since: datetime | None) -> bool:
         return sync_status == OUT_OF_SYNC and sync_since is not None and sync_since <= self.cutoff
 
+    def disagreeing(self, health_disagreement: str, since: datetime | None) -> bool:
+        """The tool and a health rule disagree (its own rule: it counts like Degraded)."""
+        return bool(health_disagreement) and since is not None and since <= self.cutoff
+
     # --- in queries -----------------------------------------------------------------
 
     def unhealthy_q(self, prefix: str = "") -> Q:
@@ -62,5 +68,8 @@ class Attention:
     def out_of_sync_q(self, prefix: str = "") -> Q:
         return Q(**{f"{prefix}sync_status": OUT_OF_SYNC, f"{prefix}sync_since__lte": self.cutoff})
 
+    def disagreement_q(self, prefix: str = "") -> Q:
+        return Q(**{f"{prefix}health_disagreement__gt": "", f"{prefix}health_disagreement_since__lte": self.cutoff})
+
     def q(self, prefix: str = "") -> Q:
-        return self.unhealthy_q(prefix) | self.out_of_sync_q(prefix)
+        return self.unhealthy_q(prefix) | self.out_of_sync_q(prefix) | self.disagreement_q(prefix)

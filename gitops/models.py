@@ -174,6 +174,16 @@ class GitOpsApp(models.Model):
     interval = models.CharField(max_length=32, blank=True)
     warnings = models.JSONField(default=list, blank=True)
 
+    # Custom-resource health rules (gitops.collectors.health): the rules' worst verdict on the
+    # app's custom objects, where the tool's verdict and a rule's differ (needs attention, like
+    # Degraded, from `health_disagreement_since` on), the custom kinds nothing checks, and the
+    # per-object details (JSON: deferred on pages).
+    rule_health = models.CharField(max_length=16, blank=True)
+    health_disagreement = models.TextField(blank=True)
+    health_disagreement_since = models.DateTimeField(null=True, blank=True)
+    health_unchecked = models.CharField(max_length=300, blank=True)
+    health_rules = RawJSONField(default=dict, blank=True)
+
     # Sync-window verdict (Argo CD) written at poll time and whenever a window edge passes.
     sync_blocked = models.BooleanField(default=False)
     sync_blocked_until = models.DateTimeField(null=True, blank=True)
@@ -231,8 +241,10 @@ class GitOpsApp(models.Model):
     def needs_attention(self, at: datetime | None = None) -> bool:
         """As GitOpsApp.objects.needing_attention, for a row already loaded."""
         rule = Attention.at(at)
-        return rule.out_of_sync(self.sync_status, self.sync_since) or rule.unhealthy(
-            self.health_status, self.health_since
+        return (
+            rule.out_of_sync(self.sync_status, self.sync_since)
+            or rule.unhealthy(self.health_status, self.health_since)
+            or rule.disagreeing(self.health_disagreement, self.health_disagreement_since)
         )
 
 
@@ -360,3 +372,59 @@ class StateChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.object_key} {self.field}: {self.old} -> {self.new}"
+
+
+class HealthRule(models.Model):
+    """An admin's health rule for one custom group/kind (gitops.health.rules.PortalRule).
+
+    Used after the tool's own rules (argocd-cm, a Kustomization's healthCheckExprs), so it
+    judges the kinds their tool has no rule for. Lua is an Argo CD health script (``obj`` in,
+    ``{status, message}`` out); CEL is a Flux ``healthCheckExprs`` entry (``current``
+    required, ``inProgress`` and ``failed`` optional). Both run sandboxed.
+    """
+
+    class Language(models.TextChoices):
+        LUA = "lua", "Lua (Argo CD health script)"
+        CEL = "cel", "CEL (Flux healthCheckExprs)"
+
+    group = models.CharField(max_length=253, blank=True, help_text="API group, e.g. decisionmodel.io; empty for core")
+    kind = models.CharField(max_length=100, help_text="e.g. DecisionModel")
+    language = models.CharField(max_length=3, choices=Language.choices, default=Language.LUA)
+    lua = models.TextField(blank=True, help_text="Lua: the script, returning {status = …, message = …}")
+    use_open_libs = models.BooleanField(default=False, help_text="Lua: open string and math")
+    cel_current = models.TextField(blank=True, help_text="CEL: when the object is Current (Healthy)")
+    cel_in_progress = models.TextField(blank=True, help_text="CEL: when it is InProgress")
+    cel_failed = models.TextField(blank=True, help_text="CEL: when it has Failed (Degraded)")
+    enabled = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["group", "kind"]
+        constraints = [models.UniqueConstraint(fields=["group", "kind"], name="uniq_health_rule")]
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.kind}" if self.group else self.kind
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.language == self.Language.LUA and not self.lua.strip():
+            raise ValidationError({"lua": "a Lua rule needs a script"})
+        if self.language == self.Language.CEL and not self.cel_current.strip():
+            raise ValidationError({"cel_current": "a CEL rule needs its current expression"})
+
+    def portal_rule(self) -> Any:
+        """As gitops.health.rules.PortalRule."""
+        from gitops.health.cel import HealthCheckExprs
+        from gitops.health.rules import PortalRule
+
+        if self.language == self.Language.CEL:
+            api_version = f"{self.group}/v1" if self.group else "v1"
+            exprs = HealthCheckExprs.from_spec({
+                "apiVersion": api_version, "kind": self.kind, "current": self.cel_current,
+                **({"inProgress": self.cel_in_progress} if self.cel_in_progress.strip() else {}),
+                **({"failed": self.cel_failed} if self.cel_failed.strip() else {}),
+            })
+            return PortalRule(self.group, self.kind, cel=exprs)
+        return PortalRule(self.group, self.kind, lua=self.lua, use_open_libs=self.use_open_libs)

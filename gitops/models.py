@@ -183,6 +183,8 @@ class GitOpsApp(models.Model):
     health_disagreement_since = models.DateTimeField(null=True, blank=True)
     health_unchecked = models.CharField(max_length=300, blank=True)
     health_rules = RawJSONField(default=dict, blank=True)
+    # Flux: the Alerts forwarding this object's failures; null when they could not be read.
+    flux_alerts = models.JSONField(null=True, blank=True, default=None)
 
     # Sync-window verdict (Argo CD) written at poll time and whenever a window edge passes.
     sync_blocked = models.BooleanField(default=False)
@@ -428,3 +430,35 @@ class HealthRule(models.Model):
             })
             return PortalRule(self.group, self.kind, cel=exprs)
         return PortalRule(self.group, self.kind, lua=self.lua, use_open_libs=self.use_open_libs)
+
+
+class Finding(models.Model):
+    """One GitOps discipline finding on one app (gitops.findings), re-derived at every poll."""
+
+    app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="findings")
+    rule = models.CharField(max_length=40)  # gitops.findings.RULES
+    message = models.TextField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["rule", "app_id"]
+        indexes = [models.Index(fields=["rule"]), models.Index(fields=["app", "rule"])]
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.message}"
+
+
+class FindingMute(models.Model):
+    """A finding muted on one app, with a reason (audited): kept across polls."""
+
+    app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="finding_mutes")
+    rule = models.CharField(max_length=40)
+    reason = models.CharField(max_length=500)
+    muted_by = models.CharField(max_length=150)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["app", "rule"], name="uniq_finding_mute")]
+
+    def __str__(self) -> str:
+        return f"{self.rule} muted on {self.app_id}: {self.reason}"

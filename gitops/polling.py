@@ -33,6 +33,7 @@ from gitops.collectors import CLUSTER_SECRET_KIND, collect
 from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
+from gitops.findings import derive_findings
 from gitops.models import GitOpsApp, HealthRule
 from gitops.rows import Snapshot
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
@@ -55,6 +56,7 @@ _CAPABILITY_WORDS = {
     kinds.WORKLOADS: "workloads",
     kinds.ROLLOUTS: "Argo Rollouts",
     HEALTH_RULES: "health rules",
+    kinds.FLUX_NOTIFICATIONS: "Flux Alerts",
 }
 LOCK_SECONDS = 300
 SHOWN_WARNINGS = 20  # warnings kept on the cluster for /clusters; all of them are counted
@@ -228,8 +230,9 @@ def _record_unavailable(listing: Listing, capability: str, resource: str, exc: S
     if exc.reason == "forbidden":
         listing.unavailable[capability] = f"{what} unavailable: no permission to list {resource}"
     elif exc.reason == "not_found":
-        # Flux sources are many kinds; a missing Bucket CRD is not news.
-        if capability != kinds.FLUX_SOURCES:
+        # Flux sources are many kinds; a missing Bucket CRD is not news. Nor is a cluster without
+        # Flux's notification-controller: then no Alert notifies anything (gitops.findings).
+        if capability not in (kinds.FLUX_SOURCES, kinds.FLUX_NOTIFICATIONS):
             listing.unavailable[capability] = f"{what} unavailable: {resource} is not installed"
     else:
         listing.unavailable[capability] = f"{what} not updated: {exc.message}"
@@ -237,7 +240,10 @@ def _record_unavailable(listing: Listing, capability: str, resource: str, exc: S
 
 def collect_snapshot(listing: Listing) -> Snapshot:
     """The collectors' rows for everything listed (pure), custom resources judged by their rules."""
-    collected = collect(listing.objects)
+    objects = listing.objects
+    if "Alert" not in objects and kinds.FLUX_NOTIFICATIONS not in listing.unavailable:
+        objects = {**objects, "Alert": []}  # notification-controller not installed: no Alert notifies
+    collected = collect(objects)
     judge_apps(collected.apps, listing.health)
     return Snapshot(
         apps=collected.apps,
@@ -287,6 +293,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
                 return _record_unchanged(cluster, at, started)
             snapshot = collect_snapshot(listing)
             stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
+            _derive_findings(cluster, snapshot, at)
             if digest is not None:
                 # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
                 # a discovered destination), and the next poll compares against the catalog as it is.
@@ -362,6 +369,16 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     )
     return catalog_digest([*services, *clusters, *instances, *rules, (repr(argocd_clusters),),
                            (placed_here["count"], placed_here["last"])])
+
+
+def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime) -> None:
+    """Findings said again from what this poll stored (gitops.findings). A failure there is
+    logged and named among the poll's warnings: the apps are stored all the same."""
+    try:
+        derive_findings(cluster.pk, at)
+    except Exception as exc:  # noqa: BLE001 - findings never cost a poll its data
+        log.exception("findings of %s not derived", cluster.name)
+        snapshot.warnings.append(f"findings not derived: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:

@@ -106,6 +106,9 @@ class AppRow:
     health_disagreement: str = ""
     health_unchecked: str = ""
     health_rules: dict[str, Any] = field(default_factory=dict)
+    # Flux: the Alerts that forward this object's failures ("namespace/name"); None when the
+    # Alerts could not be read (gitops.collectors.alerts).
+    flux_alerts: list[str] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

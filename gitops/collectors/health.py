@@ -46,12 +46,11 @@ from gitops.health.rules import (
     object_group_kind,
 )
 from gitops.health.sandbox import RULE_FAILED_PREFIX
-
-PORTAL_RULE_SOURCE = "portal rule for "
 from gitops.kinds import KindSpec
 from gitops.rows import ARGO, HEALTH_ORDER, UNKNOWN, AppRow
 from gitops.rows import FLUX as FLUX_TOOL
 
+PORTAL_RULE_SOURCE = "portal rule for "  # gitops.health.rules.PortalRule.rule
 HEALTH_RULES = "health-rules"  # the capability: argocd-cm and the custom kinds rules cover
 ARGOCD_CM = "argocd-cm"
 CONFIGMAP = KindSpec("", "ConfigMap", "configmaps", ("v1",), HEALTH_RULES)

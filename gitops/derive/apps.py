@@ -39,6 +39,7 @@ APP_FIELDS = [
     "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
     "problem_rank", "running", "raw", "fingerprint", "updated_at", "cluster", "argocd_instance",
     "rule_health", "health_disagreement", "health_disagreement_since", "health_unchecked", "health_rules",
+    "flux_alerts",
 ]
 
 
@@ -324,6 +325,7 @@ def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, 
         "health_disagreement": row.health_disagreement,
         "health_unchecked": row.health_unchecked,
         "health_rules": row.health_rules,
+        "flux_alerts": row.flux_alerts,
         "updated_at": at,
     }
     window = window_state(row, projects, at)

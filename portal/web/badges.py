@@ -6,6 +6,7 @@ place that decides a badge's CSS class for a sync, health or workload state, and
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -13,6 +14,7 @@ from html import escape
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from gitops.findings import RULES, open_findings
 from gitops.models import sync_held
 
 
@@ -77,6 +79,18 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
         title = f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data."
         badges.append(Badge("stale", "stale", title))
     return badges
+
+
+def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
+    """A "N findings" badge per app that has open findings, its title naming the rules (one query)."""
+    rules: dict[int, list[str]] = defaultdict(list)
+    for app_id, rule in open_findings().filter(app_id__in=app_ids).values_list("app_id", "rule"):
+        rules[app_id].append(RULES[rule].title if rule in RULES else rule)
+    return {
+        app_id: Badge("finding", f"{len(titles)} finding{'s' if len(titles) != 1 else ''}",
+                      "; ".join(sorted(titles)) + " (see Findings)")
+        for app_id, titles in rules.items()
+    }
 
 
 # The CSS class of a badge for each state, decided here only: templates reach these through

@@ -131,23 +131,27 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
     rule = Attention.at(at or timezone.now())
     unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
     out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
+    disagreeing, disagreeing_params = app_condition_sql(rule.disagreement_q())
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
     sql = f"""
         SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
                {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
-               {unhealthy}, {out_of_sync}
+               {unhealthy}, {out_of_sync}, {disagreeing}, {_epoch(f"{app}.health_disagreement_since")},
+               {app}.health_disagreement
         FROM {app}
         JOIN {link} s ON s.gitopsapp_id = {app}.id
         JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
-        WHERE {unhealthy} OR {out_of_sync}
+        WHERE {unhealthy} OR {out_of_sync} OR {disagreeing}
         ORDER BY c.name, {app}.name
     """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*unhealthy_params, *out_of_sync_params, *unhealthy_params, *out_of_sync_params])
+        cursor.execute(sql, [*unhealthy_params, *out_of_sync_params, *disagreeing_params,
+                             *unhealthy_params, *out_of_sync_params, *disagreeing_params])
         found = cursor.fetchall()
     labels: dict[tuple[str, str], str] = {}
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
-    for service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, bad, drifted in found:
+    for (service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, bad, drifted, disagrees,
+         disagreement_at, disagreement) in found:
         these = flags[(service_id, cluster_id)]
         if bad:
             label = labels.get((tool, health))
@@ -159,6 +163,10 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
             if label is None:
                 label = labels[(tool, OUT_OF_SYNC)] = f"{TOOL_LABEL.get(tool, tool)}: out of sync"
             these.append(Flag(label, datetime.fromtimestamp(sync_at, UTC), cluster, name, "warn"))
+        if disagrees:
+            # The tool calls it fine, a health rule does not (gitops.health.rules): the sentence says why.
+            label = f"{TOOL_LABEL.get(tool, tool)}: health disagreement ({disagreement[:160]})"
+            these.append(Flag(label, datetime.fromtimestamp(disagreement_at, UTC), cluster, name, "bad"))
     return flags
 
 

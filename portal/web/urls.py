@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.web.views import clusters, delivery, discovery, gitops, matrix, overview, pr, service, updates
+from portal.web.views import clusters, delivery, discovery, findings, gitops, matrix, overview, pr, service, updates
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -14,6 +14,8 @@ urlpatterns = [
     path("clusters/<slug:name>/enabled", clusters.set_enabled, name="cluster-enabled"),
     path("clusters/<slug:name>/add", clusters.add_discovered, name="cluster-add"),
     path("discovery", discovery.discovery, name="discovery"),
+    path("findings", findings.findings, name="findings"),
+    path("findings/mute", findings.mute_finding, name="finding-mute"),
     path("updates", updates.updates, name="updates"),
     path("updates/put-off", updates.put_off_version, name="updates-put-off"),
     path("updates/freezes", updates.freeze_create, name="freeze-create"),

@@ -18,7 +18,7 @@ from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster, Environment
-from portal.web.badges import badges_for
+from portal.web.badges import badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
 
 PAGE_SIZE = 50
@@ -54,14 +54,16 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
     listed = GitOpsApp.objects.select_related("cluster", "cluster__environment").defer(
-        "raw", "history", "conditions", "sources", "synced_revisions"
+        "raw", "history", "conditions", "sources", "synced_revisions", "health_rules"
     )
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
         page = counted_page(apps, request.GET.get("page"))
     else:
         page = Paginator(apps, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [(app, badges_for(app, app.cluster, now), app.needs_attention(now)) for app in page.object_list]
+    found = finding_badges([app.pk for app in page.object_list])
+    rows = [(app, badges_for(app, app.cluster, now) + ([found[app.pk]] if app.pk in found else []),
+             app.needs_attention(now)) for app in page.object_list]
     query = urlencode({k: v for k, v in params.items() if v})
     context = {
         "rows": rows,

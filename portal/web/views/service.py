@@ -17,11 +17,11 @@ from portal.catalog.models import Service
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.upgrades import Behind, BehindLines
 from portal.links import argocd_app_url
-from portal.web.badges import Badge, badges_for
+from portal.web.badges import Badge, badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
-PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings")
+PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings", "health_rules")
 
 
 @dataclass
@@ -54,6 +54,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
     upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps})}
+    found = finding_badges([app.pk for app in apps])
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -62,7 +63,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
         by_env[env.id].append(
             Panel(
                 app=app,
-                badges=badges_for(app, app.cluster, now),
+                badges=badges_for(app, app.cluster, now) + ([found[app.pk]] if app.pk in found else []),
                 attention=app.needs_attention(now),
                 commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
                 compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),

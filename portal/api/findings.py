@@ -29,7 +29,7 @@ class FindingQuerySerializer(serializers.Serializer):
     environment = serializers.CharField(required=False, max_length=100)
     cluster = serializers.CharField(required=False, max_length=100)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=200)
-    offset = serializers.IntegerField(required=False, min_value=0, default=0)
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=10_000_000, default=0)
 
 
 class FindingSerializer(serializers.Serializer):
@@ -62,6 +62,12 @@ class FindingSerializer(serializers.Serializer):
             "api-gitops-detail", kwargs={"cluster": app.cluster.name, "namespace": app.namespace, "name": app.name}))
 
 
+class FindingListSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="open findings matching the filters")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="rule id -> open findings")
+    results = FindingSerializer(many=True, help_text="one page, in the order rule, cluster, app")
+
+
 def _filtered(params: dict[str, Any]) -> QuerySet[Finding]:
     found = open_findings()
     if params.get("rule"):
@@ -82,7 +88,7 @@ class FindingListView(PortalAPIView):
         summary="Open GitOps discipline findings",
         description="Findings re-derived at every poll (muted ones left out), in the order rule, cluster, app.",
         parameters=[FindingQuerySerializer],
-        responses={200: FindingSerializer(many=True), **_errors(400, 401, 403, 429)},
+        responses={200: FindingListSerializer, **_errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
         params = self.query(request)

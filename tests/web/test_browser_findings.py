@@ -56,7 +56,8 @@ def test_findings_page_on_the_demo_fleet(page, demo):
     first = page.locator("tr.finding").first
     assert first.locator("a").first.get_attribute("href").startswith("/gitops?q=")
     assert first.locator("td").nth(2).inner_text().strip()  # what to change
-    screenshot(page, "findings")
+    path = screenshot(page, "findings")
+    page.screenshot(path=str(path.with_name("findings-top.png")))  # what is in sight first
 
     # Mute one with a reason: gone from the list, listed as muted, audited, and still muted after a poll.
     rule, app = first.get_attribute("data-rule"), first.get_attribute("data-app")

@@ -371,8 +371,9 @@ def health_rule_cost(count: int) -> None:
             return time.perf_counter() - started, judged
 
     argo_apps = [argo(i) for i in range(count)]
-    lua_poll, lua_judge = poll_once("lua-rule", [argocd_cm(), *models(), *argo_apps], True)
+    poll_once("warm-up", [argocd_cm(), *models(), *argo_apps], True)  # imports, caches: not measured
     argo_bare, _ = poll_once("lua-none", [*models(), *argo_apps], True)
+    lua_poll, lua_judge = poll_once("lua-rule", [argocd_cm(), *models(), *argo_apps], True)
     cel_poll, cel_judge = poll_once("cel-rule", [*models(), *(flux(i, True) for i in range(count))], False)
     flux_bare, _ = poll_once("cel-none", [*models(), *(flux(i, False) for i in range(count))], False)
 

@@ -246,3 +246,37 @@ def test_a_phase_change_is_seen_at_the_next_poll(cluster, kube_emulator):
     kube_emulator.add(changed)
     polled(cluster)
     assert stored("app-dm-evaluating").rule_health == "Degraded"
+
+
+def test_a_broken_cel_expression_fails_its_rule_not_the_poll(cluster, kube_emulator):
+    broken = flux_kustomization("RolledBack", with_rule=True)
+    broken["spec"]["healthCheckExprs"] = [{"apiVersion": f"{GROUP}/v1", "kind": KIND,
+                                           "current": "status.phase == ", "failed": "(" * 5000}]
+    serve(kube_emulator, [model_for("RolledBack"), broken, flux_kustomization("Ready", with_rule=True),
+                          model_for("Ready")])
+    polled(cluster)
+    app = stored("ks-dm-rolledback")
+    assert app.rule_health == "Unknown"
+    assert app.health_rules["objects"][0]["message"].startswith("rule failed: ")
+    assert stored("ks-dm-ready").rule_health == "Healthy"
+
+
+ALERT = {
+    "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+    "metadata": {"name": "on-call", "namespace": "flux-system", "uid": "uid-alert"},
+    "spec": {"providerRef": {"name": "slack"}, "eventSeverity": "error",
+             "eventSources": [{"kind": "Kustomization", "name": "ks-dm-ready"}]},
+}
+
+
+def test_flux_alerts_are_read_and_a_forbidden_list_degrades_with_its_message(cluster, kube_emulator):
+    serve(kube_emulator, [ALERT, flux_kustomization("Ready", with_rule=True),
+                          flux_kustomization("Failed", with_rule=True)])
+    polled(cluster)
+    assert stored("ks-dm-ready").flux_alerts == ["flux-system/on-call"]
+    assert stored("ks-dm-failed").flux_alerts == []
+    kube_emulator.fail("alerts.notification.toolkit.fluxcd.io", Fault.forbidden())
+    report = polled(cluster)
+    assert report.unavailable["flux-notifications"] == (
+        "Flux Alerts unavailable: no permission to list alerts.notification.toolkit.fluxcd.io")
+    assert stored("ks-dm-ready").flux_alerts is None  # not known: no finding is made of it

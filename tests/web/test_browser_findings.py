@@ -72,3 +72,28 @@ def test_findings_page_on_the_demo_fleet(page, demo):
     page.goto(f"{demo.url}/findings")
     assert page.locator(f"tr.finding[data-rule='{rule}'][data-app='{app}']").count() == 0
     screenshot(page, "findings-muted")
+
+
+def test_gitops_shows_a_health_disagreement(page, live_server, kube_emulator, monkeypatch):
+    """Flux calls a rolled-back DecisionModel Current; an admin's Lua rule says Degraded: /gitops shows why."""
+    from gitops.models import GitOpsApp, HealthRule
+    from portal.catalog.models import Environment
+    from tests.gitops.decisionmodel import GROUP, KIND, LUA_HEALTH_CHECK
+    from tests.gitops.test_health_rules_poll import TOKEN_ENV, flux_kustomization, model_for, serve
+
+    monkeypatch.setenv(TOKEN_ENV, kube_emulator.token)
+    HealthRule.objects.create(group=GROUP, kind=KIND, lua=LUA_HEALTH_CHECK)
+    serve(kube_emulator, [model_for("RolledBack"), flux_kustomization("RolledBack", with_rule=False)])
+    prod = Environment.objects.create(name="prod", order=3, production=True)
+    cluster = Cluster.objects.create(name="prod-1", environment=prod, connection=Cluster.Connection.API,
+                                     api_url=kube_emulator.url, token_env=TOKEN_ENV)
+    assert poll(cluster).ok
+    assert GitOpsApp.objects.get(name="ks-dm-rolledback").health_disagreement
+    user = get_user_model().objects.create_user("noor", password=PASSWORD)
+    grant(user, Role.VIEWER)
+    login(page, live_server)
+    page.goto(f"{live_server.url}/gitops")
+    row = page.locator("tr.app-row[data-app='ks-dm-rolledback']")
+    text = row.locator(".health-disagreement").inner_text()
+    assert "Flux: Current, but DecisionModel dm-rolledback is RolledBack: candidate failed the gate" in text
+    screenshot(page, "gitops-health-disagreement")

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from gitops.fields import as_bool, as_list, as_str, dig
@@ -342,7 +343,7 @@ def derive_findings(cluster_id: int, at: datetime | None = None) -> int:
     for _, answer in finding_context.send(sender=GitOpsApp, apps=apps):
         if isinstance(answer, Mapping):
             context.merge(answer)
-    rows = []
+    rows: list[Finding] = []
     for app in apps:
         production = bool(app.cluster.environment and app.cluster.environment.production)
         project = projects.get((app.read_from_id, app.project)) if app.tool == "argo" else None
@@ -386,9 +387,7 @@ def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
     return bool(deleted)
 
 
-def open_findings() -> Any:
+def open_findings() -> QuerySet[Finding]:
     """Findings not muted, for pages and the API (a queryset)."""
-    from django.db.models import Exists, OuterRef
-
     muted = FindingMute.objects.filter(app_id=OuterRef("app_id"), rule=OuterRef("rule"))
     return Finding.objects.annotate(muted=Exists(muted)).filter(muted=False)

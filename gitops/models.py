@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 from django.db.models import DateTimeField, F, Q, Value
@@ -20,6 +21,8 @@ from django.utils import timezone
 from gitops.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
 from gitops.attention import Attention
 from gitops.attention import grace_cutoff as grace_cutoff
+from gitops.health.cel import HealthCheckExprs
+from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
 from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
@@ -409,18 +412,13 @@ class HealthRule(models.Model):
         return f"{self.group}/{self.kind}" if self.group else self.kind
 
     def clean(self) -> None:
-        from django.core.exceptions import ValidationError
-
         if self.language == self.Language.LUA and not self.lua.strip():
             raise ValidationError({"lua": "a Lua rule needs a script"})
         if self.language == self.Language.CEL and not self.cel_current.strip():
             raise ValidationError({"cel_current": "a CEL rule needs its current expression"})
 
-    def portal_rule(self) -> Any:
+    def portal_rule(self) -> PortalRule:
         """As gitops.health.rules.PortalRule."""
-        from gitops.health.cel import HealthCheckExprs
-        from gitops.health.rules import PortalRule
-
         if self.language == self.Language.CEL:
             api_version = f"{self.group}/v1" if self.group else "v1"
             exprs = HealthCheckExprs.from_spec({

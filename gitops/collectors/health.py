@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from gitops.fields import as_list, as_str, dig
 from gitops.health import kstatus
@@ -112,7 +112,7 @@ def _rules_for(tool: str, kind: str, raw: Mapping[str, Any], argocd: HealthRules
 
 
 def tool_of(row: AppRow) -> Tool:
-    return ARGO_CD if row.tool == ARGO else FLUX
+    return cast(Tool, ARGO_CD if row.tool == ARGO else FLUX)
 
 
 def deployed_kinds(row: AppRow) -> dict[tuple[str, str], str]:

@@ -54,7 +54,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
     upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps})}
-    found = finding_badges([app.pk for app in apps])
+    marked = finding_badges([app.pk for app in apps])
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -63,7 +63,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
         by_env[env.id].append(
             Panel(
                 app=app,
-                badges=badges_for(app, app.cluster, now) + ([found[app.pk]] if app.pk in found else []),
+                badges=badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
                 attention=app.needs_attention(now),
                 commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
                 compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),

@@ -9,6 +9,13 @@ destinations not read, so versions come from `status.summary.images`). One hub p
 one big list; what it adds is placing each app and writing versions for 40 clusters.
 
     .venv/bin/python bench/collect.py [--clusters 20] [--apps 500] [--hub-apps 4000] [--hub-destinations 40]
+        [--health-objects 1000] [--only-health]
+
+A third part measures custom-resource health rules (issue 22) through the poll path: N
+DecisionModels, each deployed by its own app, judged by the Argo CD Lua check in argocd-cm
+and by a Kustomization's healthCheckExprs (CEL), against the same fleet with no rule (the
+kind is then not even listed). Printed as ms per object: the poll's extra time, and the
+evaluation alone (`judge_apps`).
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/collect.py
 """
 
@@ -109,7 +116,13 @@ def main() -> None:
     parser.add_argument("--apps", type=int, default=500)
     parser.add_argument("--hub-apps", type=int, default=4000)
     parser.add_argument("--hub-destinations", type=int, default=40)
+    parser.add_argument("--health-objects", type=int, default=1000)
+    parser.add_argument("--only-health", action="store_true", help="only the health-rule part")
     args = parser.parse_args()
+    if args.only_health:
+        with bench_database():
+            health_rule_cost(args.health_objects)
+        return
 
     from tests.kube_emulator import KubeEmulator
 
@@ -279,6 +292,101 @@ def main() -> None:
               f"nothing changed {n / hub_second:,.0f} / {total_apps / second:,.0f}, "
               f"reconciled {n / hub_reconciled:,.0f} / {total_apps / reconciled:,.0f}")
         print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+        print()
+        health_rule_cost(args.health_objects)
+
+
+def health_rule_cost(count: int) -> None:
+    """ms per custom resource for a Lua rule and a CEL rule, through the poll path."""
+    import os
+
+    from gitops import kinds, polling
+    from gitops.collectors import health
+    from portal.catalog.models import ArgoCDInstance, Cluster, Environment
+    from tests.gitops.decisionmodel import ALL_PHASES, GROUP, KIND, argocd_cm, decision_model, kustomization
+    from tests.kube_emulator import KubeEmulator
+
+    env = Environment.objects.get_or_create(name="health-bench", defaults={"order": 8})[0]
+    judged = 0.0
+    real_judge = polling.judge_apps
+
+    def timed_judge(*a, **kw):
+        nonlocal judged
+        t = time.perf_counter()
+        try:
+            return real_judge(*a, **kw)
+        finally:
+            judged += time.perf_counter() - t
+
+    polling.judge_apps = timed_judge
+    # A whole poll of 1,000 Lua runs takes longer than the default budget on a slow machine:
+    # the benchmark measures the rules, not the budget.
+    health.POLL_BUDGET_SECONDS = 3600.0
+
+    def models() -> list[dict]:
+        out = []
+        for i in range(count):
+            obj = decision_model(ALL_PHASES[i % len(ALL_PHASES)], name=f"model-{i:04d}",
+                                 generation=5 if i % 13 == 0 else 4)
+            obj["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"dm-{i}"))
+            out.append(obj)
+        return out
+
+    def argo(i: int) -> dict:
+        app = application(i, "health")
+        app["metadata"]["name"] = f"dm-app-{i:04d}"
+        app["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"dm-app-{i}"))
+        app["status"]["resources"] = [{"group": GROUP, "version": "v1", "kind": KIND, "namespace": "support",
+                                       "name": f"model-{i:04d}", "status": "Synced"}]
+        return app
+
+    def flux(i: int, with_rule: bool) -> dict:
+        ks = kustomization()
+        ks["metadata"].update(name=f"dm-ks-{i:04d}", uid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"dm-ks-{i}")))
+        if not with_rule:
+            del ks["spec"]["healthCheckExprs"]
+        ks["status"] = {"observedGeneration": 3, "conditions": [
+            {"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "Applied",
+             "lastTransitionTime": "2026-11-30T08:00:00Z"}],
+            "inventory": {"entries": [{"id": f"support_model-{i:04d}_{GROUP}_{KIND}", "v": "v1"}]}}
+        return ks
+
+    def poll_once(name: str, objects: list[dict], with_instance: bool) -> tuple[float, float]:
+        nonlocal judged
+        with KubeEmulator() as api:
+            os.environ["BENCH_HEALTH_TOKEN"] = api.token
+            for spec in kinds.KINDS:
+                api.install(spec.api_version(spec.versions[0]), spec.plural, spec.kind)
+            api.install("v1", "configmaps", "ConfigMap")
+            api.install(f"{GROUP}/v1", "decisionmodels", KIND)
+            api.add_all(objects)
+            cluster = Cluster.objects.create(name=name, environment=env, connection=Cluster.Connection.API,
+                                             api_url=api.url, token_env="BENCH_HEALTH_TOKEN")
+            if with_instance:
+                ArgoCDInstance.objects.create(name=f"{name}-argocd", cluster=cluster, namespace="argocd")
+            judged = 0.0
+            started = time.perf_counter()
+            report = polling.poll(cluster)
+            assert report.ok, report.error
+            return time.perf_counter() - started, judged
+
+    argo_apps = [argo(i) for i in range(count)]
+    poll_once("warm-up", [argocd_cm(), *models(), *argo_apps], True)  # imports, caches: not measured
+    argo_bare, _ = poll_once("lua-none", [*models(), *argo_apps], True)
+    lua_poll, lua_judge = poll_once("lua-rule", [argocd_cm(), *models(), *argo_apps], True)
+    cel_poll, cel_judge = poll_once("cel-rule", [*models(), *(flux(i, True) for i in range(count))], False)
+    flux_bare, _ = poll_once("cel-none", [*models(), *(flux(i, False) for i in range(count))], False)
+
+    from gitops.models import GitOpsApp
+
+    judged_apps = GitOpsApp.objects.filter(cluster__name__in=["lua-rule", "cel-rule"]).exclude(rule_health="").count()
+    assert judged_apps == 2 * count, judged_apps
+    print(f"health rules: {count} DecisionModels, each deployed by its own app, one poll each")
+    for what, with_rule, bare, judge in (("Argo CD Lua (argocd-cm)", lua_poll, argo_bare, lua_judge),
+                                         ("Flux CEL (healthCheckExprs)", cel_poll, flux_bare, cel_judge)):
+        print(f"{what:<28} poll {with_rule:.2f} s vs {bare:.2f} s with no rule: "
+              f"+{(with_rule - bare) * 1000 / count:.2f} ms per object; evaluation alone "
+              f"{judge * 1000 / count:.2f} ms per object")
 
 
 if __name__ == "__main__":

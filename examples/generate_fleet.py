@@ -759,6 +759,14 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
     if missing:
         status["health"] = {"lastTransitionTime": ts(created + timedelta(seconds=12)), "status": "Missing"}
 
+    if out_of_sync:
+        # Its project warns about orphans (spec.orphanedResources.warn): a ConfigMap someone made by
+        # hand while debugging is still there, in no Git path (gitops.findings: orphaned resources).
+        orphans = [{"lastTransitionTime": ts(failed_at), "message": "Application has 1 orphaned resources",
+                    "type": "OrphanedResourceWarning"}]
+    else:
+        orphans = []
+
     # operationState: the last sync operation.
     if missing:
         started = created + timedelta(seconds=8)
@@ -826,6 +834,9 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
             "startedAt": started_at,
             "syncResult": sync_result,
         }
+
+    if orphans:
+        status["conditions"] = [*status.get("conditions", []), *orphans]
 
     annotations = {"notifications.argoproj.io/subscribe.on-health-degraded.slack": f"team-{TEAMS[service]}"}
     app = {

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from gitops.models import AppProject, GitOpsApp, StateChange, VersionChange, Workload
+from gitops.models import AppProject, GitOpsApp, HealthRule, StateChange, VersionChange, Workload
 
 
 @admin.register(GitOpsApp)
@@ -14,3 +14,12 @@ admin.site.register(AppProject)
 admin.site.register(Workload)
 admin.site.register(StateChange)
 admin.site.register(VersionChange)
+
+
+@admin.register(HealthRule)
+class HealthRuleAdmin(admin.ModelAdmin):
+    """Portal-side health rules: used after the tool's own, for kinds it has none for."""
+
+    list_display = ("kind", "group", "language", "enabled", "updated_at")
+    list_filter = ("language", "enabled")
+    search_fields = ("group", "kind", "note")

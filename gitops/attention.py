@@ -1,5 +1,6 @@
-"""Needs attention: out of sync, degraded or missing for longer than the grace period; stuck
-progressing; or the last sync operation failed.
+"""Needs attention: out of sync, degraded or missing, or a health disagreement (a custom
+resource's rule says otherwise than the tool: gitops.health.rules), for longer than the grace
+period; stuck progressing; or the last sync operation failed.
 
 The one definition of the rule. Its readers need it in different shapes — a `Q` for
 querysets (the /gitops filter, the API, the overview's counts and tiles, notifications),
@@ -88,6 +89,10 @@ class Attention:
         return operation_phase in OPERATION_FAILED and (operation_finished_at is None
                                                          or operation_finished_at <= self.cutoff)
 
+    def disagreeing(self, health_disagreement: str, since: datetime | None) -> bool:
+        """The tool and a health rule disagree (its own rule: it counts like Degraded)."""
+        return bool(health_disagreement) and since is not None and since <= self.cutoff
+
     def holds(self, app: object) -> bool:
         """The whole rule for a row already loaded (a GitOpsApp, or anything with its fields)."""
         get = app.__dict__.get  # deferred fields read as unset, never loaded one by one
@@ -97,6 +102,7 @@ class Attention:
             or self.stuck(get("health_status", ""), get("health_since"), get("operation_phase", ""),
                           get("operation_started_at"))
             or self.sync_failed(get("operation_phase", ""), get("operation_finished_at"))
+            or self.disagreeing(get("health_disagreement", ""), get("health_disagreement_since"))
         )
 
     # --- in queries -----------------------------------------------------------------
@@ -120,5 +126,9 @@ class Attention:
             **{f"{prefix}operation_finished_at__lte": self.cutoff})
         return Q(**{f"{prefix}operation_phase__in": OPERATION_FAILED}) & finished
 
+    def disagreement_q(self, prefix: str = "") -> Q:
+        return Q(**{f"{prefix}health_disagreement__gt": "", f"{prefix}health_disagreement_since__lte": self.cutoff})
+
     def q(self, prefix: str = "") -> Q:
-        return self.unhealthy_q(prefix) | self.out_of_sync_q(prefix) | self.stuck_q(prefix) | self.sync_failed_q(prefix)
+        return (self.unhealthy_q(prefix) | self.out_of_sync_q(prefix) | self.stuck_q(prefix)
+                | self.sync_failed_q(prefix) | self.disagreement_q(prefix))

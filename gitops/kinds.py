@@ -26,6 +26,7 @@ FLUX_HELM = "flux-helm"
 FLUX_SOURCES = "flux-sources"
 WORKLOADS = "workloads"
 ROLLOUTS = "rollouts"
+FLUX_NOTIFICATIONS = "flux-notifications"  # Flux Alerts: which apps a failure notifies (gitops.findings)
 
 CAPABILITIES: tuple[str, ...] = (
     ARGOCD,
@@ -36,6 +37,7 @@ CAPABILITIES: tuple[str, ...] = (
     FLUX_SOURCES,
     WORKLOADS,
     ROLLOUTS,
+    FLUX_NOTIFICATIONS,
 )
 
 
@@ -133,6 +135,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("apps", "DaemonSet", "daemonsets", ("v1",), WORKLOADS),
     KindSpec("batch", "CronJob", "cronjobs", ("v1",), WORKLOADS),
     KindSpec("argoproj.io", "Rollout", "rollouts", ("v1alpha1",), ROLLOUTS),
+    KindSpec("notification.toolkit.fluxcd.io", "Alert", "alerts", ("v1beta3", "v1beta2"), FLUX_NOTIFICATIONS),
 )
 
 BY_CAPABILITY: dict[str, tuple[KindSpec, ...]] = {

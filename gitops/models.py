@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 from django.db.models import DateTimeField, F, Q, Value
@@ -20,6 +21,8 @@ from django.utils import timezone
 from gitops.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
 from gitops.attention import Attention
 from gitops.attention import grace_cutoff as grace_cutoff
+from gitops.health.cel import HealthCheckExprs
+from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
 from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
@@ -173,6 +176,18 @@ class GitOpsApp(models.Model):
     conditions = RawJSONField(default=list, blank=True)
     interval = models.CharField(max_length=32, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+
+    # Custom-resource health rules (gitops.collectors.health): the rules' worst verdict on the
+    # app's custom objects, where the tool's verdict and a rule's differ (needs attention, like
+    # Degraded, from `health_disagreement_since` on), the custom kinds nothing checks, and the
+    # per-object details (JSON: deferred on pages).
+    rule_health = models.CharField(max_length=16, blank=True)
+    health_disagreement = models.TextField(blank=True)
+    health_disagreement_since = models.DateTimeField(null=True, blank=True)
+    health_unchecked = models.CharField(max_length=300, blank=True)
+    health_rules = RawJSONField(default=dict, blank=True)
+    # Flux: the Alerts forwarding this object's failures; null when they could not be read.
+    flux_alerts = models.JSONField(null=True, blank=True, default=None)
 
     # Sync-window verdict (Argo CD) written at poll time and whenever a window edge passes.
     sync_blocked = models.BooleanField(default=False)
@@ -366,3 +381,86 @@ class StateChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.object_key} {self.field}: {self.old} -> {self.new}"
+
+
+class HealthRule(models.Model):
+    """An admin's health rule for one custom group/kind (gitops.health.rules.PortalRule).
+
+    Used after the tool's own rules (argocd-cm, a Kustomization's healthCheckExprs), so it
+    judges the kinds their tool has no rule for. Lua is an Argo CD health script (``obj`` in,
+    ``{status, message}`` out); CEL is a Flux ``healthCheckExprs`` entry (``current``
+    required, ``inProgress`` and ``failed`` optional). Both run sandboxed.
+    """
+
+    class Language(models.TextChoices):
+        LUA = "lua", "Lua (Argo CD health script)"
+        CEL = "cel", "CEL (Flux healthCheckExprs)"
+
+    group = models.CharField(max_length=253, blank=True, help_text="API group, e.g. decisionmodel.io; empty for core")
+    kind = models.CharField(max_length=100, help_text="e.g. DecisionModel")
+    language = models.CharField(max_length=3, choices=Language.choices, default=Language.LUA)
+    lua = models.TextField(blank=True, help_text="Lua: the script, returning {status = …, message = …}")
+    use_open_libs = models.BooleanField(default=False, help_text="Lua: open string and math")
+    cel_current = models.TextField(blank=True, help_text="CEL: when the object is Current (Healthy)")
+    cel_in_progress = models.TextField(blank=True, help_text="CEL: when it is InProgress")
+    cel_failed = models.TextField(blank=True, help_text="CEL: when it has Failed (Degraded)")
+    enabled = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["group", "kind"]
+        constraints = [models.UniqueConstraint(fields=["group", "kind"], name="uniq_health_rule")]
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.kind}" if self.group else self.kind
+
+    def clean(self) -> None:
+        if self.language == self.Language.LUA and not self.lua.strip():
+            raise ValidationError({"lua": "a Lua rule needs a script"})
+        if self.language == self.Language.CEL and not self.cel_current.strip():
+            raise ValidationError({"cel_current": "a CEL rule needs its current expression"})
+
+    def portal_rule(self) -> PortalRule:
+        """As gitops.health.rules.PortalRule."""
+        if self.language == self.Language.CEL:
+            api_version = f"{self.group}/v1" if self.group else "v1"
+            exprs = HealthCheckExprs.from_spec({
+                "apiVersion": api_version, "kind": self.kind, "current": self.cel_current,
+                **({"inProgress": self.cel_in_progress} if self.cel_in_progress.strip() else {}),
+                **({"failed": self.cel_failed} if self.cel_failed.strip() else {}),
+            })
+            return PortalRule(self.group, self.kind, cel=exprs)
+        return PortalRule(self.group, self.kind, lua=self.lua, use_open_libs=self.use_open_libs)
+
+
+class Finding(models.Model):
+    """One GitOps discipline finding on one app (gitops.findings), re-derived at every poll."""
+
+    app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="findings")
+    rule = models.CharField(max_length=40)  # gitops.findings.RULES
+    message = models.TextField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["rule", "app_id"]
+        indexes = [models.Index(fields=["rule"]), models.Index(fields=["app", "rule"])]
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.message}"
+
+
+class FindingMute(models.Model):
+    """A finding muted on one app, with a reason (audited): kept across polls."""
+
+    app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="finding_mutes")
+    rule = models.CharField(max_length=40)
+    reason = models.CharField(max_length=500)
+    muted_by = models.CharField(max_length=150)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["app", "rule"], name="uniq_finding_mute")]
+
+    def __str__(self) -> str:
+        return f"{self.rule} muted on {self.app_id}: {self.reason}"

@@ -30,9 +30,11 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.argocd_api import ArgoCDSource
 from gitops.collectors import CLUSTER_SECRET_KIND, collect
+from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
-from gitops.models import GitOpsApp
+from gitops.findings import derive_findings
+from gitops.models import GitOpsApp, HealthRule
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
@@ -57,6 +59,8 @@ _CAPABILITY_WORDS = {
     kinds.FLUX_SOURCES: "Flux sources",
     kinds.WORKLOADS: "workloads",
     kinds.ROLLOUTS: "Argo Rollouts",
+    HEALTH_RULES: "health rules",
+    kinds.FLUX_NOTIFICATIONS: "Flux Alerts",
 }
 LOCK_SECONDS = 300
 SHOWN_WARNINGS = 20  # warnings kept on the cluster for /clusters; all of them are counted
@@ -119,6 +123,7 @@ class Listing:
     fatal: SourceError | None = None  # what stopped the whole read (None when part was read)
     # The Argo CD instance's cluster list when the source answers it itself (the Argo CD API).
     argocd_clusters: list | None = None
+    health: HealthInputs = field(default_factory=HealthInputs)  # argocd-cm, custom resources
 
 
 def list_capabilities(source: ClusterSource, *, argocd_namespace: str = "argocd") -> Listing:
@@ -167,21 +172,104 @@ def _cluster_names_unavailable(listing: Listing, namespace: str, exc: SourceErro
         listing.unavailable[kinds.ARGOCD_CLUSTERS] = f"cluster names not updated: {exc.message}"
 
 
+def portal_health_rules() -> tuple:
+    """The admins' health rules (gitops.models.HealthRule), as gitops.health.rules.PortalRule."""
+    return tuple(rule.portal_rule() for rule in HealthRule.objects.filter(enabled=True).order_by("group", "kind"))
+
+
+def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
+    """Where an Argo CD on this cluster keeps argocd-cm: its instances' control-plane namespaces,
+    else (no instance registered) the namespaces its Applications live in."""
+    if not listing.objects.get("Application"):
+        return []
+    namespaces = sorted(set(ArgoCDInstance.objects.filter(cluster=cluster).values_list("namespace", flat=True)))
+    if namespaces:
+        return namespaces
+    return sorted({str((app.get("metadata") or {}).get("namespace") or "") for app in listing.objects["Application"]
+                   if isinstance(app, dict)} - {""})[:5]
+
+
+def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: tuple) -> None:
+    """Step 1b: the Argo CD instance's argocd-cm, then only the custom kinds an app deploys and a
+    rule covers (gitops.collectors.health). A kind RBAC hides (or that fails to list) is recorded
+    like any other kind (unavailable, with its message), its apps say why their objects were not
+    judged, and the rest of the poll goes on."""
+    if isinstance(source, ArgoCDSource):
+        return  # the Argo CD API serves Applications and projects, not ConfigMaps or custom kinds
+    cm_data: dict | None = None
+    errors: list[str] = []
+    for namespace in namespaces:
+        try:
+            result = source.list_objects(CONFIGMAP, namespace=namespace)
+        except SourceError as exc:
+            if exc.reason == "not_found":
+                continue  # no such namespace: no argocd-cm there
+            what = f"argocd-cm in {namespace}"
+            message = (f"health rules unavailable: no permission to list configmaps in {namespace}"
+                       if exc.reason == "forbidden" else f"health rules not read ({what}): {exc.message}")
+            listing.unavailable[f"{HEALTH_RULES}:{namespace}"] = message
+            errors.append(message)
+            continue
+        for item in result.items:
+            if (item.get("metadata") or {}).get("name") == ARGOCD_CM and isinstance(item.get("data"), dict):
+                cm_data = item["data"]
+                break
+        if cm_data is not None:
+            break
+    inputs = HealthInputs(argocd_cm=cm_data, portal=portal, errors=tuple(errors))
+    objects: dict[tuple[str, str], list[dict]] = {}
+    not_read: dict[tuple[str, str], str] = {}
+    for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal).items()):
+        try:
+            result = source.list_objects(spec)
+        except SourceError as exc:
+            if exc.reason == "forbidden":
+                message = f"{spec.kind} health unavailable: no permission to list {spec.resource}"
+            elif exc.reason == "not_found":
+                message = f"{spec.kind} health unavailable: {spec.resource} is not served"
+            else:
+                message = f"{spec.kind} health not read: {exc.message}"
+            listing.unavailable[f"{HEALTH_RULES}:{spec.group}/{spec.kind}"] = message
+            not_read[key] = message
+            continue
+        objects[key] = result.items
+        listing.warnings.extend(result.warnings)
+    listing.health = HealthInputs(argocd_cm=cm_data, portal=portal, objects=objects, not_read=not_read,
+                                  errors=tuple(errors))
+
+
+def _health_digest_part(listing: Listing) -> dict[str, list[dict]]:
+    """The health inputs as kinds for the unchanged-poll digest: a custom object's change must
+    make the poll collect again."""
+    out: dict[str, list[dict]] = {}
+    for (group, kind), items in listing.health.objects.items():
+        out[f"{HEALTH_RULES}:{group}/{kind}"] = items
+    if listing.health.argocd_cm is not None:
+        out[f"{HEALTH_RULES}:{ARGOCD_CM}"] = [{"metadata": {"uid": "argocd-cm", "resourceVersion": repr(
+            sorted(listing.health.argocd_cm.items()))}}]
+    return out
+
+
 def _record_unavailable(listing: Listing, capability: str, resource: str, exc: SourceError) -> None:
     what = _CAPABILITY_WORDS.get(capability, capability)
     if exc.reason == "forbidden":
         listing.unavailable[capability] = f"{what} unavailable: no permission to list {resource}"
     elif exc.reason == "not_found":
-        # Flux sources are many kinds; a missing Bucket CRD is not news.
-        if capability != kinds.FLUX_SOURCES:
+        # Flux sources are many kinds; a missing Bucket CRD is not news. Nor is a cluster without
+        # Flux's notification-controller: then no Alert notifies anything (gitops.findings).
+        if capability not in (kinds.FLUX_SOURCES, kinds.FLUX_NOTIFICATIONS):
             listing.unavailable[capability] = f"{what} unavailable: {resource} is not installed"
     else:
         listing.unavailable[capability] = f"{what} not updated: {exc.message}"
 
 
 def collect_snapshot(listing: Listing) -> Snapshot:
-    """The collectors' rows for everything listed (pure)."""
-    collected = collect(listing.objects)
+    """The collectors' rows for everything listed (pure), custom resources judged by their rules."""
+    objects = listing.objects
+    if "Alert" not in objects and kinds.FLUX_NOTIFICATIONS not in listing.unavailable:
+        objects = {**objects, "Alert": []}  # notification-controller not installed: no Alert notifies
+    collected = collect(objects)
+    judge_apps(collected.apps, listing.health)
     return Snapshot(
         apps=collected.apps,
         projects=collected.projects,
@@ -225,12 +313,16 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             if listing.fatal is not None:
                 return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
             previous = _previous_poll(cluster)
-            objects_part = objects_digest(listing.objects, listing.listed, listing.unavailable)
+
+            health_part = _health_digest_part(listing)
+            objects_part = objects_digest(listing.objects | health_part, listing.listed | set(health_part),
+                                          listing.unavailable)
             digest = with_catalog(objects_part, _catalog_key(cluster, listing.argocd_clusters))
             if previous.unchanged(digest, at):
                 return _record_unchanged(cluster, at, started)
             snapshot = collect_snapshot(listing)
             stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
+            _derive_findings(cluster, snapshot, at)
             if digest is not None:
                 # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
                 # a discovered destination), and the next poll compares against the catalog as it is.
@@ -300,11 +392,22 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     )
     instances = ArgoCDInstance.objects.order_by("pk").values_list("pk", "name", "cluster_id", "namespace",
                                                                   "agent_mapping")
+    rules = HealthRule.objects.order_by("pk").values_list("pk", "updated_at", "enabled")
     placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
         count=Count("id"), last=Max("updated_at")
     )
-    return catalog_digest([*services, *clusters, *instances, (repr(argocd_clusters),),
+    return catalog_digest([*services, *clusters, *instances, *rules, (repr(argocd_clusters),),
                            (placed_here["count"], placed_here["last"])])
+
+
+def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime) -> None:
+    """Findings said again from what this poll stored (gitops.findings). A failure there is
+    logged and named among the poll's warnings: the apps are stored all the same."""
+    try:
+        derive_findings(cluster.pk, at)
+    except Exception as exc:  # noqa: BLE001 - findings never cost a poll its data
+        log.exception("findings of %s not derived", cluster.name)
+        snapshot.warnings.append(f"findings not derived: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:
@@ -323,7 +426,10 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
         source = source or source_for(cluster)
         namespace = ArgoCDInstance.objects.filter(cluster=cluster).order_by("id").values_list(
             "namespace", flat=True).first()
-        return list_capabilities(source, argocd_namespace=namespace or "argocd")
+        listing = list_capabilities(source, argocd_namespace=namespace or "argocd")
+        if listing.fatal is None:
+            read_health_inputs(source, listing, argocd_namespaces(cluster, listing), portal_health_rules())
+        return listing
     except SourceError as exc:
         return Listing(fatal=exc)
     finally:

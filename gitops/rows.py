@@ -99,6 +99,16 @@ class AppRow:
     source_message: str = ""  # Flux source Ready message, or why the source is unknown
     warnings: list[str] = field(default_factory=list)  # fields we could not read
     raw: dict[str, Any] = field(default_factory=dict)
+    # Custom-resource health rules (gitops.collectors.health): the worst verdict of the rules
+    # over the app's custom objects ("" when none judged), the tool-vs-rule disagreements as
+    # sentences, "No health check for <kind>", and per-object details (JSON-safe).
+    rule_health: str = ""
+    health_disagreement: str = ""
+    health_unchecked: str = ""
+    health_rules: dict[str, Any] = field(default_factory=dict)
+    # Flux: the Alerts that forward this object's failures ("namespace/name"); None when the
+    # Alerts could not be read (gitops.collectors.alerts).
+    flux_alerts: list[str] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

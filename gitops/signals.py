@@ -8,3 +8,8 @@ from django.dispatch import Signal
 # commits (or rolls back) with the poll. A receiver that raises fails the poll, which then
 # keeps the last good data like any other store failure.
 cluster_stored = Signal()
+
+# Sent by gitops.findings before it judges a cluster's apps, with `apps=` (GitOpsApp rows):
+# a receiver returns a dict with any of gitops.findings.FindingContext's fields (the apps a
+# portal notification rule covers, what Git pins), which only the layers above know.
+finding_context = Signal()

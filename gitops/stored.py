@@ -22,7 +22,7 @@ from portal.catalog.models import ArgoCDInstance, Cluster, Service, service_imag
 
 # Large JSON columns, always rewritten from the poll's values when a row changes: an
 # unchanged app is recognised by its fingerprint, so they are never read back.
-APP_DEFERRED = ["raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings"]
+APP_DEFERRED = ["raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings", "health_rules"]
 
 WorkloadKey = tuple[str, str, str]  # (kind, namespace, name)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitops.collectors.alerts import ALERT_KIND, mark_alerts
 from gitops.collectors.argocd import application_row, project_row
 from gitops.collectors.flux import SOURCE_KINDS, helmrelease_row, index_sources, kustomization_row
 from gitops.collectors.mapping import map_workloads_to_apps
@@ -35,7 +36,7 @@ __all__ = [
 APP_KINDS = ("Application", "Kustomization", "HelmRelease")
 # Argo CD cluster Secrets: read for their name and server only (gitops.topology).
 CLUSTER_SECRET_KIND = "Secret"
-KINDS: tuple[str, ...] = (*APP_KINDS, "AppProject", *SOURCE_KINDS, *WORKLOAD_KINDS, CLUSTER_SECRET_KIND)
+KINDS: tuple[str, ...] = (*APP_KINDS, "AppProject", *SOURCE_KINDS, *WORKLOAD_KINDS, CLUSTER_SECRET_KIND, ALERT_KIND)
 
 
 @dataclass
@@ -95,6 +96,8 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
                 out.workloads.append(row)
 
     map_workloads_to_apps(out.apps, out.workloads)
+    # Flux Alerts are read only to say which apps' failures notify someone (gitops.findings).
+    mark_alerts(out.apps, lists.get(ALERT_KIND) if ALERT_KIND in lists else None)
     # Any other Secret is not ours to read; a cluster Secret gives its name and server only.
     out.argocd_clusters = [c for c in map(cluster_from_secret, lists.get(CLUSTER_SECRET_KIND, [])) if c]
     return out

@@ -22,7 +22,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from gitops.columns import fitted
 from gitops.derive.destinations import Placement, Placer, VersionSets, image_version_changes
 from gitops.fields import json_safe
-from gitops.models import AppProject, GitOpsApp, VersionChange, problem_rank
+from gitops.models import PROBLEM_RANK, RANK_OK, AppProject, GitOpsApp, VersionChange, problem_rank
 from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
 from gitops.stored import ClusterState
 from gitops.topology import Unregistered
@@ -38,6 +38,8 @@ APP_FIELDS = [
     "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
     "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
     "problem_rank", "running", "raw", "fingerprint", "updated_at", "cluster", "argocd_instance",
+    "rule_health", "health_disagreement", "health_disagreement_since", "health_unchecked", "health_rules",
+    "flux_alerts",
 ]
 
 
@@ -221,6 +223,9 @@ def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, v
         app.sync_since = at
     if app.health_status != row.health_status:
         app.health_since = _health_since(row, at)
+    if app.health_disagreement != row.health_disagreement:
+        app.health_disagreement_since = at if row.health_disagreement else None
+    values["health_disagreement_since"] = app.health_disagreement_since
     if row.synced_revision and app.synced_revision != row.synced_revision:
         values["previous_synced_revision"] = app.synced_revision
         values["revision_changed_at"] = at
@@ -245,6 +250,7 @@ def _new_app(state: ClusterState, row: AppRow, values: dict[str, Any], at: datet
                     first_seen=at, **values)
     app.sync_since = at
     app.health_since = _health_since(row, at)
+    app.health_disagreement_since = at if row.health_disagreement else None
     app.revision_changed_at = at if row.synced_revision else None
     return app
 
@@ -329,9 +335,16 @@ def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, 
         "conditions": row.conditions,
         "interval": row.interval,
         "warnings": row.warnings,
-        "problem_rank": problem_rank(row.sync_status, row.health_status, row.suspended),
+        # A health disagreement ranks with Degraded: the tool's word overstates the app.
+        "problem_rank": min(problem_rank(row.sync_status, row.health_status, row.suspended),
+                            PROBLEM_RANK["Degraded"] if row.health_disagreement else RANK_OK),
         "running": running,
         "raw": row.raw,
+        "rule_health": row.rule_health,
+        "health_disagreement": row.health_disagreement,
+        "health_unchecked": row.health_unchecked,
+        "health_rules": row.health_rules,
+        "flux_alerts": row.flux_alerts,
         "updated_at": at,
     }
     window = window_state(row, projects, at)

@@ -39,7 +39,7 @@ def base_queryset() -> QuerySet[GitOpsApp]:
     return (
         GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance")
         .prefetch_related("services")
-        .defer("raw", "history", "conditions", "images", "warnings", "synced_revisions")
+        .defer("raw", "history", "conditions", "images", "warnings", "synced_revisions", "health_rules")
         .with_sort_keys()
     )
 

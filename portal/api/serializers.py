@@ -170,6 +170,9 @@ class AppSerializer(serializers.Serializer):
     needs_attention = serializers.SerializerMethodField(
         help_text="out of sync, degraded or missing for longer than the grace period (as on the portal's pages)"
     )
+    health_disagreement = serializers.CharField(
+        allow_blank=True, help_text="where the tool's health and a custom-resource health rule differ, in words "
+        "(needs attention like Degraded); empty when they agree")
     sync_blocked = serializers.SerializerMethodField(help_text="a sync window or a suspension holds deploys now")
     sync_blocked_until = serializers.SerializerMethodField(
         help_text="when the block ends; null when there is no known end or it has already passed"

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from portal.api import agents, docs, views
+from portal.api import agents, docs, findings, views
 
 # Path segments are what Kubernetes and the catalog allow; anything else falls through to a JSON 404.
 urlpatterns = [
@@ -10,6 +10,7 @@ urlpatterns = [
         views.GitOpsDetailView.as_view(),
         name="api-gitops-detail",
     ),
+    path("v1/findings", findings.FindingListView.as_view(), name="api-findings"),
     path("v1/pull-requests", views.PullRequestListView.as_view(), name="api-pull-requests"),
     path("v1/agents/<slug:cluster>/snapshots", agents.receive_snapshot, name="api-agent-snapshots"),
     path("schema", views.SchemaView.as_view(), name="api-schema"),

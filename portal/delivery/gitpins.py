@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -41,6 +42,7 @@ from django.utils import timezone
 from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for, parse
 from forges.pins import pin_format, scan
+from gitops.findings import Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import GitOpsApp
 from gitops.pinsource import BRANCH, DEFAULT, PinSource, in_own_columns, pin_source, ref_name, revision_kind
 from portal.catalog.images import normalise_name
@@ -276,14 +278,19 @@ def _store(
     ids = dict(Service.objects.values_list("name", "id"))
     names = {pk: name for name, pk in ids.items()}
     rows_by_app: dict[int, list[GitPin]] = {}
+    secrets: dict[int, Found | None] = {}
     for app in apps:
         prefix = paths[app.pk]
         found = scan({path: text for path, text in files.items() if _under(path, prefix)})
+        # A plain Secret among the files the portal reads is a finding: named by path, never shown.
+        secrets[app.pk] = raw_secret(app, raw_secret_files(
+            {path: text for path, text in files.items() if _under(path, prefix)}))
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
             for pin in found.pins
             if (service := index.get(normalise_name(pin.image))) is not None
         ]
+    replace_git_findings(secrets, now)
     by_cluster: dict[int, list[GitOpsApp]] = defaultdict(list)
     for app in apps:
         by_cluster[app.cluster_id].append(app)
@@ -309,6 +316,11 @@ def _store(
         )
         for app in apps
     }
+
+
+def on_finding_context(sender: Any, apps: Sequence[GitOpsApp], **kwargs: Any) -> dict[str, Any]:
+    """gitops.findings asks what Git pins under the apps it judges (its hand-change rule)."""
+    return {"git_pins": pinned_versions([app.pk for app in apps])}
 
 
 def _ensure_status_rows(app_ids: Iterable[int]) -> None:

@@ -195,6 +195,8 @@ def word_event(
         facts.append(("Synced commit", short_revision(app.synced_revision)))
     if app.health_message:
         facts.append(("Message", app.health_message[:300]))
+    if app.health_disagreement:
+        facts.append(("Health disagreement", app.health_disagreement[:300]))
     return Event(
         kind=EventKind.APP_ATTENTION,
         key=episode_key(app, start),

@@ -6,6 +6,7 @@ place that decides a badge's CSS class for a sync, health or workload state, and
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -14,6 +15,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from gitops.attention import OPERATION_RUNNING, Attention
+from gitops.findings import RULES, open_findings
 from gitops.models import sync_held
 
 # The words for the two attention states that are no health or sync status of their own
@@ -105,6 +107,16 @@ def attention_badges(app: object, at: datetime) -> list[Badge]:
         title = "The last sync operation ended " + phase + (f": {message[:300]}" if message else ".")
         found.append(Badge("bad", SYNC_FAILED, title))
     return found
+def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
+    """A "N findings" badge per app that has open findings, its title naming the rules (one query)."""
+    rules: dict[int, list[str]] = defaultdict(list)
+    for app_id, rule in open_findings().filter(app_id__in=app_ids).values_list("app_id", "rule"):
+        rules[app_id].append(RULES[rule].title if rule in RULES else rule)
+    return {
+        app_id: Badge("finding", f"{len(titles)} finding{'s' if len(titles) != 1 else ''}",
+                      "; ".join(sorted(titles)) + " (see Findings)")
+        for app_id, titles in rules.items()
+    }
 
 
 # The CSS class of a badge for each state, decided here only: templates reach these through

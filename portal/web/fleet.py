@@ -134,17 +134,19 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
     out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
     stuck, stuck_params = app_condition_sql(rule.stuck_q())
     failed, failed_params = app_condition_sql(rule.sync_failed_q())
-    params = [*unhealthy_params, *out_of_sync_params, *stuck_params, *failed_params]
+    disagreeing, disagreeing_params = app_condition_sql(rule.disagreement_q())
+    params = [*unhealthy_params, *out_of_sync_params, *stuck_params, *failed_params, *disagreeing_params]
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
     sql = f"""
         SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
                {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
                {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
-               {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed}
+               {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed},
+               {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement
         FROM {app}
         JOIN {link} s ON s.gitopsapp_id = {app}.id
         JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
-        WHERE {unhealthy} OR {out_of_sync} OR {stuck} OR {failed}
+        WHERE {unhealthy} OR {out_of_sync} OR {stuck} OR {failed} OR {disagreeing}
         ORDER BY c.name, {app}.name
     """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
     with connection.cursor() as cursor:
@@ -163,7 +165,7 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
 
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
     for (service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, started_at, finished_at, phase,
-         bad, drifted, is_stuck, is_failed) in found:
+         bad, drifted, is_stuck, is_failed, disagrees, disagreement_at, disagreement) in found:
         these = flags[(service_id, cluster_id)]
         if bad:
             these.append(Flag(label_of(tool, health.lower()), stamp(health_at), cluster, name, "bad"))
@@ -174,6 +176,10 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
         if is_stuck:
             since = started_at if phase == OPERATION_RUNNING and started_at is not None else health_at
             these.append(Flag(label_of(tool, STUCK_PROGRESSING), stamp(since), cluster, name, "warn"))
+        if disagrees:
+            # The tool calls it fine, a health rule does not (gitops.health.rules): the sentence says why.
+            label = f"{TOOL_LABEL.get(tool, tool)}: health disagreement ({disagreement[:160]})"
+            these.append(Flag(label, stamp(disagreement_at), cluster, name, "bad"))
     return flags
 
 

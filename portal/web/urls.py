@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.web.views import clusters, delivery, discovery, gitops, matrix, overview, pr, service, updates
+from portal.web.views import clusters, delivery, discovery, findings, gitops, matrix, overview, pr, service, updates
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -19,6 +19,8 @@ urlpatterns = [
     path("clusters/<slug:name>/agent-tokens/<int:token_id>/revoke", clusters.revoke_agent_token,
          name="cluster-agent-token-revoke"),
     path("discovery", discovery.discovery, name="discovery"),
+    path("findings", findings.findings, name="findings"),
+    path("findings/mute", findings.mute_finding, name="finding-mute"),
     path("updates", updates.updates, name="updates"),
     path("updates/put-off", updates.put_off_version, name="updates-put-off"),
     path("updates/freezes", updates.freeze_create, name="freeze-create"),

@@ -55,7 +55,8 @@ def parse_time(text: str) -> datetime:
 ITEM_FIELDS = {
     "cluster", "environment", "argocd_instance", "tool", "kind", "namespace", "name", "project", "repo_url", "path",
     "chart", "target_revision", "synced_revision", "commit_url", "sync_status", "sync_since", "health_status",
-    "health_since", "needs_attention", "sync_blocked", "sync_blocked_until", "sync_window", "manual_sync",
+    "health_since", "needs_attention", "health_disagreement", "sync_blocked", "sync_blocked_until", "sync_window",
+    "manual_sync",
     "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since", "portal_url",
     "api_url",
 }

@@ -75,7 +75,8 @@ CASES = [
      '        image = "hashicorp/vault:1.17.2" # pinned by hand, bumped by the portal',
      '        image = "hashicorp/vault:1.18.0" # pinned by hand, bumped by the portal'),
     ("checkout", "ghcr.io/acme/checkout", COMPOSE_SERVICE, "hosts/edge-1/compose.yaml", "2.4.1", "2.5.0",
-     "hosts/edge-1/compose.yaml", 3, "    image: ghcr.io/acme/checkout:2.4.1", "    image: ghcr.io/acme/checkout:2.5.0"),
+     "hosts/edge-1/compose.yaml", 3, "    image: ghcr.io/acme/checkout:2.4.1",
+     "    image: ghcr.io/acme/checkout:2.5.0"),
     ("search", "ghcr.io/acme/search", ECS_SERVICE, "ecs", "5.0.0", "5.1.0", "ecs/search-task.json", 6,
      '      "image": "ghcr.io/acme/search:5.0.0",', '      "image": "ghcr.io/acme/search:5.1.0",'),
 ]

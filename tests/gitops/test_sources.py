@@ -526,7 +526,7 @@ def test_manifests_with_nothing_of_a_kind(manifest_folder: Path) -> None:
 
 def test_every_capability_has_kinds_and_versions_newest_first() -> None:
     assert set(BY_CAPABILITY) == {"argocd", "argocd-projects", "argocd-clusters", "flux-kustomize", "flux-helm",
-                                  "flux-sources", "workloads", "rollouts"}
+                                  "flux-sources", "workloads", "rollouts", "flux-notifications"}
     assert all(BY_CAPABILITY[c] for c in BY_CAPABILITY)
     assert HELMRELEASE.versions == ("v2", "v2beta2", "v2beta1")
     assert KUSTOMIZATION.versions == ("v1", "v1beta2")

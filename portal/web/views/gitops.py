@@ -23,7 +23,7 @@ from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import PullRequest
 from portal.links import argocd_links
-from portal.web.badges import badges_for
+from portal.web.badges import badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
 
 PAGE_SIZE = 50
@@ -93,7 +93,7 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them.
     listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance").defer(
-        "raw", "history", "conditions", "sources", "synced_revisions"
+        "raw", "history", "conditions", "sources", "synced_revisions", "health_rules"
     )
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
@@ -107,8 +107,10 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     for found in prs.values():
         for pr in found:
             pr.not_deployed_why = why.get(pr.pk, "")  # "merged, not deployed — why" in its badge
+    marked = finding_badges([app.pk for app in shown])
     rows = [
-        (app, badges_for(app, app.cluster, now), app.needs_attention(now),
+        (app, badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
+         app.needs_attention(now),
          argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None,
          _pins_of(app, pins), prs.get(app.pk, []))
         for app in shown

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from gitops.findings import open_findings
 from portal.accounts.roles import Role, requires_role
 from portal.catalog.models import Cluster
 from portal.web.cells import release, render_tiles
@@ -18,6 +19,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         "tiles": tiles,
         "counts": fleet_counts(),
+        "findings": open_findings().count(),
         "has_clusters": Cluster.objects.exists(),
     }
     template = "web/_overview_body.html" if request.htmx else "web/overview.html"

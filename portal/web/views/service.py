@@ -25,12 +25,12 @@ from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.links import ArgoCDLinks, argocd_links
-from portal.web.badges import Badge, badges_for
+from portal.web.badges import Badge, badges_for, finding_badges
 from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
-PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings")
+PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings", "health_rules")
 
 
 @dataclass
@@ -77,6 +77,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     why = not_deployed_why([b.past_pr for b in upgrades.values()], now)  # "merged, not deployed — why"
     for b in upgrades.values():
         b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
+    marked = finding_badges([app.pk for app in apps])
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -85,7 +86,7 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
         by_env[env.id].append(
             Panel(
                 app=app,
-                badges=badges_for(app, app.cluster, now),
+                badges=badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
                 attention=app.needs_attention(now),
                 commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
                 compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('gitops', '0006_app_destination_read_from'),
+        ('gitops', '0007_health_rules_findings'),
     ]
 
     operations = [

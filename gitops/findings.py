@@ -1,0 +1,393 @@
+"""GitOps discipline findings: violations a reader of Argo CD and Flux objects can see.
+
+The tools do what they are told; these rules say where what they were told defeats the
+point of GitOps (drift left in place, a deploy nobody hears fail, a version Git does not
+pin). One pure function per rule over stored rows (`GitOpsApp`, its `AppProject`), each
+with its principle in one line (`RULES`); what only a layer above knows (a portal
+notification rule, what Git pins, the files the pin reader saw) comes in as a
+`FindingContext` that those layers fill by answering the `finding_context` signal —
+gitops imports none of them.
+
+Findings are re-derived after every poll of a cluster (`derive_findings`), so they say
+what the cluster says now; a finding can be muted per app with a reason (`mute`, audited
+in portal.audit), and the mute survives polls because it names the app and the rule, not
+a finding row. The raw-Secret rule reads Git, not the cluster: the pin reader
+(portal.delivery.gitpins) applies `raw_secret_files` to the files it read and stores its
+findings with `replace_git_findings`; a poll leaves those alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import yaml
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from gitops.fields import as_bool, as_list, as_str, dig
+from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from gitops.signals import finding_context
+from portal.audit.models import record
+
+OUT_OF_SYNC = "OutOfSync"
+SYNC_RUNNING = "Running"
+
+
+@dataclass(frozen=True)
+class FindingRule:
+    id: str
+    title: str
+    principle: str  # why it matters, in one line
+    fix: str  # what to change
+
+
+RULES: dict[str, FindingRule] = {
+    rule.id: rule
+    for rule in (
+        FindingRule(
+            "self-heal-off", "Automated production app without selfHeal",
+            "Git is the truth only if drift is undone: without selfHeal a hand change stays in production.",
+            "Set spec.syncPolicy.automated.selfHeal: true on the Application.",
+        ),
+        FindingRule(
+            "project-any-destination", "Production AppProject allows any server and namespace",
+            "A project is a blast-radius boundary: one that allows every destination bounds nothing.",
+            "List the servers and namespaces the project's apps deploy to in spec.destinations instead of '*'.",
+        ),
+        FindingRule(
+            "default-project", "Production app in the default project",
+            "The default project allows everything and belongs to no team: production needs its own boundary.",
+            "Move the Application to a project of its own team (spec.project) that allows only its destinations.",
+        ),
+        FindingRule(
+            "no-failure-notification", "A failed sync notifies nobody",
+            "A deploy that fails silently is found by its users: every sync failure must reach someone.",
+            "Argo CD: annotate notifications.argoproj.io/subscribe.on-sync-failed.<service>; Flux: add an Alert "
+            "whose eventSources name the object; or add a portal notification rule covering it.",
+        ),
+        FindingRule(
+            "chart-unpinned", "HelmRelease chart version not pinned",
+            "A range or '*' deploys whatever the chart repository publishes next, not what was reviewed in Git.",
+            "Pin spec.chart.spec.version to one exact version and raise it by a pull request.",
+        ),
+        FindingRule(
+            "wide-interval", "Production Kustomization reconciles a day or more apart",
+            "The interval is the drift window: a day between reconciliations leaves a hand change a day to run.",
+            "Lower spec.interval to an hour or less (receivers can trigger a reconcile on push).",
+        ),
+        FindingRule(
+            "no-health-gate", "Production Kustomization with neither healthChecks nor wait",
+            "Without a health gate Flux reports Ready as soon as objects are applied, healthy or not.",
+            "Set spec.wait: true (or list spec.healthChecks) so that Ready means the workloads became healthy.",
+        ),
+        FindingRule(
+            "orphaned-resources", "Argo CD reports orphaned resources",
+            "What runs but is not in Git cannot be reviewed, reproduced or rolled back.",
+            "Add the resources to Git or delete them; Argo CD lists them on the app's orphaned resources view.",
+        ),
+        FindingRule(
+            "hand-change", "Running version differs from Git's pin",
+            "OutOfSync, no sync under way and what runs is not what Git pins: someone changed it by hand.",
+            "Sync the app to what Git pins, or change the pin by a pull request if the running version is wanted.",
+        ),
+        FindingRule(
+            "raw-secret", "Plain Secret in a GitOps repository",
+            "A Secret in Git is readable by everyone who can clone it, forever (history keeps it).",
+            "Replace the file with a SealedSecret, an ExternalSecret or a SOPS-encrypted file, and rotate the secret.",
+        ),
+    )
+}
+GIT_RULES = frozenset({"raw-secret"})  # derived from Git by the pin reader, not from the cluster
+
+
+@dataclass(frozen=True)
+class Found:
+    rule: str
+    message: str  # what is wrong with this object, naming it
+
+    @property
+    def fix(self) -> str:
+        return RULES[self.rule].fix
+
+
+@dataclass
+class FindingContext:
+    """What the layers above know, for the rules that need it (filled via `finding_context`)."""
+
+    # Apps a portal notification rule would tell someone about when they fail.
+    notified_by_portal: set[int] = field(default_factory=set)
+    # (app id, service name) -> versions Git pins for that service under the app.
+    git_pins: Mapping[tuple[int, str], list[str]] = field(default_factory=dict)
+
+    def merge(self, other: Mapping[str, Any]) -> None:
+        self.notified_by_portal |= set(other.get("notified_by_portal", ()))
+        if other.get("git_pins"):
+            self.git_pins = {**self.git_pins, **other["git_pins"]}
+
+
+
+
+# --- the rules: one pure function each ------------------------------------------------
+
+
+def self_heal_off(app: GitOpsApp, *, production: bool) -> Found | None:
+    if not production or app.tool != "argo":
+        return None
+    automated = dig(app.raw, "spec", "syncPolicy", "automated")
+    if not isinstance(automated, Mapping) or as_bool(automated.get("selfHeal")):
+        return None
+    if "enabled" in automated and not as_bool(automated.get("enabled")):
+        return None  # Argo CD 3.x: automated sync switched off
+    return Found("self-heal-off", f"Application {app.namespace}/{app.name} syncs automatically but selfHeal is off")
+
+
+def _any(value: Any) -> bool:
+    return as_str(value) == "*"
+
+
+def project_any_destination(app: GitOpsApp, project: AppProject | None, *, production: bool) -> Found | None:
+    if not production or app.tool != "argo" or project is None:
+        return None
+    for destination in as_list(project.destinations):
+        if not isinstance(destination, Mapping):
+            continue
+        server_any = _any(destination.get("server")) or _any(destination.get("name"))
+        if server_any and _any(destination.get("namespace")):
+            return Found("project-any-destination",
+                         f"AppProject {project.name} (used by {app.name}) allows server '*' and namespace '*'")
+    return None
+
+
+def default_project(app: GitOpsApp, *, production: bool) -> Found | None:
+    # An Application without spec.project is in the default project (Argo CD's GetProject).
+    if production and app.tool == "argo" and app.project in ("default", ""):
+        return Found("default-project", f"Application {app.namespace}/{app.name} is in the default project")
+    return None
+
+
+_SUBSCRIBE = "notifications.argoproj.io/subscribe.on-sync-failed."
+_SUBSCRIPTIONS = "notifications.argoproj.io/subscriptions"
+
+
+def _subscribes_to_sync_failures(raw: Mapping[str, Any] | None) -> bool:
+    annotations = dig(raw or {}, "metadata", "annotations")
+    if not isinstance(annotations, Mapping):
+        return False
+    for key, value in annotations.items():
+        if isinstance(key, str) and key.startswith(_SUBSCRIBE) and as_str(value).strip():
+            return True
+    listed = annotations.get(_SUBSCRIPTIONS)
+    if isinstance(listed, str) and listed.strip():
+        try:
+            entries = yaml.safe_load(listed)
+        except yaml.YAMLError:
+            return False
+        for entry in as_list(entries):
+            if isinstance(entry, Mapping) and "on-sync-failed" in [as_str(t) for t in as_list(entry.get("trigger"))]:
+                return True
+    return False
+
+
+def no_failure_notification(app: GitOpsApp, project: AppProject | None, context: FindingContext) -> Found | None:
+    """Argo CD: no on-sync-failed subscription on the app or its project; Flux: no Alert names it
+    (unknown when Alerts could not be read); and no portal notification rule covers it."""
+    if app.pk in context.notified_by_portal:
+        return None
+    if app.tool == "argo":
+        if _subscribes_to_sync_failures(app.raw) or _subscribes_to_sync_failures(project.raw if project else None):
+            return None
+        return Found("no-failure-notification",
+                     f"Application {app.namespace}/{app.name}: no on-sync-failed subscription and no portal rule")
+    if app.flux_alerts is None or app.flux_alerts:
+        return None
+    return Found("no-failure-notification",
+                 f"{app.kind} {app.namespace}/{app.name}: no Flux Alert names it and no portal rule covers it")
+
+
+_EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def chart_unpinned(app: GitOpsApp) -> Found | None:
+    if app.kind != "HelmRelease":
+        return None
+    chart = dig(app.raw, "spec", "chart", "spec")
+    if not isinstance(chart, Mapping):
+        return None  # spec.chartRef: the OCIRepository or HelmChart it names pins the version
+    version = as_str(chart.get("version")).strip()
+    if _EXACT_VERSION.match(version):
+        return None
+    shown = version or "(none: the latest)"
+    return Found("chart-unpinned", f"HelmRelease {app.namespace}/{app.name} asks for chart "
+                                   f"{as_str(chart.get('chart'))} version {shown}")
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def go_duration(text: str) -> timedelta | None:
+    """A Go duration ("24h", "1h30m", "90m"), as Flux's intervals are written; None if it is not one."""
+    text = text.strip()
+    if not text:
+        return None
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+
+
+def wide_interval(app: GitOpsApp, *, production: bool) -> Found | None:
+    if not production or app.kind != "Kustomization":
+        return None
+    interval = go_duration(app.interval or as_str(dig(app.raw, "spec", "interval")))
+    if interval is None or interval < timedelta(hours=24):
+        return None
+    return Found("wide-interval", f"Kustomization {app.namespace}/{app.name} reconciles every {app.interval}")
+
+
+def no_health_gate(app: GitOpsApp, *, production: bool) -> Found | None:
+    if not production or app.kind != "Kustomization":
+        return None
+    spec = dig(app.raw, "spec")
+    if not isinstance(spec, Mapping) or as_bool(spec.get("wait")) or as_list(spec.get("healthChecks")):
+        return None
+    return Found("no-health-gate", f"Kustomization {app.namespace}/{app.name} has neither wait nor healthChecks")
+
+
+def orphaned_resources(app: GitOpsApp) -> Found | None:
+    if app.tool != "argo":
+        return None
+    for condition in as_list(app.conditions) or as_list(dig(app.raw, "status", "conditions")):
+        if isinstance(condition, Mapping) and as_str(condition.get("type")) == "OrphanedResourceWarning":
+            message = as_str(condition.get("message"))[:200] or "orphaned resources"
+            return Found("orphaned-resources", f"Application {app.namespace}/{app.name}: {message}")
+    return None
+
+
+def hand_change(app: GitOpsApp, context: FindingContext) -> Found | None:
+    if app.sync_status != OUT_OF_SYNC or app.operation_phase == SYNC_RUNNING:
+        return None
+    for service, running in sorted((app.running or {}).items()):
+        pinned = context.git_pins.get((app.pk, service))
+        if not pinned or not running or set(running) & set(pinned):
+            continue
+        return Found("hand-change", f"{service} runs {', '.join(running)} under {app.name}; Git pins "
+                                    f"{', '.join(pinned)}; the app is OutOfSync and no sync is under way")
+    return None
+
+
+# A Secret document: encrypted (SOPS) files carry a top-level "sops" map and are fine.
+def raw_secret_files(files: Mapping[str, str]) -> list[str]:
+    """The paths among ``files`` (path -> text) holding a plain ``kind: Secret`` document.
+
+    Not a SealedSecret or an ExternalSecret (other kinds), nor a SOPS-encrypted one (its
+    document carries ``sops``). Only the path is ever kept: never the content."""
+    found = []
+    for path, text in sorted(files.items()):
+        if "kind: Secret" not in text and '"kind": "Secret"' not in text:
+            continue
+        try:
+            documents = list(yaml.safe_load_all(text))
+        except yaml.YAMLError:
+            continue
+        for document in documents:
+            if isinstance(document, Mapping) and document.get("kind") == "Secret" and "sops" not in document \
+                    and as_str(document.get("apiVersion")) == "v1":
+                found.append(path)
+                break
+    return found
+
+
+def raw_secret(app: GitOpsApp, paths: Iterable[str]) -> Found | None:
+    shown = sorted(paths)
+    if not shown:
+        return None
+    more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+    return Found("raw-secret", f"{', '.join(shown[:3])}{more} under {app.name}'s path hold a plain Secret")
+
+
+def findings_for(app: GitOpsApp, *, production: bool, project: AppProject | None,
+                 context: FindingContext) -> list[Found]:
+    """Every cluster-derived finding of one app (the Git one comes from the pin reader)."""
+    checks = (
+        self_heal_off(app, production=production),
+        project_any_destination(app, project, production=production),
+        default_project(app, production=production),
+        no_failure_notification(app, project, context),
+        chart_unpinned(app),
+        wide_interval(app, production=production),
+        no_health_gate(app, production=production),
+        orphaned_resources(app),
+        hand_change(app, context),
+    )
+    return [found for found in checks if found is not None]
+
+
+# --- storing them --------------------------------------------------------------------
+
+
+def derive_findings(cluster_id: int, at: datetime | None = None) -> int:
+    """Re-derive the findings of every app a poll of this cluster read; returns how many there are."""
+    at = at or timezone.now()
+    apps = list(
+        GitOpsApp.objects.filter(read_from_id=cluster_id).select_related("cluster__environment")
+        .defer("history", "health_rules", "images", "warnings")
+    )
+    projects = {(p.cluster_id, p.name): p for p in AppProject.objects.filter(cluster_id=cluster_id)}
+    context = FindingContext()
+    for _, answer in finding_context.send(sender=GitOpsApp, apps=apps):
+        if isinstance(answer, Mapping):
+            context.merge(answer)
+    rows: list[Finding] = []
+    for app in apps:
+        production = bool(app.cluster.environment and app.cluster.environment.production)
+        project = projects.get((app.read_from_id, app.project)) if app.tool == "argo" else None
+        rows.extend(Finding(app=app, rule=f.rule, message=f.message[:1000], at=at)
+                    for f in findings_for(app, production=production, project=project, context=context))
+    with transaction.atomic():
+        Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES).delete()
+        Finding.objects.bulk_create(rows)
+    return len(rows)
+
+
+def replace_git_findings(found: Mapping[int, Found | None], at: datetime | None = None) -> None:
+    """The pin reader's findings for the apps it read (app id -> finding or None)."""
+    at = at or timezone.now()
+    with transaction.atomic():
+        Finding.objects.filter(app_id__in=list(found), rule__in=GIT_RULES).delete()
+        Finding.objects.bulk_create(
+            [Finding(app_id=app_id, rule=f.rule, message=f.message[:1000], at=at) for app_id, f in found.items() if f]
+        )
+
+
+def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
+    """Mute one rule's finding on one app, with a reason; audited. Survives polls."""
+    if rule not in RULES:
+        raise ValueError(f"unknown finding rule {rule!r}")
+    reason = reason.strip()
+    if not reason:
+        raise ValueError("a mute needs a reason")
+    name = actor.get_username() if getattr(actor, "is_authenticated", False) else "system"
+    muted, _ = FindingMute.objects.update_or_create(
+        app=app, rule=rule, defaults={"reason": reason[:500], "muted_by": name, "at": timezone.now()}
+    )
+    record(actor, "finding.mute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule, reason=reason[:500])
+    return muted
+
+
+def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
+    deleted, _ = FindingMute.objects.filter(app=app, rule=rule).delete()
+    if deleted:
+        record(actor, "finding.unmute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule)
+    return bool(deleted)
+
+
+def open_findings() -> QuerySet[Finding]:
+    """Findings not muted, for pages and the API (a queryset)."""
+    muted = FindingMute.objects.filter(app_id=OuterRef("app_id"), rule=OuterRef("rule"))
+    return Finding.objects.annotate(muted=Exists(muted)).filter(muted=False)

@@ -1,0 +1,103 @@
+"""/api/v1/findings: the open GitOps discipline findings (gitops.findings), muted ones left out.
+
+Each finding names its app (with the app's own API URL), the rule with its principle and
+what to change. Filters: ``rule``, ``environment``, ``cluster``; ``limit``/``offset`` page
+through a stable order (rule, cluster, app, id). ``counts`` is per rule over the whole
+filtered set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gitops.findings import RULES, open_findings
+from gitops.models import Finding
+from portal.api.views import PortalAPIView, _errors
+
+MAX_LIMIT = 1000
+
+
+class FindingQuerySerializer(serializers.Serializer):
+    rule = serializers.ChoiceField(choices=sorted(RULES), required=False, help_text="one rule's findings")
+    environment = serializers.CharField(required=False, max_length=100)
+    cluster = serializers.CharField(required=False, max_length=100)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=200)
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=10_000_000, default=0)
+
+
+class FindingSerializer(serializers.Serializer):
+    rule = serializers.CharField(help_text="the rule's id (gitops.findings.RULES)")
+    title = serializers.SerializerMethodField()
+    principle = serializers.SerializerMethodField(help_text="why the rule matters, in one line")
+    message = serializers.CharField(help_text="what is wrong with this object")
+    fix = serializers.SerializerMethodField(help_text="what to change")
+    cluster = serializers.CharField(source="app.cluster.name")
+    environment = serializers.CharField(source="app.cluster.environment.name", allow_null=True)
+    tool = serializers.CharField(source="app.tool")
+    kind = serializers.CharField(source="app.kind")
+    namespace = serializers.CharField(source="app.namespace")
+    name = serializers.CharField(source="app.name")
+    app_url = serializers.SerializerMethodField(help_text="the app in the API")
+    at = serializers.DateTimeField(help_text="the poll that found it")
+
+    def get_title(self, finding: Finding) -> str:
+        return RULES[finding.rule].title if finding.rule in RULES else finding.rule
+
+    def get_principle(self, finding: Finding) -> str:
+        return RULES[finding.rule].principle if finding.rule in RULES else ""
+
+    def get_fix(self, finding: Finding) -> str:
+        return RULES[finding.rule].fix if finding.rule in RULES else ""
+
+    def get_app_url(self, finding: Finding) -> str:
+        app = finding.app
+        return self.context["request"].build_absolute_uri(reverse(
+            "api-gitops-detail", kwargs={"cluster": app.cluster.name, "namespace": app.namespace, "name": app.name}))
+
+
+class FindingListSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="open findings matching the filters")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="rule id -> open findings")
+    results = FindingSerializer(many=True, help_text="one page, in the order rule, cluster, app")
+
+
+def _filtered(params: dict[str, Any]) -> QuerySet[Finding]:
+    found = open_findings()
+    if params.get("rule"):
+        found = found.filter(rule=params["rule"])
+    if params.get("environment"):
+        found = found.filter(app__cluster__environment__name=params["environment"])
+    if params.get("cluster"):
+        found = found.filter(app__cluster__name=params["cluster"])
+    return found
+
+
+class FindingListView(PortalAPIView):
+    query_serializer_class = FindingQuerySerializer
+    pagination_class = None
+
+    @extend_schema(
+        operation_id="findings_list",
+        summary="Open GitOps discipline findings",
+        description="Findings re-derived at every poll (muted ones left out), in the order rule, cluster, app.",
+        parameters=[FindingQuerySerializer],
+        responses={200: FindingListSerializer, **_errors(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        params = self.query(request)
+        found = _filtered(params)
+        counts = dict(found.order_by().values_list("rule").annotate(n=Count("id")).values_list("rule", "n"))
+        start = params.get("offset", 0)
+        rows = (found.select_related("app", "app__cluster", "app__cluster__environment")
+                .only("rule", "message", "at", "app__tool", "app__kind", "app__namespace", "app__name",
+                      "app__cluster__name", "app__cluster__environment__name")
+                .order_by("rule", "app__cluster__name", "app__name", "id")[start:start + params.get("limit", 200)])
+        data = FindingSerializer(rows, many=True, context={"request": request}).data
+        return Response({"count": sum(counts.values()), "counts": counts, "results": data})

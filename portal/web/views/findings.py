@@ -1,0 +1,98 @@
+"""/findings: GitOps discipline findings (gitops.findings), counted by rule, environment
+and team, each linking its app and saying what to change; members mute one on one app
+with a reason (audited) and unmute it. The rules and their storage live in gitops.findings:
+this view only reads and shows them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from gitops.findings import RULES, mute, open_findings, unmute
+from gitops.models import Finding, FindingMute, GitOpsApp
+from portal.accounts.roles import Role, requires_role
+
+PAGE_SIZE = 100
+NO_TEAM = "no team"
+NO_ENVIRONMENT = "unregistered destination"
+
+
+def _team_of(app: GitOpsApp) -> str:
+    teams = sorted({s.team for s in app.services.all() if s.team})
+    return ", ".join(teams) if teams else NO_TEAM
+
+
+def findings_with_context(found: QuerySet[Finding]) -> QuerySet[Finding]:
+    return found.select_related("app", "app__cluster", "app__cluster__environment").prefetch_related(
+        "app__services").defer("app__raw", "app__history", "app__health_rules", "app__conditions")
+
+
+def counts(rows: list[Finding]) -> dict[str, list[tuple[str, int]]]:
+    by_rule: Counter[str] = Counter()
+    by_environment: Counter[str] = Counter()
+    by_team: Counter[str] = Counter()
+    for finding in rows:
+        by_rule[finding.rule] += 1
+        environment = finding.app.cluster.environment
+        by_environment[environment.name if environment else NO_ENVIRONMENT] += 1
+        for team in _team_of(finding.app).split(", "):
+            by_team[team] += 1
+    return {
+        "rule": sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])),
+        "environment": sorted(by_environment.items(), key=lambda kv: (-kv[1], kv[0])),
+        "team": sorted(by_team.items(), key=lambda kv: (-kv[1], kv[0])),
+    }
+
+
+@requires_role(Role.VIEWER)
+def findings(request: HttpRequest) -> HttpResponse:
+    rule = request.GET.get("rule", "")
+    environment = request.GET.get("environment", "")
+    team = request.GET.get("team", "")
+    everything = list(findings_with_context(open_findings()).order_by("rule", "app__cluster__name", "app__name"))
+    summary = counts(everything)
+    shown = [
+        f for f in everything
+        if (not rule or f.rule == rule)
+        and (not environment or (f.app.cluster.environment.name if f.app.cluster.environment else NO_ENVIRONMENT)
+             == environment)
+        and (not team or team in _team_of(f.app).split(", "))
+    ]
+    page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
+    for finding in page:
+        finding.definition = RULES.get(finding.rule)  # type: ignore[attr-defined]
+        finding.team = _team_of(finding.app)  # type: ignore[attr-defined]
+    muted = FindingMute.objects.select_related("app", "app__cluster").defer("app__raw", "app__history",
+                                                                          "app__health_rules").order_by("-at")[:200]
+    for m in muted:
+        m.definition = RULES.get(m.rule)  # type: ignore[attr-defined]
+    return render(request, "web/findings.html", {
+        "page": page, "counts": summary,
+        "rule_counts": [(rule_id, RULES.get(rule_id), count) for rule_id, count in summary["rule"]],
+        "total": len(everything), "filtered": len(shown),
+        "params": {"rule": rule, "environment": environment, "team": team}, "muted": muted,
+    })
+
+
+@require_POST
+@requires_role(Role.MEMBER)
+def mute_finding(request: HttpRequest) -> HttpResponse:
+    app = get_object_or_404(GitOpsApp.objects.only("id", "tool", "kind", "namespace", "name"),
+                            pk=request.POST.get("app", "0") if request.POST.get("app", "").isdigit() else 0)
+    rule = request.POST.get("rule", "")
+    try:
+        if request.POST.get("action") == "unmute":
+            unmute(app, rule, request.user)
+            messages.info(request, f"{RULES[rule].title if rule in RULES else rule} on {app.name} is shown again.")
+        else:
+            mute(app, rule, request.POST.get("reason", ""), request.user)
+            messages.info(request, f"Muted {RULES[rule].title} on {app.name}.")
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return redirect("findings")

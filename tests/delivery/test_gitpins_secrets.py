@@ -1,0 +1,33 @@
+"""The pin reader names a plain Secret among the files it reads as a finding (gitops.findings:
+raw-secret): the path, never the content; a SealedSecret or a SOPS file is no finding, and the
+next read that no longer sees the file clears it."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from gitops.models import Finding
+from portal.delivery import gitpins
+from tests.fixtures.seed import seed_app
+
+pytestmark = pytest.mark.django_db
+
+PROD = "apps/checkout/overlays/prod"
+KUSTOMIZATION = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deploy.yaml\n"
+SECRET = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: aHVudGVyMg==\n"
+SEALED = "apiVersion: bitnami.com/v1alpha1\nkind: SealedSecret\nmetadata:\n  name: db\nspec:\n  encryptedData: {}\n"
+
+
+def test_a_plain_secret_read_for_pins_is_a_finding_named_by_path(catalog):
+    app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.5.0", path=PROD)
+    files = {f"{PROD}/kustomization.yaml": KUSTOMIZATION, f"{PROD}/db-secret.yaml": SECRET,
+             f"{PROD}/sealed.yaml": SEALED, "apps/other/secret.yaml": SECRET}
+    gitpins._store([app], files, "main", timezone.now())
+    finding = Finding.objects.get(app=app, rule="raw-secret")
+    assert f"{PROD}/db-secret.yaml" in finding.message
+    assert "sealed.yaml" not in finding.message and "apps/other" not in finding.message
+    assert "aHVudGVyMg" not in finding.message
+    gitpins._store([app], {f"{PROD}/kustomization.yaml": KUSTOMIZATION, f"{PROD}/sealed.yaml": SEALED}, "main",
+                   timezone.now())
+    assert not Finding.objects.filter(app=app, rule="raw-secret").exists()

@@ -1,0 +1,279 @@
+"""gitops.findings: each rule positive and negative on real-shaped objects; derivation at
+poll time, muting (audited, survives a poll), the Git rule from the pin reader's files,
+the page, the overview count and the API."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from django.urls import reverse
+
+from gitops import findings as f
+from gitops.collectors import application_row
+from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from portal.audit.models import AuditLog
+from portal.catalog.models import Cluster, Environment, Service
+
+REAL = Path("/work/shared/testdata/real-objects/argocd")
+
+
+def application(**spec_extra) -> dict:
+    """An Argo CD Application as its controller stores it."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "checkout-prod", "namespace": "argocd", "annotations": {}},
+        "spec": {
+            "project": "shop",
+            "source": {"repoURL": "https://github.com/acme/deploy.git", "path": "apps/checkout/prod",
+                       "targetRevision": "main"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "shop"},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
+            **spec_extra,
+        },
+        "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}},
+    }
+
+
+def argo_app(raw: dict | None = None, **fields) -> GitOpsApp:
+    raw = raw or application()
+    values = {"pk": 7, "tool": "argo", "kind": "Application", "namespace": "argocd", "name": "checkout-prod",
+              "project": raw["spec"].get("project", ""), "raw": raw, "sync_status": "Synced",
+              "conditions": raw.get("status", {}).get("conditions", [])}
+    values.update(fields)
+    return GitOpsApp(**values)
+
+
+def kustomization(**spec) -> dict:
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"interval": "10m", "path": "./apps/prod", "prune": True, "wait": True,
+                 "sourceRef": {"kind": "GitRepository", "name": "fleet"}, **spec},
+    }
+
+
+def flux_app(raw: dict, kind: str = "Kustomization", **fields) -> GitOpsApp:
+    values = {"pk": 8, "tool": "flux", "kind": kind, "namespace": raw["metadata"]["namespace"],
+              "name": raw["metadata"]["name"], "raw": raw, "interval": raw["spec"].get("interval", ""),
+              "sync_status": "Synced", "flux_alerts": ["flux-system/on-call"]}
+    values.update(fields)
+    return GitOpsApp(**values)
+
+
+def project(destinations: list[dict], annotations: dict | None = None) -> AppProject:
+    raw = {"metadata": {"name": "shop", "namespace": "argocd", "annotations": annotations or {}},
+           "spec": {"destinations": destinations}}
+    return AppProject(name="shop", namespace="argocd", destinations=destinations, raw=raw)
+
+
+CTX = f.FindingContext()
+
+
+# --- one test pair per rule ----------------------------------------------------------
+
+
+def test_self_heal_off():
+    raw = application(syncPolicy={"automated": {"prune": True, "selfHeal": False}})
+    assert f.self_heal_off(argo_app(raw), production=True).rule == "self-heal-off"
+    assert f.self_heal_off(argo_app(raw), production=False) is None
+    assert f.self_heal_off(argo_app(), production=True) is None  # selfHeal: true
+    manual = application()
+    del manual["spec"]["syncPolicy"]
+    assert f.self_heal_off(argo_app(manual), production=True) is None  # not automated at all
+
+
+def test_project_allowing_any_destination():
+    wide = project([{"server": "*", "namespace": "*"}])
+    assert f.project_any_destination(argo_app(), wide, production=True).rule == "project-any-destination"
+    assert f.project_any_destination(argo_app(), wide, production=False) is None
+    narrow = project([{"server": "https://kubernetes.default.svc", "namespace": "shop"}])
+    assert f.project_any_destination(argo_app(), narrow, production=True) is None
+    any_server_one_namespace = project([{"server": "*", "namespace": "shop"}])
+    assert f.project_any_destination(argo_app(), any_server_one_namespace, production=True) is None
+
+
+def test_default_project_from_a_real_application():
+    raw = yaml.safe_load((REAL / "argo-cd__metrics_test-fakeDefaultApp.yaml").read_text())
+    # No spec.project: Argo CD's GetProject() reads it as "default".
+    app = argo_app(raw, project=application_row(raw).project)
+    assert f.default_project(app, production=True).rule == "default-project"
+    assert f.default_project(app, production=False) is None
+    assert f.default_project(argo_app(), production=True) is None
+
+
+def test_sync_failure_with_no_notification_argo():
+    assert f.no_failure_notification(argo_app(), None, CTX).rule == "no-failure-notification"
+    subscribed = application()
+    subscribed["metadata"]["annotations"]["notifications.argoproj.io/subscribe.on-sync-failed.slack"] = "deploys"
+    assert f.no_failure_notification(argo_app(subscribed), None, CTX) is None
+    listed = application()
+    listed["metadata"]["annotations"]["notifications.argoproj.io/subscriptions"] = (
+        "- trigger: [on-sync-failed]\n  destinations:\n  - service: slack\n    recipients: [deploys]\n")
+    assert f.no_failure_notification(argo_app(listed), None, CTX) is None
+    by_project = project([], {"notifications.argoproj.io/subscribe.on-sync-failed.email": "ops@example.com"})
+    assert f.no_failure_notification(argo_app(), by_project, CTX) is None
+    assert f.no_failure_notification(argo_app(), None, f.FindingContext(notified_by_portal={7})) is None
+
+
+def test_sync_failure_with_no_notification_flux():
+    assert f.no_failure_notification(flux_app(kustomization(), flux_alerts=[]), None, CTX).rule == \
+        "no-failure-notification"
+    assert f.no_failure_notification(flux_app(kustomization()), None, CTX) is None  # an Alert names it
+    assert f.no_failure_notification(flux_app(kustomization(), flux_alerts=None), None, CTX) is None  # unknown
+
+
+def helmrelease(version: str | None) -> dict:
+    chart = {"chart": "podinfo", "sourceRef": {"kind": "HelmRepository", "name": "podinfo"}}
+    if version is not None:
+        chart["version"] = version
+    return {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "podinfo", "namespace": "podinfo"},
+            "spec": {"interval": "50m", "chart": {"spec": chart}}}
+
+
+@pytest.mark.parametrize("version", ["*", ">=6.0.0", "6.x", "~6.5", "^6.5.0", None])
+def test_chart_version_not_pinned(version):
+    found = f.chart_unpinned(flux_app(helmrelease(version), "HelmRelease"))
+    assert found is not None and found.rule == "chart-unpinned"
+
+
+@pytest.mark.parametrize("version", ["6.5.4", "v1.2.3", "1.0.0-rc.1"])
+def test_chart_version_pinned(version):
+    assert f.chart_unpinned(flux_app(helmrelease(version), "HelmRelease")) is None
+
+
+def test_wide_interval():
+    daily = kustomization(interval="24h")
+    assert f.wide_interval(flux_app(daily), production=True).rule == "wide-interval"
+    assert f.wide_interval(flux_app(kustomization(interval="25h30m")), production=True) is not None
+    assert f.wide_interval(flux_app(daily), production=False) is None
+    assert f.wide_interval(flux_app(kustomization(interval="23h59m")), production=True) is None
+
+
+def test_no_health_gate():
+    bare = kustomization()
+    del bare["spec"]["wait"]
+    assert f.no_health_gate(flux_app(bare), production=True).rule == "no-health-gate"
+    assert f.no_health_gate(flux_app(bare), production=False) is None
+    assert f.no_health_gate(flux_app(kustomization()), production=True) is None  # wait: true
+    checked = copy.deepcopy(bare)
+    checked["spec"]["healthChecks"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                        "namespace": "web"}]
+    assert f.no_health_gate(flux_app(checked), production=True) is None
+
+
+def test_orphaned_resources_from_a_real_application():
+    docs = [d for d in yaml.safe_load_all((REAL / "argo-cd__metrics_test-fakeApp1-4.yaml").read_text()) if d]
+    orphaned = next(d for d in docs if any(c.get("type") == "OrphanedResourceWarning"
+                                           for c in d.get("status", {}).get("conditions", [])))
+    found = f.orphaned_resources(argo_app(orphaned))
+    assert found is not None and "orphaned" in found.message
+    assert f.orphaned_resources(argo_app()) is None
+
+
+def test_hand_change():
+    context = f.FindingContext(git_pins={(7, "checkout"): ["3.4.0"]})
+    drifted = argo_app(sync_status="OutOfSync", running={"checkout": ["3.3.9-hotfix"]})
+    assert f.hand_change(drifted, context).rule == "hand-change"
+    assert f.hand_change(argo_app(sync_status="OutOfSync", running={"checkout": ["3.4.0"]}), context) is None
+    assert f.hand_change(argo_app(sync_status="Synced", running={"checkout": ["3.3.9-hotfix"]}), context) is None
+    syncing = argo_app(sync_status="OutOfSync", operation_phase="Running", running={"checkout": ["3.3.9-hotfix"]})
+    assert f.hand_change(syncing, context) is None
+    assert f.hand_change(drifted, CTX) is None  # Git's pins not read yet
+
+
+SECRET = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: aHVudGVyMg==\n"
+SEALED = "apiVersion: bitnami.com/v1alpha1\nkind: SealedSecret\nmetadata:\n  name: db\nspec:\n  encryptedData: {}\n"
+SOPS = SECRET + "sops:\n  version: 3.8.1\n  age:\n  - recipient: age1xyz\n"
+
+
+def test_raw_secret_names_the_file_never_its_content():
+    files = {"apps/checkout/prod/secret.yaml": SECRET, "apps/checkout/prod/sealed.yaml": SEALED,
+             "apps/checkout/prod/sops.yaml": SOPS, "apps/checkout/prod/deploy.yaml": "kind: Deployment\n"}
+    assert f.raw_secret_files(files) == ["apps/checkout/prod/secret.yaml"]
+    found = f.raw_secret(argo_app(), f.raw_secret_files(files))
+    assert found.rule == "raw-secret" and "secret.yaml" in found.message
+    assert "aHVudGVyMg" not in found.message
+    assert f.raw_secret(argo_app(), []) is None
+
+
+# --- stored, re-derived, muted ---------------------------------------------------------
+
+
+@pytest.fixture
+def fleet(db):
+    prod = Environment.objects.create(name="prod", order=3, production=True)
+    cluster = Cluster.objects.create(name="prod-1", environment=prod, connection=Cluster.Connection.MANIFESTS)
+    raw = application(project="default", syncPolicy={"automated": {"selfHeal": False}})
+    app = GitOpsApp.objects.create(cluster=cluster, read_from=cluster, tool="argo", kind="Application",
+                                   namespace="argocd", name="checkout-prod", project="default", raw=raw)
+    service = Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout", team="payments")
+    app.services.add(service)
+    return cluster, app
+
+
+def test_findings_are_derived_and_a_mute_survives_the_next_derivation(fleet, admin_user):
+    cluster, app = fleet
+    assert f.derive_findings(cluster.pk) == 3
+    assert set(Finding.objects.values_list("rule", flat=True)) == {"self-heal-off", "default-project",
+                                                                   "no-failure-notification"}
+    f.mute(app, "default-project", "moving to its own project in Q1", admin_user)
+    audit = AuditLog.objects.get(action="finding.mute")
+    assert audit.details == {"rule": "default-project", "reason": "moving to its own project in Q1"}
+    f.derive_findings(cluster.pk)
+    assert FindingMute.objects.filter(app=app, rule="default-project").exists()
+    assert set(f.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "no-failure-notification"}
+    # Fixed in the cluster: the finding is gone at the next derivation.
+    app.raw = application(project="default")
+    app.save()
+    f.derive_findings(cluster.pk)
+    assert "self-heal-off" not in set(Finding.objects.values_list("rule", flat=True))
+
+
+def test_a_portal_rule_covers_the_failure_path(fleet):
+    from portal.notifications.events import EventKind
+    from portal.notifications.models import Channel, Rule
+
+    cluster, _ = fleet
+    channel = Channel.objects.create(name="ops", kind=Channel.Kind.WEBHOOK)
+    Rule.objects.create(name="prod", kinds=[EventKind.APP_ATTENTION], environment=cluster.environment,
+                        channel=channel)
+    f.derive_findings(cluster.pk)
+    assert not Finding.objects.filter(rule="no-failure-notification").exists()
+
+
+def test_git_findings_are_kept_by_a_poll(fleet):
+    cluster, app = fleet
+    f.replace_git_findings({app.pk: f.raw_secret(app, ["apps/checkout/prod/secret.yaml"])})
+    f.derive_findings(cluster.pk)
+    assert Finding.objects.filter(rule="raw-secret", app=app).exists()
+    f.replace_git_findings({app.pk: None})
+    assert not Finding.objects.filter(rule="raw-secret").exists()
+
+
+def test_findings_page_api_and_overview(fleet, client, admin_user):
+    cluster, app = fleet
+    f.derive_findings(cluster.pk)
+    client.force_login(admin_user)
+    page = client.get(reverse("findings"))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Automated production app without selfHeal" in text
+    assert "Set spec.syncPolicy.automated.selfHeal: true" in text
+    assert "payments" in text and "prod" in text
+    assert f"?q={app.name}" in text
+    overview = client.get(reverse("overview")).content.decode()
+    assert 'href="/findings"' in overview and "<strong>3</strong>findings" in overview
+    api = client.get("/api/v1/findings?rule=default-project").json()
+    assert api["count"] == 1 and api["results"][0]["name"] == "checkout-prod"
+    assert api["results"][0]["fix"].startswith("Move the Application")
+    assert client.get("/api/v1/findings?bogus=1").status_code == 400
+    response = client.post(reverse("finding-mute"), {"app": app.pk, "rule": "self-heal-off", "reason": "drift ok"})
+    assert response.status_code == 302
+    assert FindingMute.objects.get(app=app, rule="self-heal-off").muted_by == admin_user.get_username()
+    assert client.get("/api/v1/findings").json()["count"] == 2
+    gitops = client.get(reverse("gitops")).content.decode()
+    assert "2 findings" in gitops

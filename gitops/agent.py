@@ -88,13 +88,20 @@ class RecordingSource:
         return result
 
 
-def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None = None) -> dict[str, Any]:
-    """One read of the cluster, as the poll would make it, recorded for pushing."""
-    from gitops.polling import list_capabilities  # the one walk over the capabilities
+def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None = None,
+                  argocd_namespace: str = "argocd") -> dict[str, Any]:
+    """One read of the cluster, as the poll would make it, recorded for pushing: every kind,
+    then Argo CD's argocd-cm and the custom kinds its health rules cover. (The custom kinds of
+    rules an admin writes on the portal are not known here: for a pushed cluster those say
+    "not reported by the agent".) `argocd_namespace` must be the one the portal's Argo CD
+    instance names, where the cluster Secrets and argocd-cm live."""
+    from gitops.polling import list_capabilities, read_health_inputs  # the one walk over the kinds
 
     sequence = sequence if sequence is not None else time.time_ns()
     recording = RecordingSource(source)
-    list_capabilities(recording)
+    listing = list_capabilities(recording, argocd_namespace=argocd_namespace)
+    if listing.fatal is None and listing.objects.get("Application"):
+        read_health_inputs(recording, listing, [argocd_namespace], ())
     return {"format": FORMAT, "cluster": cluster, "sequence": sequence, "calls": recording.calls}
 
 
@@ -216,7 +223,9 @@ class Agent:
         self, cluster: str, portal_url: str, token: str, source_factory: Callable[[], ClusterSource], *,
         interval: float = 60.0, timeout: float = 30.0, max_backoff: float = 300.0, verify: bool | str = True,
         session: requests.Session | None = None, rng: Callable[[], float] = random.random,
+        argocd_namespace: str = "argocd",
     ) -> None:
+        self.argocd_namespace = argocd_namespace
         self.cluster = cluster
         self.url = f"{portal_url.rstrip('/')}/api/v1/agents/{cluster}/snapshots"
         self._token = token
@@ -232,7 +241,7 @@ class Agent:
     def read(self) -> dict[str, Any]:
         source = self._source_factory()
         try:
-            return read_snapshot(self.cluster, source)
+            return read_snapshot(self.cluster, source, argocd_namespace=self.argocd_namespace)
         finally:
             close = getattr(source, "close", None)
             if close is not None:

@@ -17,6 +17,7 @@ import yaml
 from django.conf import settings
 
 from gitops import kinds
+from gitops.collectors.health import CONFIGMAP, HEALTH_RULES
 from gitops.kinds import BY_CAPABILITY, CAPABILITIES, KINDS
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
@@ -24,7 +25,10 @@ INSTALLS = ("kubernetes", "agent")  # each applied with `kubectl apply -k deploy
 KUBERNETES_VERSION = "1.30.0"  # a version every supported cluster serves these APIs at
 READ_VERBS = {"get", "list"}
 # Capabilities read in one namespace only, granted by a Role there rather than a ClusterRole.
-NAMESPACE_ONLY = {kinds.ARGOCD_CLUSTERS: "argocd"}
+NAMESPACE_ONLY = {kinds.ARGOCD_CLUSTERS: "argocd", HEALTH_RULES: "argocd"}
+# What a poll reads besides gitops.kinds.KINDS: Argo CD's argocd-cm (the custom kinds its rules
+# cover are the operator's to grant, one per rule written).
+EXTRA_READS = {HEALTH_RULES: (CONFIGMAP,)}
 
 
 def _documents(path: Path) -> list[dict]:
@@ -86,21 +90,22 @@ def test_cluster_roles_grant_exactly_get_and_list_on_the_kinds_the_portal_reads(
                     assert "*" not in group and "*" not in resource
                     assert "/" not in resource, f"subresource {resource} is never read"
                     granted[(group, resource)] |= verbs
-    read = {(kind.group, kind.plural) for kind in KINDS}
+    read = {(kind.group, kind.plural) for kind in (*KINDS, *(k for extra in EXTRA_READS.values() for k in extra))}
     assert set(granted) - read == set(), "granted but never read"
     assert read - set(granted) == set(), "read without a permission in deploy/reader/rbac"
 
 
 def test_each_capability_is_one_separable_role_bound_only_to_the_reader():
-    for capability in CAPABILITIES:
-        docs = _documents(DEPLOY / "reader" / "rbac" / f"{capability}.yaml")
+    for capability in (*CAPABILITIES, *EXTRA_READS):
+        file = "argocd-health-rules" if capability == HEALTH_RULES else capability
+        docs = _documents(DEPLOY / "reader" / "rbac" / f"{file}.yaml")
         namespace = NAMESPACE_ONLY.get(capability)
         role_kind = "Role" if namespace else "ClusterRole"
         (role,) = [d for d in docs if d["kind"] == role_kind]
         (binding,) = [d for d in docs if d["kind"] == f"{role_kind}Binding"]
         assert role["metadata"].get("namespace") == namespace == binding["metadata"].get("namespace")
         resources = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-        assert resources == {(k.group, k.plural) for k in BY_CAPABILITY[capability]}
+        assert resources == {(k.group, k.plural) for k in BY_CAPABILITY.get(capability) or EXTRA_READS[capability]}
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
                                       "name": role["metadata"]["name"]}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gitops-portal-reader",

@@ -376,3 +376,20 @@ def test_backoff_grows_is_capped_and_jittered():
     assert [agent.backoff(n) for n in (1, 2, 3, 10)] == [2.0, 4.0, 8.0, 60.0]
     agent = Agent("c", "http://127.0.0.1:9", "gpa_x", lambda: None, max_backoff=60, rng=lambda: 0.0)
     assert agent.backoff(3) == 4.0  # the lower half of the ceiling
+
+
+@pytest.mark.django_db
+def test_a_pushed_cluster_is_judged_by_the_health_rules_of_its_argocd_cm(kube_emulator, prod):
+    """The agent reads argocd-cm and the custom kinds its rules cover, as a poll does."""
+    from tests.gitops.decisionmodel import argocd_cm
+    from tests.gitops.test_health_rules import TABLE
+    from tests.gitops.test_health_rules_poll import application as dm_application
+    from tests.gitops.test_health_rules_poll import model_for, slug
+    from tests.gitops.test_health_rules_poll import serve as serve_models
+
+    case = "RolledBack"
+    serve_models(kube_emulator, [argocd_cm(), model_for(case), dm_application(case, argo_health=TABLE[case][0][0])])
+    cluster = Cluster.objects.create(name="edge-dm", environment=prod, connection=Cluster.Connection.AGENT)
+    snapshot = decode([encode(read_snapshot("edge-dm", emulator_source(kube_emulator, "edge-dm")()))])
+    assert poll(cluster, source=ReplaySource("edge-dm", snapshot)).ok
+    assert GitOpsApp.objects.get(name=f"app-{slug(case)}").rule_health == TABLE[case][0][0]

@@ -36,6 +36,8 @@ class Command(BaseCommand):
         parser.add_argument("--api-url", help="read through an API URL with a bearer token")
         parser.add_argument("--api-token-env", help="environment variable holding the --api-url token")
         parser.add_argument("--ca-file", help="CA bundle that signed the portal's certificate")
+        parser.add_argument("--argocd-namespace", default="argocd",
+                            help="Argo CD's namespace here, as the portal's Argo CD instance names it [argocd]")
         parser.add_argument("--once", action="store_true", help="read and push once, then exit")
 
     def handle(self, *args, **options):
@@ -53,7 +55,7 @@ class Command(BaseCommand):
             return KubeSource.in_cluster(name=options["cluster"])
 
         agent = Agent(options["cluster"], options["portal"], token, source, interval=options["interval"],
-                      verify=options["ca_file"] or True)
+                      verify=options["ca_file"] or True, argocd_namespace=options["argocd_namespace"])
         try:
             agent.run(iterations=1 if options["once"] else None)
         except AgentStopped as exc:

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from gitops.kinds import KindSpec
 from gitops.polling import poll
 from gitops.sources import ManifestSource
-from gitops.kinds import KindSpec
 from portal.accounts import tokens
 from portal.catalog.models import Cluster
 from tests.fixtures.real_objects import REAL_OBJECTS

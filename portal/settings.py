@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "portal.web",
     "portal.api",
     "portal.notifications",
+    "portal.assistant",  # MCP: the read-only assistant endpoint and `manage.py mcp`
 ]
 
 MIDDLEWARE = [

@@ -130,7 +130,9 @@ def _window_reason(app: dict[str, Any]) -> str:
     schedule = f" ({window['schedule']} for {window['duration']}" if window.get("schedule") else ""
     if schedule:
         schedule += f", {window['time_zone']})" if window.get("time_zone") else ")"
-    until = f" until {app['blocked_until']}" if app.get("blocked_until") else " with no known end"
+    # No end: the window reopens as it closes (or never closes); it holds until someone changes it.
+    until = (f" until {app['blocked_until']}" if app.get("blocked_until")
+             else " with no end in sight: it holds until the window is changed")
     if what == "allow":
         head = f"Outside its allow windows{name}{schedule}: syncs wait{until}"
     elif what == "error":

@@ -38,6 +38,7 @@ from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.releases import summaries
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
 
@@ -137,7 +138,8 @@ def change_forward(
     (None: the stored ones, when known)."""
     start = from_version or current_version(app, service, _pinned(app, service))
     notes = notes_for(service, to_version) if release_notes is None else release_notes
-    return _base(kind, app, service, to_version, start, release_notes=notes)
+    summary = summaries.summary_text(service, start, to_version)
+    return _base(kind, app, service, to_version, start, release_notes=notes, release_summary=summary)
 
 
 change_for_upgrade = partial(change_forward, UPGRADE)

@@ -26,6 +26,7 @@ from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, put_off
+from portal.releases import summaries
 from portal.releases.models import RegistryPoll, Release
 
 DEFAULT_PUT_OFF_DAYS = 14
@@ -65,6 +66,10 @@ def updates(request: HttpRequest) -> HttpResponse:
     # The pager counts the light lines; only the shown page loads its applications.
     page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    # Generated release-note summaries of the shown lines (one query; none unless configured).
+    generated = summaries.summaries_for((b.service.pk, b.running, b.target) for b in rows)
+    for b in rows:
+        b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,

@@ -287,6 +287,13 @@ class AppSerializer(serializers.Serializer):
         "revisions of multiple sources the comparison has been performed to\"), else the one synced revision")
     source_revision = serializers.CharField(allow_blank=True, help_text="Flux: the source artifact's revision, "
                                             "what Git (or the registry) offers now")
+    previous_synced_revision = serializers.CharField(allow_blank=True, help_text="the revision applied before the "
+                                                     "current one, as the portal saw it change")
+    revision_changed_at = OffsetDateTimeField(allow_null=True, help_text="when the portal saw the applied revision "
+                                              "change")
+    read_from = serializers.CharField(source="read_from.name", help_text="the cluster whose poll reported the object "
+                                      "(an Argo CD hub's own cluster for an app it deploys elsewhere)")
+    first_seen = OffsetDateTimeField(help_text="when the portal first saw the object")
     last_attempted_revision = serializers.SerializerMethodField(
         help_text="Flux status.lastAttemptedRevision: \"LastAttemptedRevision is the revision of the last "
         "reconciliation attempt.\" null for Argo CD")

@@ -62,7 +62,8 @@ ITEM_FIELDS = {
     "uid", "destination", "sources", "multi_source", "synced_revisions", "source_revision", "last_attempted_revision",
     "generation", "observed_generation", "images", "ready", "interval", "automated", "history", "helm_release",
     "flux_source", "operation_phase", "operation_message", "operation_started_at", "operation_finished_at",
-    "reconciled_at", "health_message", "warnings",
+    "reconciled_at", "health_message", "warnings", "previous_synced_revision", "revision_changed_at", "read_from",
+    "first_seen",
 }
 
 

@@ -98,6 +98,8 @@ def test_argo_cd_destination_sources_images_history_and_generation(corpus, api):
     assert len(velero["history"]) == 10 and velero["history"][-1]["id"] == 23
     assert velero["history"][-1]["revision"] == "ea8759964626a583667a2bfd08f334ec2070040a"
     assert velero["generation"] == 263
+    # Placed on its destination (discovered), read from the cluster that holds the Application.
+    assert velero["cluster"] == "gke-alpha-01-europe-west1" and velero["read_from"] == "argo-corpus"
 
     # live-child-application: a Helm chart source at a chart version, destination in-cluster, no status.
     child = found[("Application", "argocd", "argo-workflows")]

@@ -599,6 +599,10 @@ class ManifestSource:
                     result.warnings.append(f"{self.name}: {relative} document {index + 1} is not an object")
                     continue
                 for obj in _unwrap(document):
+                    # Without a type and not an Argo CD API answer it is no Kubernetes object
+                    # (a Helm values file, a kustomize config): not one to list.
+                    if not (obj.get("apiVersion") and obj.get("kind")) and not _type_argocd_api_object(obj):
+                        continue
                     if cut and _holds_cut(obj):
                         warning = _too_deep_warning(f"{self.name}: {relative}", obj)
                         logger.warning(warning)
@@ -677,8 +681,38 @@ def _unwrap(document: Obj | list[Any]) -> Iterator[Obj]:
                 _fill_type(item, api_version, item_kind)
             yield from _unwrap(item)
         return
-    if document.get("apiVersion") and document.get("kind"):
-        yield document
+    if kind is None and isinstance(items, list) and "spec" not in document:
+        # The Argo CD API's list answer ({"metadata": {"resourceVersion"}, "items": [...]}) is untyped too.
+        for item in items:
+            if isinstance(item, dict):
+                yield from _unwrap(item)
+        return
+    # Untyped objects too: the caller types an Argo CD API-server response or names the skip.
+    yield document
+
+
+# What the Argo CD API server returns (`argocd app get -o json`, /api/v1/applications) has no
+# TypeMeta: the Go types are marshalled without it (gitops.argocd_api). Saved to a file, such
+# an object is known by its shape: an Application's spec names a destination and what to
+# deploy; an AppProject's spec lists its allowed sources or destinations or sync windows.
+_ARGOCD_API_VERSION = "argoproj.io/v1alpha1"
+_APPLICATION_SPEC = ("source", "sources", "sourceHydrator")
+_PROJECT_SPEC = ("sourceRepos", "destinations", "syncWindows", "clusterResourceWhitelist")
+
+
+def _type_argocd_api_object(obj: Obj) -> bool:
+    """Fill apiVersion/kind of an untyped Argo CD API-server response; False if it is none."""
+    metadata, spec = obj.get("metadata"), obj.get("spec")
+    if obj.get("apiVersion") or obj.get("kind") or not isinstance(metadata, Mapping) or not isinstance(spec, Mapping):
+        return False
+    if isinstance(spec.get("destination"), Mapping) and any(key in spec for key in _APPLICATION_SPEC):
+        kind = "Application"
+    elif any(key in spec for key in _PROJECT_SPEC) and "destination" not in spec:
+        kind = "AppProject"
+    else:
+        return False
+    _fill_type(obj, _ARGOCD_API_VERSION, kind)
+    return True
 
 
 def _describe_parse_error(exc: BaseException) -> str:

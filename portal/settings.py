@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "portal.web",
     "portal.api",
     "portal.notifications",
+    "portal.assistant",  # MCP: the read-only assistant endpoint and `manage.py mcp`
 ]
 
 MIDDLEWARE = [
@@ -217,6 +218,7 @@ CELERY_TASK_ROUTES = {
     "delivery.track_pull_requests": {"queue": FORGE_QUEUE},
     "delivery.open_automatic_prs": {"queue": FORGE_QUEUE},
     "delivery.scan_outside_prs": {"queue": FORGE_QUEUE},
+    "delivery.summarise_release_notes": {"queue": FORGE_QUEUE},  # an outside endpoint, slow: forge work
     "delivery.*": {"queue": NOTIFY_QUEUE},
     "notifications.*": {"queue": NOTIFY_QUEUE},
 }
@@ -267,6 +269,14 @@ PORTAL_REGISTRY_AUTH = os.environ.get("PORTAL_REGISTRY_AUTH", "")
 PORTAL_REGISTRY_PLAIN_HTTP = [host.lower() for host in env_list("PORTAL_REGISTRY_PLAIN_HTTP", [])]
 PORTAL_REGISTRY_TIMEOUT = float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", "10"))  # seconds per request
 
+# Release-note summaries (portal.releases.summaries), only when all three are set: an
+# OpenAI-compatible endpoint (…/v1, or its /chat/completions), the model, and the NAME of the
+# environment variable holding its API key (the key itself never sits in settings).
+PORTAL_LLM_URL = os.environ.get("PORTAL_LLM_URL", "").rstrip("/")
+PORTAL_LLM_MODEL = os.environ.get("PORTAL_LLM_MODEL", "")
+PORTAL_LLM_API_KEY_ENV = os.environ.get("PORTAL_LLM_API_KEY_ENV", "")
+PORTAL_LLM_TIMEOUT = float(os.environ.get("PORTAL_LLM_TIMEOUT", "60"))  # seconds; a slower answer is a failure
+
 # Beat: one entry per periodic task; most only find what is due and fan out one small task each.
 # Every one expires before its next tick: a tick that waited a whole period (a worker down, a
 # queue backed up) is dropped for the next one instead of piling up behind it.
@@ -296,6 +306,8 @@ CELERY_BEAT_SCHEDULE = {
     "open-automatic-prs": periodic(
         "delivery.open_automatic_prs", float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800"))
     ),
+    # Release-note summaries: hourly finds the upgrades not asked today; each is asked once a day.
+    "summarise-release-notes": periodic("delivery.summarise_release_notes", 3600),
     # Merged PRs -> running in production (running_at), "merged, not deployed", rollback offers.
     "track-deployments": periodic(
         "delivery.track_deployments", float(os.environ.get("PORTAL_DELIVERY_TRACK_INTERVAL", "300"))

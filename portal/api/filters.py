@@ -22,6 +22,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
@@ -37,11 +38,25 @@ def base_queryset() -> QuerySet[GitOpsApp]:
     """Apps with everything the serializer reads, in a fixed number of queries, carrying
     their sort keys (a page's cursor is written from its last row's)."""
     return (
-        GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance")
+        GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance", "read_from")
         .prefetch_related("services")
-        .defer("raw", "history", "conditions", "images", "warnings", "synced_revisions", "health_rules")
+        # The whole object is not read: the few facts the API shows from it are picked out
+        # by the database (RAW_FACTS), so a page costs the same queries and no big documents.
+        .defer("raw", "health_rules")
+        .annotate(**RAW_FACTS)
         .with_sort_keys()
     )
+
+
+# What the API shows of the stored object that has no column of its own, read by the
+# database from `raw` (the object as the cluster holds it, gitops.fields.trimmed).
+RAW_FACTS = {
+    "object_generation": KT("raw__metadata__generation"),
+    "object_observed_generation": KT("raw__status__observedGeneration"),
+    "attempted_revision": KT("raw__status__lastAttemptedRevision"),
+    # Present (any value) when an Argo CD Application uses spec.sources.
+    "spec_sources": KT("raw__spec__sources"),
+}
 
 
 AFTER_CHANGE_FIELDS = {"after_change_service": "service__name", "after_change_from": "from_version",

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from gitops.findings import RULES, open_findings
 from gitops.models import Finding
-from portal.api.views import PortalAPIView, _errors
+from portal.api.views import PortalAPIView, errors
 
 MAX_LIMIT = 1000
 
@@ -88,7 +88,7 @@ class FindingListView(PortalAPIView):
         summary="Open GitOps discipline findings",
         description="Findings re-derived at every poll (muted ones left out), in the order rule, cluster, app.",
         parameters=[FindingQuerySerializer],
-        responses={200: FindingListSerializer, **_errors(400, 401, 403, 429)},
+        responses={200: FindingListSerializer, **errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
         params = self.query(request)

@@ -138,6 +138,116 @@ class GitPinSerializer(serializers.Serializer):
     line = serializers.IntegerField()
 
 
+class DestinationSerializer(serializers.Serializer):
+    """Where the application deploys, as its object names it."""
+
+    server = serializers.CharField(
+        allow_blank=True, help_text="Argo CD spec.destination.server: \"Server specifies the URL of the target "
+        "cluster's Kubernetes control plane API. This must be set if Name is not set.\" Empty for Flux.")
+    name = serializers.CharField(
+        allow_blank=True, help_text="Argo CD spec.destination.name: \"Name is an alternate way of specifying the "
+        "target cluster by its symbolic name. This must be set if Server is not set.\" Flux: the secret of "
+        "spec.kubeConfig.secretRef, when the Kustomization deploys to a remote cluster.")
+    namespace = serializers.CharField(
+        allow_blank=True, help_text="Argo CD spec.destination.namespace: \"Namespace specifies the target namespace "
+        "for the application's resources.\" Flux Kustomization spec.targetNamespace: \"TargetNamespace sets or "
+        "overrides the namespace in the kustomization.yaml file.\"")
+
+
+class AppSourceSerializer(serializers.Serializer):
+    """One source of the application (Argo CD spec.source or each of spec.sources; a Flux object's sourceRef)."""
+
+    repo_url = serializers.CharField(
+        allow_blank=True, help_text="Argo CD repoURL: \"RepoURL is the URL to the repository (Git or Helm) that "
+        "contains the application manifests.\" Flux: the source object's spec.url.")
+    path = serializers.CharField(
+        allow_blank=True, help_text="Argo CD path: \"Path is a directory path within the Git repository, and is "
+        "only valid for applications sourced from Git.\" Flux Kustomization spec.path: \"Path to the directory "
+        "containing the kustomization.yaml file.\"")
+    chart = serializers.CharField(
+        allow_blank=True, help_text="Argo CD chart: \"Chart is a Helm chart name, and must be specified for "
+        "applications sourced from a Helm repo.\" Flux HelmRelease spec.chart.spec.chart.")
+    target_revision = serializers.CharField(
+        allow_blank=True, help_text="Argo CD targetRevision: \"TargetRevision defines the revision of the source "
+        "to sync the application to. In case of Git, this can be commit, tag, or branch. If omitted, will equal "
+        "to HEAD. In case of Helm, this is a semver tag for the Chart's version.\" Flux: the ref the source "
+        "follows (commit > name > semver > tag > branch for a GitRepository; digest > semver > tag for an "
+        "OCIRepository; a HelmChart's version).")
+    ref = serializers.CharField(
+        allow_blank=True, help_text="Argo CD ref: \"Ref is reference to another source within sources field. "
+        "This field will not be used if used with a `source` tag.\" Flux: the sourceRef as `Kind/name` "
+        "(`Kind/namespace/name` across namespaces).")
+
+
+class ReadyConditionSerializer(serializers.Serializer):
+    """Flux's Ready condition: \"Ready indicates the resource is ready and fully reconciled.\""""
+
+    status = serializers.CharField(help_text="True, False or Unknown")
+    reason = serializers.CharField(allow_blank=True, help_text="\"reason contains a programmatic identifier "
+                                   "indicating the reason for the condition's last transition.\"")
+    message = serializers.CharField(allow_blank=True, help_text="\"message is a human readable message indicating "
+                                    "details about the transition.\"")
+    last_transition_time = serializers.CharField(allow_blank=True, help_text="RFC 3339; empty when not written")
+
+
+class ConditionSerializer(ReadyConditionSerializer):
+    type = serializers.CharField(help_text="condition type as the controller wrote it (Ready, Reconciling, "
+                                 "Released, SyncError, OrphanedResourceWarning, …)")
+
+
+class HistoryEntrySerializer(serializers.Serializer):
+    """One deployment, as the tool recorded it in status.history (oldest first)."""
+
+    revision = serializers.CharField(allow_blank=True, help_text="Argo CD: the (first source's) revision deployed; "
+                                     "Kustomization: metadata.revision; HelmRelease: chartVersion")
+    revisions = serializers.ListField(child=serializers.CharField(), required=False,
+                                      help_text="Argo CD multi-source: one revision per source")
+    deployed_at = serializers.CharField(allow_blank=True, help_text="Argo CD deployedAt; Flux lastReconciled / "
+                                        "lastDeployed (RFC 3339)")
+    id = serializers.IntegerField(allow_null=True, required=False, help_text="Argo CD history id")
+    started_at = serializers.CharField(allow_blank=True, required=False, help_text="Argo CD deployStartedAt")
+    initiated_by = serializers.CharField(allow_blank=True, required=False,
+                                         help_text="Argo CD: `automated` or the user who started the sync")
+    status = serializers.CharField(allow_blank=True, required=False,
+                                   help_text="Flux: lastReconciledStatus, or the Helm release status")
+    digest = serializers.CharField(allow_blank=True, required=False, help_text="Flux: digest of the applied content "
+                                   "(Kustomization) or of the release object (HelmRelease)")
+    chart = serializers.CharField(allow_blank=True, required=False, help_text="HelmRelease chartName")
+    app_version = serializers.CharField(allow_blank=True, required=False, help_text="HelmRelease appVersion")
+    release_version = serializers.IntegerField(allow_null=True, required=False,
+                                               help_text="HelmRelease: the Helm release version number")
+
+
+class HelmReleaseStateSerializer(serializers.Serializer):
+    """A Flux HelmRelease's last Helm release (status.history, the highest release version)."""
+
+    chart = serializers.CharField(allow_blank=True, help_text="chartName of the last release")
+    chart_version = serializers.CharField(allow_blank=True, help_text="chartVersion of the last release (with the "
+                                          "`+<digest12>` suffix for an OCI chart)")
+    app_version = serializers.CharField(allow_blank=True)
+    status = serializers.CharField(allow_blank=True, help_text="Helm's status of the release: deployed, failed, "
+                                   "superseded, …")
+    digest = serializers.CharField(allow_blank=True, help_text="\"Digest is the checksum of the release object in "
+                                   "storage.\"")
+    config_digest = serializers.CharField(allow_blank=True, help_text="\"ConfigDigest is the checksum of the config "
+                                          "(better known as \'values\') of the HelmRelease object.\"")
+    oci_digest = serializers.CharField(allow_blank=True, help_text="\"OCIDigest is the digest of the OCI artifact "
+                                       "associated with the release.\"")
+    release_version = serializers.IntegerField(allow_null=True)
+    deployed_at = serializers.CharField(allow_blank=True, help_text="lastDeployed (RFC 3339)")
+
+
+class FluxSourceSerializer(serializers.Serializer):
+    """The Flux source object the Kustomization or HelmRelease reads."""
+
+    ref = serializers.CharField(allow_blank=True, help_text="sourceRef as `Kind/name` (GitRepository/podinfo)")
+    url = serializers.CharField(allow_blank=True, help_text="the source's spec.url; empty when the source was not "
+                                "read")
+    follows = serializers.CharField(allow_blank=True, help_text="the ref it follows (branch, tag, semver, digest)")
+    revision = serializers.CharField(allow_blank=True, help_text="the source's status.artifact.revision: what it "
+                                     "offers now")
+
+
 class AppSerializer(serializers.Serializer):
     """One GitOps application (Argo CD Application, Flux Kustomization or HelmRelease)."""
 
@@ -199,6 +309,57 @@ class AppSerializer(serializers.Serializer):
     )
     portal_url = serializers.SerializerMethodField(help_text="the service's page, or the filtered /gitops view")
     api_url = serializers.SerializerMethodField(help_text="this application in the API, with workloads and changes")
+    uid = serializers.CharField(allow_blank=True, help_text="metadata.uid of the object")
+    destination = serializers.SerializerMethodField(help_text="where it deploys, as the object names it")
+    sources = serializers.SerializerMethodField(
+        help_text="every source, the primary first (Argo CD spec.sources of a multi-source app, or spec.source; "
+        "Flux: its sourceRef)")
+    multi_source = serializers.SerializerMethodField(
+        help_text="Argo CD: the app uses spec.sources (\"Sources is a reference to the location of the application's "
+        "manifests or chart\") rather than spec.source")
+    synced_revisions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Argo CD status.sync.revisions (multi-source: \"Revisions contains information about the "
+        "revisions of multiple sources the comparison has been performed to\"), else the one synced revision")
+    source_revision = serializers.CharField(allow_blank=True, help_text="Flux: the source artifact's revision, "
+                                            "what Git (or the registry) offers now")
+    previous_synced_revision = serializers.CharField(allow_blank=True, help_text="the revision applied before the "
+                                                     "current one, as the portal saw it change")
+    revision_changed_at = OffsetDateTimeField(allow_null=True, help_text="when the portal saw the applied revision "
+                                              "change")
+    read_from = serializers.CharField(source="read_from.name", help_text="the cluster whose poll reported the object "
+                                      "(an Argo CD hub's own cluster for an app it deploys elsewhere)")
+    first_seen = OffsetDateTimeField(help_text="when the portal first saw the object")
+    last_attempted_revision = serializers.SerializerMethodField(
+        help_text="Flux status.lastAttemptedRevision: \"LastAttemptedRevision is the revision of the last "
+        "reconciliation attempt.\" null for Argo CD")
+    generation = serializers.SerializerMethodField(help_text="metadata.generation: the spec's version")
+    observed_generation = serializers.SerializerMethodField(
+        help_text="status.observedGeneration: \"ObservedGeneration is the last reconciled generation.\" "
+        "(-1 until a Flux object is first reconciled; behind `generation` while a spec change is not reconciled)")
+    images = serializers.ListField(child=serializers.CharField(),
+                                   help_text="Argo CD status.summary.images: \"Images holds all images of "
+                                   "application child resources.\"")
+    ready = serializers.SerializerMethodField(help_text="Flux's Ready condition; null for Argo CD or before one "
+                                              "is written")
+    interval = serializers.CharField(allow_blank=True, help_text="Flux spec.interval: \"The interval at which to "
+                                     "reconcile\"")
+    automated = serializers.BooleanField(help_text="Argo CD spec.syncPolicy.automated is set (and not disabled)")
+    history = serializers.SerializerMethodField(
+        help_text="deploy history, oldest first (Argo CD status.history: \"History contains information about the "
+        "application's sync history\"; Flux status.history)")
+    helm_release = serializers.SerializerMethodField(help_text="HelmRelease: its last Helm release; null otherwise")
+    flux_source = serializers.SerializerMethodField(help_text="Flux: the source it reads; null for Argo CD")
+    operation_phase = serializers.CharField(allow_blank=True, help_text="Argo CD status.operationState.phase of "
+                                            "the last sync operation")
+    operation_message = serializers.CharField(allow_blank=True)
+    operation_started_at = OffsetDateTimeField(allow_null=True)
+    operation_finished_at = OffsetDateTimeField(allow_null=True)
+    reconciled_at = OffsetDateTimeField(allow_null=True, help_text="Argo CD status.reconciledAt; Flux: the last "
+                                        "reconciliation in its history")
+    health_message = serializers.CharField(allow_blank=True)
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="what the portal could not read of "
+                                     "the object, and why")
 
     def _now(self) -> datetime:
         return self.context["now"]
@@ -281,6 +442,86 @@ class AppSerializer(serializers.Serializer):
         return self.context["request"].build_absolute_uri(path + "?" + _query({"kind": app.kind}))
 
 
+    @extend_schema_field(DestinationSerializer)
+    def get_destination(self, app: GitOpsApp) -> dict[str, Any]:
+        return {"server": app.destination_server, "name": app.destination_name,
+                "namespace": app.destination_namespace}
+
+    @extend_schema_field(AppSourceSerializer(many=True))
+    def get_sources(self, app: GitOpsApp) -> list[dict[str, Any]]:
+        keys = ("repo_url", "path", "chart", "target_revision", "ref")
+        return [{key: str(source.get(key) or "") for key in keys}
+                for source in app.sources or [] if isinstance(source, dict)]
+
+    def get_multi_source(self, app: GitOpsApp) -> bool:
+        return app.tool == "argo" and getattr(app, "spec_sources", None) is not None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_last_attempted_revision(self, app: GitOpsApp) -> str | None:
+        value = getattr(app, "attempted_revision", None)
+        return str(value) if value not in (None, "") else None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_generation(self, app: GitOpsApp) -> int | None:
+        return _as_int(getattr(app, "object_generation", None))
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_observed_generation(self, app: GitOpsApp) -> int | None:
+        return _as_int(getattr(app, "object_observed_generation", None))
+
+    @extend_schema_field(ReadyConditionSerializer(allow_null=True))
+    def get_ready(self, app: GitOpsApp) -> dict[str, Any] | None:
+        if app.tool != "flux":
+            return None
+        for condition in app.conditions or []:
+            if isinstance(condition, dict) and condition.get("type") == "Ready":
+                return {key: str(condition.get(key) or "")
+                        for key in ("status", "reason", "message", "last_transition_time")}
+        return None
+
+    @extend_schema_field(HistoryEntrySerializer(many=True))
+    def get_history(self, app: GitOpsApp) -> list[dict[str, Any]]:
+        fields = HistoryEntrySerializer().fields
+        return [{key: value for key, value in entry.items() if key in fields}
+                for entry in app.history or [] if isinstance(entry, dict)]
+
+    @extend_schema_field(HelmReleaseStateSerializer(allow_null=True))
+    def get_helm_release(self, app: GitOpsApp) -> dict[str, Any] | None:
+        if app.kind != "HelmRelease":
+            return None
+        history = [entry for entry in app.history or [] if isinstance(entry, dict)]
+        if not history:
+            return None
+        last = history[-1]  # the store keeps the latest release last
+        return {
+            "chart": str(last.get("chart") or ""), "chart_version": str(last.get("revision") or ""),
+            "app_version": str(last.get("app_version") or ""), "status": str(last.get("status") or ""),
+            "digest": str(last.get("digest") or ""), "config_digest": str(last.get("config_digest") or ""),
+            "oci_digest": str(last.get("oci_digest") or ""), "release_version": last.get("release_version"),
+            "deployed_at": str(last.get("deployed_at") or ""),
+        }
+
+    @extend_schema_field(FluxSourceSerializer(allow_null=True))
+    def get_flux_source(self, app: GitOpsApp) -> dict[str, Any] | None:
+        if app.tool != "flux":
+            return None
+        primary = next((s for s in app.sources or [] if isinstance(s, dict)), {})
+        return {"ref": str(primary.get("ref") or ""), "url": str(primary.get("repo_url") or ""),
+                "follows": str(primary.get("target_revision") or ""), "revision": app.source_revision}
+
+
+def _as_int(value: Any) -> int | None:
+    """A generation as the object wrote it: a number, or (some controllers) a numeric string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _query(params: dict[str, str]) -> str:
     return urlencode(params)
 
@@ -325,12 +566,14 @@ class AppDetailSerializer(AppSerializer):
     # Same values as the list's `kind`; a plain string here so that the schema has one enum component
     # for them (two components sharing an enum would get a hashed name).
     kind = serializers.CharField(help_text="Application, Kustomization or HelmRelease")
-    health_message = serializers.CharField(allow_blank=True)
-    operation_phase = serializers.CharField(allow_blank=True, help_text="last sync operation (Argo CD)")
-    operation_message = serializers.CharField(allow_blank=True)
-    reconciled_at = OffsetDateTimeField(allow_null=True)
+    conditions = serializers.SerializerMethodField(help_text="status.conditions as the controller wrote them")
     workloads = WorkloadSerializer(many=True)
     state_changes = serializers.SerializerMethodField(help_text="the most recent changes, newest first")
+
+    @extend_schema_field(ConditionSerializer(many=True))
+    def get_conditions(self, app: GitOpsApp) -> list[dict[str, Any]]:
+        keys = ("type", "status", "reason", "message", "last_transition_time")
+        return [{key: str(c.get(key) or "") for key in keys} for c in app.conditions or [] if isinstance(c, dict)]
 
     @extend_schema_field(StateChangeSerializer(many=True))
     def get_state_changes(self, app: GitOpsApp) -> list[dict[str, Any]]:

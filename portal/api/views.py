@@ -41,7 +41,7 @@ from portal.delivery.gitpins import git_pins_by_app
 RECENT_STATE_CHANGES = 50
 
 
-def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
     meaning = {
         400: "Invalid or unknown query parameter, or a bad cursor.",
         401: "No credentials, or an invalid or revoked token.",
@@ -161,7 +161,7 @@ class GitOpsListView(PortalAPIView):
         "blank values (which the page's form sends for \"all\"). The filters and sorts are the /gitops page's, with "
         "the same names and values.",
         parameters=filter_parameters(GitOpsAppFilter),
-        responses={200: AppSerializer(many=True), **_errors(400, 401, 403, 429)},
+        responses={200: AppSerializer(many=True), **errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
         self.query(request)
@@ -189,7 +189,7 @@ class GitOpsDetailView(PortalAPIView):
                              description="namespace of the Application/Kustomization/HelmRelease object"),
             OpenApiParameter("name", str, OpenApiParameter.PATH, pattern=DNS_NAME),
         ],
-        responses={200: AppDetailSerializer, **_errors(400, 401, 403, 404, 409, 429)},
+        responses={200: AppDetailSerializer, **errors(400, 401, 403, 404, 409, 429)},
     )
     def get(self, request: Request, cluster: str, namespace: str, name: str) -> Response:
         params = self.query(request)
@@ -231,7 +231,7 @@ class PullRequestListView(PortalAPIView):
         description="Upgrades, promotions and rollbacks the portal opened, and pull requests opened elsewhere that "
         "it linked. Cursor-paginated; an empty list until the first one exists.",
         parameters=[PullRequestQuerySerializer],
-        responses={200: PullRequestSerializer(many=True), **_errors(400, 401, 403, 429)},
+        responses={200: PullRequestSerializer(many=True), **errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
         params = self.query(request)

@@ -59,6 +59,7 @@ from portal.delivery.planner import (
     plan,
 )
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.releases import summaries
 from portal.releases.charts import ChartPin, ChartRef, chart_pin
 from portal.releases.excerpts import notes_for
 from portal.timestamps import utc_stamp
@@ -188,14 +189,14 @@ def change_forward(
     (None: the stored ones, when known)."""
     start = from_version or current_version(app, service, _pinned(app, service))
     notes = notes_for(service, to_version) if release_notes is None else release_notes
-    extra = {}
+    extra: dict = {"release_summary": summaries.summary_text(service, start, to_version)}
     if kind == PROMOTION and app.cluster.environment is not None:
         # The description says since when it ran in the environment before (promotions' own "since").
         from portal.delivery.promotions import ran_before
 
         waiting = ran_before(service.name, to_version, app.cluster.environment.name)
         if waiting is not None:
-            extra = {"ran_in": waiting.staging, "ran_since": waiting.since, "ran_since_exact": waiting.since_exact}
+            extra |= {"ran_in": waiting.staging, "ran_since": waiting.since, "ran_since_exact": waiting.since_exact}
     return _base(kind, app, service, to_version, start, release_notes=notes, **extra)
 
 

@@ -93,6 +93,19 @@ def open_automatic_prs() -> dict:
     return {"opened": len(report.opened), "held": len(report.held), "failed": len(report.failed)}
 
 
+@shared_task(name="delivery.summarise_release_notes", ignore_result=True)
+def summarise_release_notes() -> int:
+    """Release-note summaries of every upgrade on offer (the Updates page's lines), each asked
+    at most once a day (portal.releases.summaries); nothing at all unless an endpoint is set."""
+    from portal.delivery.upgrades import BehindLines
+    from portal.releases import summaries
+
+    if summaries.endpoint() is None:
+        return 0
+    lines = BehindLines(today=timezone.now().date()).lines
+    return summaries.summarise_all((line.service, line.running, line.target) for line in lines)
+
+
 @shared_task(name="delivery.refresh_placements")
 def refresh_placements() -> int:
     """The matrix's read model checked against its sources (portal.delivery.placements);

@@ -103,3 +103,26 @@ class ChartPoll(models.Model):
 
     def __str__(self) -> str:
         return f"chart poll of {self.chart} ({self.repository})"
+
+
+class ReleaseSummary(models.Model):
+    """A language model's summary of the release notes of one upgrade (service, from -> to),
+    written by portal.releases.summaries: generated text, always shown as such, beside (never
+    instead of) the quoted notes. Asked at most once a day; a failure is kept until the next."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="release_summaries")
+    from_version = models.CharField(max_length=128)
+    to_version = models.CharField(max_length=128)
+    text = models.TextField(blank=True, help_text="the generated summary (Markdown); empty until one succeeded")
+    model = models.CharField(max_length=200, blank=True, help_text="the model that wrote it")
+    generated_at = models.DateTimeField(null=True, blank=True)
+    asked_on = models.DateField(null=True, blank=True, help_text="the day it was last asked for (once a day)")
+    error = models.TextField(blank=True, help_text="why the last request failed; retried the next day")
+    error_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "from_version", "to_version"],
+                                               name="releases_summary_unique_upgrade")]
+
+    def __str__(self) -> str:
+        return f"summary of {self.service} {self.from_version} -> {self.to_version}"

@@ -202,3 +202,22 @@ def _stored_url(url: str) -> str | None:
 def _shown(source: str) -> str:
     # What an error names: the repository's web address, never what else the text held.
     return repository_url(source) or "the configured source repository"
+
+
+def notes_between(service: Service, from_version: str, to_version: str) -> list[tuple[str, str]]:
+    """The stored notes of the releases after `from_version` up to and including `to_version`
+    (image tags), oldest first, as (tag, notes): what an upgrade from one to the other brings,
+    and nothing from before or after it. Pre-releases count only when `to_version` is one;
+    releases without notes are left out."""
+    start, end = parse_tag(from_version), parse_tag(to_version)
+    if start is None or end is None:
+        return []
+    found = []
+    for tag, notes in Release.objects.filter(service=service).exclude(notes="").values_list("tag", "notes"):
+        version = parse_tag(tag)
+        if version is None or version.family != end.family or not start.key < version.key <= end.key:
+            continue
+        if version.is_prerelease and version.tag != end.tag:
+            continue
+        found.append((version.key, tag, notes))
+    return [(tag, notes) for _, tag, notes in sorted(found)]

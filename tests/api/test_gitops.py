@@ -59,6 +59,12 @@ ITEM_FIELDS = {
     "manual_sync",
     "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since", "portal_url",
     "api_url",
+    # every other fact the store holds (issue 21)
+    "uid", "destination", "sources", "multi_source", "synced_revisions", "source_revision", "last_attempted_revision",
+    "generation", "observed_generation", "images", "ready", "interval", "automated", "history", "helm_release",
+    "flux_source", "operation_phase", "operation_message", "operation_started_at", "operation_finished_at",
+    "reconciled_at", "health_message", "warnings", "previous_synced_revision", "revision_changed_at", "read_from",
+    "first_seen",
 }
 
 

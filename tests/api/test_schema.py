@@ -17,9 +17,10 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
-from gitops.models import VersionChange
+from gitops.models import AppProject, VersionChange, Workload
 from portal.accounts import tokens
 from portal.delivery.models import PullRequest
+from tests.fixtures.real_objects import load_real
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,8 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     spec = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(spec)  # raises on any violation of the OpenAPI 3 JSON schema
     assert set(spec["paths"]) == {"/api/v1/gitops", "/api/v1/gitops/{cluster}/{namespace}/{name}",
-                                  "/api/v1/pull-requests", "/api/v1/findings"}
+                                  "/api/v1/pull-requests", "/api/v1/findings", "/api/v1/projects",
+                                  "/api/v1/workloads", "/api/v1/services"}
     listed = spec["paths"]["/api/v1/gitops"]["get"]
     parameters = {p["name"]: p for p in listed["parameters"]}
     # The /gitops page's filters (one FilterSet), the API's older name for one of them, and paging.
@@ -76,7 +78,8 @@ def test_the_docs_page_is_swagger_ui_on_the_schema_with_every_asset_served_by_th
     # (tests/web/test_browser_pages.py sees Swagger UI draw them).
     schema_url = re.search(r'data-schema-url="([^"]+)"', html).group(1)
     schema = client.get(schema_url, {"format": "json"}).content.decode()
-    for text in ("/api/v1/gitops", "/api/v1/pull-requests", "needs_attention", "sync_blocked_until", "after_change"):
+    for text in ("/api/v1/gitops", "/api/v1/pull-requests", "/api/v1/projects", "/api/v1/workloads",
+                 "/api/v1/services", "needs_attention", "sync_blocked_until", "after_change"):
         assert text in schema, text
 
 
@@ -94,6 +97,13 @@ def seeded(catalog):
                                forge_kind="github", number=7, url="https://github.com/acme/gitops/pull/7",
                                title="checkout 1.1.0", branch="portal/checkout-1.1.0", base_branch="main",
                                state="open", opened_at=now)
+    # A real AppProject's windows and a workload no app deploys, for /projects and /workloads.
+    [project] = load_real("argocd/argo-cd__project.yaml")
+    AppProject.objects.create(cluster=catalog.prod_eu, namespace="argocd", name="my-project",
+                              sync_windows=project["spec"]["syncWindows"], destinations=project["spec"]["destinations"],
+                              source_repos=project["spec"]["sourceRepos"])
+    Workload.objects.create(cluster=catalog.prod_eu, kind="Deployment", namespace="default", name="by-hand",
+                            containers=[{"container": "web", "image": "nginx:1.27", "init": False}])
     return catalog
 
 
@@ -127,4 +137,4 @@ def test_the_live_api_conforms_to_its_schema(live_server, seeded, users, setting
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "api_hooks", "PYTHONPATH": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "4 selected / 4 total" in result.stdout and "failures" not in result.stdout.lower()
+    assert "7 selected / 7 total" in result.stdout and "failures" not in result.stdout.lower()

@@ -27,6 +27,7 @@ from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, charts_behind, put_off
+from portal.releases import summaries
 from portal.releases.models import RegistryPoll, Release
 
 DEFAULT_PUT_OFF_DAYS = 14
@@ -69,6 +70,10 @@ def updates(request: HttpRequest) -> HttpResponse:
     why = not_deployed_why([b.past_pr for b in rows], now)
     for b in rows:
         b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
+    # Generated release-note summaries of the shown lines (one query; none unless configured).
+    generated = summaries.summaries_for((b.service.pk, b.running, b.target) for b in rows)
+    for b in rows:
+        b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,

@@ -1,0 +1,1 @@
+"""Assistant access: the portal's read-only MCP server (portal.assistant.server)."""

@@ -1,0 +1,144 @@
+"""The portal's MCP server (the official `mcp` SDK): four read-only tools, served over
+streamable HTTP at /mcp and over stdio (`manage.py mcp --stdio`).
+
+How HTTP is served, and why: the portal runs under WSGI (runserver in portal.embedded,
+gunicorn in docker-compose), and the SDK's transport is ASGI. Rather than a second server
+process or an ASGI entry point that every way of running the portal would have to adopt,
+/mcp is an ordinary Django view that hands each request to the SDK in its *stateless,
+JSON-response* mode: a fresh transport per POST, no session kept between requests, no
+server-sent-event stream held open, so one WSGI worker thread serves one MCP request and
+returns, like any other request. asgiref's `async_to_sync` runs the SDK's coroutine for
+the request; the tools go back to the request's own thread (`sync_to_async`,
+thread-sensitive) to use the ORM. Nothing MCP needs is lost: the tools need no server-to-
+client requests, and a client simply re-sends `initialize` when it reconnects.
+
+Authentication is the REST API's: a personal API token (`Authorization: Bearer gpat_…`)
+of a user with the viewer role, checked on the request and again by every read the tools
+make. Nothing can be written: the tools only ever build GET requests to the API's views.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Annotated, Any, Literal
+
+from asgiref.sync import sync_to_async
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from portal.assistant import tools
+from portal.assistant.reads import Caller, ReadError
+
+# Who is calling, set per request (HTTP) or per process (stdio).
+current_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("current_caller")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+
+INSTRUCTIONS = (
+    "The GitOps portal: every Argo CD Application and Flux Kustomization/HelmRelease on every cluster, the "
+    "versions they run, sync windows, and the pull requests that change them. Read-only. Start with "
+    "`why_not_deployed` for 'why is X not running in Y', `service` for 'what runs where / what can be upgraded', "
+    "`gitops` for lists and filters over apps, `pull_requests` for PR state, checks and lead times. Answers are "
+    "paged: pass `cursor` back for more."
+)
+
+Sync = Literal["Synced", "OutOfSync", "Unknown"]
+Health = Literal["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]
+Status = Literal["degraded", "missing", "outofsync", "progressing", "healthy", "suspended", "manual", "blocked"]
+Name = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=63)]
+Cursor = Annotated[str | None, Field(description="the `next_cursor` of the previous answer; omit for the first page")]
+PageSize = Annotated[int, Field(ge=1, le=tools.MAX_PAGE, description="items per page")]
+
+
+def _caller() -> Caller:
+    try:
+        return current_caller.get()
+    except LookupError:
+        raise ToolError("not authenticated") from None
+
+
+async def _run(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    caller = _caller()
+    try:
+        return await sync_to_async(fn, thread_sensitive=True)(caller, *args, **kwargs)
+    except ReadError as exc:
+        raise ToolError(f"{exc} (HTTP {exc.status})") from exc
+    except ValueError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(name="gitops-portal", title="GitOps portal", instructions=INSTRUCTIONS, version="1")
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "List GitOps apps (Argo CD Applications, Flux Kustomizations and HelmReleases) across every cluster, with "
+        "the /api/v1/gitops filters (AND). Each app: sync and health with since when, whether a sync window or a "
+        "suspension blocks it and until when, manual sync, suspended, the versions it runs vs what Git pins, and "
+        "after_change (the version change that preceded a degradation). Summary counts first; paged."))
+    async def gitops(
+        cluster: Annotated[Name | None, Field(description="cluster name")] = None,
+        environment: Annotated[Name | None, Field(description="environment name, e.g. prod")] = None,
+        service: Annotated[str | None, Field(description="apps deploying this catalog service", max_length=100,
+                                             pattern=r"^[-a-zA-Z0-9_]+$")] = None,
+        tool: Annotated[Literal["argo", "flux"] | None, Field(description="Argo CD or Flux")] = None,
+        project: Annotated[str | None, Field(description="Argo CD AppProject", max_length=253)] = None,
+        sync: Annotated[Sync | None, Field(description="sync status")] = None,
+        health: Annotated[Health | None, Field(description="health status")] = None,
+        status: Annotated[Status | None, Field(description="the /gitops page's status menu; blocked = held by a "
+                                                            "sync window or suspension now")] = None,
+        q: Annotated[str | None, Field(description="text in name, namespace, repository, path or chart",
+                                       max_length=100)] = None,
+        attention: Annotated[bool | None, Field(description="true: only apps needing attention")] = None,
+        cursor: Cursor = None,
+        page_size: PageSize = tools.DEFAULT_PAGE,
+    ) -> dict[str, Any]:
+        filters = {"cluster": cluster, "environment": environment, "service": service, "tool": tool,
+                   "project": project, "sync": sync, "health": health, "status": status, "q": q,
+                   "attention": attention}
+        return await _run(tools.gitops, {k: v for k, v in filters.items() if v is not None}, cursor, page_size)
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "Pull requests the portal opened (upgrades, promotions, rollbacks) or linked, newest first: state, the "
+        "forge's checks, from -> to versions, whether the new version runs (and in production), merged-but-not-"
+        "deployed, and lead times (proposal -> running, merge -> running). Paged."))
+    async def pull_requests(
+        state: Annotated[Literal["open", "merged", "closed"] | None, Field(description="PR state")] = None,
+        kind: Annotated[Literal["upgrade", "promotion", "rollback"] | None, Field(description="PR kind")] = None,
+        environment: Annotated[Name | None, Field(description="target environment")] = None,
+        cursor: Cursor = None,
+        page_size: PageSize = tools.DEFAULT_PAGE,
+    ) -> dict[str, Any]:
+        filters = {"state": state, "kind": kind, "environment": environment}
+        return await _run(tools.pull_requests, {k: v for k, v in filters.items() if v is not None}, cursor,
+                          page_size)
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "Explain why a service is not (yet) deployed in an environment, or why one app is held: for each app, the "
+        "reasons in order — a sync window (until when), manual sync, a Flux suspension, not synced yet, a merged "
+        "pull request (or Git pin) not running yet, degraded. Give `service` (+ `environment`) or `app`."))
+    async def why_not_deployed(
+        service: Annotated[str | None, Field(description="catalog service name, e.g. payments", max_length=100,
+                                             pattern=r"^[-a-zA-Z0-9_]+$")] = None,
+        environment: Annotated[Name | None, Field(description="environment name, e.g. prod")] = None,
+        app: Annotated[str | None, Field(description="one app as cluster/namespace/name, e.g. "
+                                                     "prod-eu-1/argocd/payments-prod", max_length=600)] = None,
+    ) -> dict[str, Any]:
+        return await _run(tools.why_not_deployed, service, environment, app)
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "One catalog service: the versions it runs per environment and cluster (and under which apps), the "
+        "newest release its policy accepts where it runs older, the latest release, and the open upgrade and "
+        "promotion offers with the portal's preview link of each pull request."))
+    async def service(
+        name: Annotated[str, Field(description="catalog service name", max_length=100, pattern=r"^[-a-zA-Z0-9_]+$")],
+        offers: Annotated[int, Field(ge=1, le=50, description="offers to list")] = 10,
+    ) -> dict[str, Any]:
+        return await _run(tools.service, name, offers)
+
+    return server
+
+
+SERVER = build_server()

@@ -1,0 +1,188 @@
+"""The MCP endpoint over real HTTP: the SDK's own client against a live portal. It lists the
+tools, calls each with filters and gets what the REST API answers; a viewer token works, a
+missing or revoked one is refused, and no tool can change anything."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from django.utils import timezone
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from gitops.models import GitOpsApp
+from portal.accounts import tokens
+from portal.delivery.models import PullRequest
+from portal.releases.models import Release
+from tests.fixtures.seed import seed_app
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOLS = {"gitops", "pull_requests", "why_not_deployed", "service"}
+
+
+def mcp_session(url: str, token: str | None, work: Any) -> Any:
+    """Run `work(client)` in an MCP session with the SDK's client over HTTP."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def main() -> Any:
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                return await work(client)
+
+    return anyio.run(main)
+
+
+def structured(result: Any) -> dict:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content.get("result", result.structured_content)
+    return json.loads(result.content[0].text)
+
+
+@pytest.fixture
+def fleet(catalog):
+    now = timezone.now()
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.4.0", sync="OutOfSync",
+             sync_blocked=True, sync_blocked_until=now + timedelta(hours=5), project="payments",
+             sync_window={"kind": "deny", "description": "Change freeze", "schedule": "0 0 * * *",
+                          "duration": "24h", "time_zone": "UTC"})
+    seed_app(catalog.prod_us, "payments-prod-us", service=catalog.payments, version="2.4.1")
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.4.2",
+             health="Degraded", since=timedelta(hours=1))
+    for tag in ("2.4.0", "2.4.1"):
+        Release.objects.create(service=catalog.payments, tag=tag, version=tag, seen_at=now)
+    PullRequest.objects.create(kind="upgrade", services=["payments"], environment="prod",
+                               repository="https://github.com/acme/gitops", forge_kind="github", number=12,
+                               url="https://github.com/acme/gitops/pull/12", title="payments 2.4.1",
+                               branch="portal/payments-2.4.1", base_branch="main", state="merged",
+                               from_version="2.4.0", to_version="2.4.1", opened_at=now - timedelta(hours=3),
+                               merged_at=now - timedelta(hours=2))
+    return catalog
+
+
+@pytest.fixture
+def viewer_token(users):
+    return tokens.issue(users["viewer"], "assistant")
+
+
+def test_tools_are_listed_read_only_with_schemas(live_server, fleet, viewer_token):
+    _, plain = viewer_token
+
+    async def work(client):
+        return (await client.list_tools()).tools
+
+    listed = mcp_session(f"{live_server.url}/mcp", plain, work)
+    assert {tool.name for tool in listed} == TOOLS
+    for tool in listed:
+        assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
+        assert len(tool.description) > 80
+    gitops = next(t for t in listed if t.name == "gitops")
+    properties = gitops.input_schema["properties"]
+    assert {"cluster", "environment", "service", "sync", "health", "status", "attention", "cursor",
+            "page_size"} <= set(properties)
+
+
+def test_each_tool_answers_what_the_api_serves(live_server, fleet, viewer_token):
+    _, plain = viewer_token
+
+    async def work(client):
+        return {
+            "gitops": structured(await client.call_tool("gitops", {"environment": "prod", "page_size": 1})),
+            "blocked": structured(await client.call_tool("gitops", {"status": "blocked"})),
+            "pulls": structured(await client.call_tool("pull_requests", {"state": "merged"})),
+            "service": structured(await client.call_tool("service", {"name": "payments"})),
+            "why": structured(await client.call_tool("why_not_deployed", {"service": "payments",
+                                                                            "environment": "prod"})),
+        }
+
+    answers = mcp_session(f"{live_server.url}/mcp", plain, work)
+
+    def rest(path: str, params: dict) -> dict:  # the REST API, over the same live server
+        response = httpx2.get(f"{live_server.url}{path}", params=params, headers={"Authorization": f"Bearer {plain}"})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    api = rest("/api/v1/gitops", {"environment": "prod", "page_size": 1})
+    [first] = answers["gitops"]["apps"]
+    [expected] = api["results"]
+    assert first["app"] == f"{expected['cluster']}/{expected['namespace']}/{expected['name']}"
+    assert (first["sync"], first["health"], first["sync_since"]) == (
+        expected["sync_status"], expected["health_status"], expected["sync_since"])
+    assert answers["gitops"]["next_cursor"] is not None  # two prod apps, a page of one
+
+    [blocked] = answers["blocked"]["apps"]
+    assert blocked["app"] == "prod-eu-1/argocd/payments-prod" and blocked["sync_blocked"] is True
+    assert blocked["blocked_until"] == rest("/api/v1/gitops", {"status": "blocked"})["results"][0][
+        "sync_blocked_until"]
+    assert blocked["sync_window"]["description"] == "Change freeze"
+
+    [pr] = answers["pulls"]["pull_requests"]
+    assert pr["url"] == "https://github.com/acme/gitops/pull/12" and pr["merged_not_deployed"] is True
+    assert pr["running_in_production"] is False
+
+    service = answers["service"]
+    api_service = rest("/api/v1/services", {"name": "payments"})["results"][0]
+    assert service["environments"] == api_service["environments"]
+    assert service["offers"] == api_service["offers"][:10] and service["offers_total"] == 1
+    assert service["offers"][0]["preview_url"].startswith(f"{live_server.url}/pr/preview?kind=upgrade")
+
+    why = {a["app"]: a for a in answers["why"]["apps"]}
+    held = why["prod-eu-1/argocd/payments-prod"]["reasons"]
+    assert [r["reason"] for r in held] == ["sync_window", "not_synced_yet", "merged_not_deployed"]
+
+
+def test_missing_bad_and_revoked_tokens_and_roles_are_refused(live_server, fleet, users, viewer_token):
+    url = f"{live_server.url}/mcp"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert httpx2.post(url, json=init, headers=headers).status_code == 401
+    assert httpx2.post(url, json=init, headers={**headers, "Authorization": "Bearer gpat_nope"}).status_code == 401
+    token, plain = viewer_token
+    ok = httpx2.post(url, json=init, headers={**headers, "Authorization": f"Bearer {plain}"})
+    assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "gitops-portal"
+    tokens.revoke(users["viewer"], token.pk)
+    assert httpx2.post(url, json=init, headers={**headers, "Authorization": f"Bearer {plain}"}).status_code == 401
+    # Someone without the viewer role (no group at all).
+    from django.contrib.auth import get_user_model
+
+    nobody = get_user_model().objects.create_user("nobody", password="x")
+    _, theirs = tokens.issue(nobody, "no role")
+    assert httpx2.post(url, json=init, headers={**headers, "Authorization": f"Bearer {theirs}"}).status_code == 403
+
+    async def work(client):
+        return await client.list_tools()
+
+    with pytest.raises(Exception):  # the SDK's client gives up on the 401
+        mcp_session(url, None, work)
+
+
+def test_no_tool_writes_anything(live_server, fleet, viewer_token):
+    """Every tool, called with every filter it takes, leaves the store as it was."""
+    _, plain = viewer_token
+    before = list(GitOpsApp.objects.order_by("pk").values())
+    pulls_before = list(PullRequest.objects.order_by("pk").values())
+
+    async def work(client):
+        calls = [
+            ("gitops", {"cluster": "prod-eu-1", "tool": "argo", "sync": "OutOfSync", "health": "Healthy",
+                        "q": "pay", "attention": True, "project": "payments"}),
+            ("pull_requests", {"state": "merged", "kind": "upgrade", "environment": "prod"}),
+            ("why_not_deployed", {"app": "prod-eu-1/argocd/payments-prod"}),
+            ("service", {"name": "payments", "offers": 5}),
+        ]
+        return [await client.call_tool(name, args) for name, args in calls]
+
+    results = mcp_session(f"{live_server.url}/mcp", plain, work)
+    assert all(not r.is_error for r in results), [r.content for r in results if r.is_error]
+    assert structured(results[0])["apps"][0]["app"] == "prod-eu-1/argocd/payments-prod"
+    assert list(GitOpsApp.objects.order_by("pk").values()) == before
+    assert list(PullRequest.objects.order_by("pk").values()) == pulls_before
+    # …and the endpoint has no way in but POSTed JSON-RPC reads.
+    assert httpx2.get(f"{live_server.url}/mcp", headers={"Authorization": f"Bearer {plain}"}).status_code == 405

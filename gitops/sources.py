@@ -554,9 +554,11 @@ class ManifestSource:
     def list_objects(self, kind: KindSpec, *, namespace: str | None = None) -> ListResult:
         result = ListResult()
         versions_seen: list[str] = []
+        any_of_kind = False
         for obj in self._objects(result):
             if not kind.matches(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))):
                 continue
+            any_of_kind = True
             if namespace is not None and (obj.get("metadata") or {}).get("namespace") != namespace:
                 continue
             if kind.label_selector and not selector_matches(kind.label_selector, _labels(obj)):
@@ -567,6 +569,10 @@ class ManifestSource:
             version = split_api_version(str(obj["apiVersion"]))[1]
             if version not in versions_seen:
                 versions_seen.append(version)
+        if kind.kept_data is not None and not any_of_kind:
+            # A folder of `kubectl get` snapshots rarely holds Secrets: none at all means they
+            # were not taken, not that Argo CD has no clusters (an API's empty list would).
+            raise SourceError(NOT_FOUND, f"the snapshot in {self.folder.name} holds no {kind.kind} objects")
         # Report the most preferred version present; items keep their own apiVersion.
         ranked = sorted(versions_seen, key=lambda v: kind.versions.index(v) if v in kind.versions else 99)
         result.version = ranked[0] if ranked else None

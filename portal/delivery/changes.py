@@ -39,6 +39,7 @@ from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, UPGRADE, Change, Preview, group_of, plan
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
 from portal.releases.excerpts import notes_for
+from portal.releases.vulns import supply_chain_diff
 from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
         raise ChangeError(f"{service.name} is already at {to_version} in {app.name}")
     if app.cluster.environment is None:
         raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
+    extra.setdefault("supply_chain", supply_chain_diff(service, from_version, to_version))
     return Change(
         kind=kind,
         services=(service.name,),

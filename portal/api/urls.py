@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from portal.api import docs, views
+from portal.api import docs, security, views
 
 # Path segments are what Kubernetes and the catalog allow; anything else falls through to a JSON 404.
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
         name="api-gitops-detail",
     ),
     path("v1/pull-requests", views.PullRequestListView.as_view(), name="api-pull-requests"),
+    path("v1/security", security.SecurityView.as_view(), name="api-security"),
     path("schema", views.SchemaView.as_view(), name="api-schema"),
     path("docs", docs.api_docs, name="api-docs"),
     re_path(r"^.*$", views.NotFoundView.as_view(), name="api-not-found"),

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from datetime import datetime
+from typing import Any
 
 from portal.catalog.models import Service
 from portal.releases.licences import NOT_LEGAL_ADVICE, is_os_package, kind_of, same_licence

@@ -13,6 +13,7 @@ NAVIGATION = [
     ("gitops", "GitOps"),
     ("updates", "Updates"),
     ("delivery", "Delivery"),
+    ("security", "Security"),
 ]
 
 

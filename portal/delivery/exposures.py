@@ -19,7 +19,7 @@ from portal.catalog.models import Service
 from portal.delivery.upgrades import UpgradeTargets
 from portal.releases.models import FeedStatus
 from portal.releases.osv import SEVERITIES
-from portal.releases.vulns import Finding, ImageFacts, diff, facts_for
+from portal.releases.vulns import Finding, ImageFacts, diff, facts_many
 
 FILTER_SEVERITIES = ("critical", "high", "moderate", "low")
 
@@ -90,13 +90,13 @@ def security_report(
         if row.app_id:
             group["apps"][row.app_id] = None
     targets = UpgradeTargets(list(services.values()), today or timezone.now().date())
-    facts_cache: dict[tuple[int, str], ImageFacts] = {}
+    wanted = {(sid, version) for sid, _env, version in groups}
+    wanted |= {(sid, t) for sid, version in list(wanted) if (t := targets.target(sid, version))}
+    # Every version and every target in one read of each table, whatever the fleet's size.
+    known = facts_many([(services[sid], version) for sid, version in wanted])
 
     def facts(service: Service, version: str) -> ImageFacts:
-        key = (service.pk, version)
-        if key not in facts_cache:
-            facts_cache[key] = facts_for(service, version)
-        return facts_cache[key]
+        return known[(service.pk, version)]
 
     app_names = _app_names({a for g in groups.values() for a in g["apps"]})
     exposures, unchecked = [], []

@@ -105,6 +105,24 @@ class SupplyChainDiff:
 
 def facts_for(service: Service, version: str, platform: str | None = None) -> ImageFacts:
     """The supply-chain facts of `service` at `version` as stored."""
+    return facts_many([(service, version)], platform)[(service.pk, version)]
+
+
+CHUNK = 5000  # values per IN list (SQLite's limit on bound variables is 32766)
+
+
+def _chunked(model: Any, field_name: str, values: Iterable[str]) -> list[Any]:
+    ordered = sorted(set(values))
+    found: list[Any] = []
+    for start in range(0, len(ordered), CHUNK):
+        found += model.objects.filter(**{f"{field_name}__in": ordered[start : start + CHUNK]})
+    return found
+
+
+def facts_many(pairs: Iterable[tuple[Service, str]], platform: str | None = None) -> dict[tuple[int, str], ImageFacts]:
+    """The facts of many (service, version) pairs in a fixed handful of queries (one per table,
+    per CHUNK values), whatever their number: pages list many."""
+    pairs = list(dict.fromkeys((s.pk, v) for s, v in pairs))
     feeds = {f.name: f for f in FeedStatus.objects.filter(name__in=("osv", "kev"))}
     osv, kev = feeds.get("osv"), feeds.get("kev")
     base: dict[str, Any] = {
@@ -113,39 +131,69 @@ def facts_for(service: Service, version: str, platform: str | None = None) -> Im
         "kev_ok_at": kev.last_ok_at if kev else None,
         "kev_error": kev.last_error if kev else "",
     }
-    release = Release.objects.filter(service=service, tag=version).exclude(digest="").first()
-    if release is None:
-        return ImageFacts(version, "unread", reason=f"the registry digest of {version} is not known yet", **base)
-    rows = {row.platform: row for row in ImageSbom.objects.filter(digest=release.digest)}
-    row = rows.get(platform or DEFAULT_PLATFORM) or rows.get("") or next(iter(rows.values()), None)
-    if row is None:
-        return ImageFacts(version, "unread", reason=f"the SBOM of {version} has not been read yet", **base)
-    if row.status != ImageSbom.FOUND:
-        return ImageFacts(
-            version, row.status, reason=row.reason, platform=row.platform, platform_assumed=row.platform_assumed, **base
+    digests = dict(
+        ((sid, tag), digest)
+        for sid, tag, digest in Release.objects.filter(
+            service_id__in={sid for sid, _ in pairs}, tag__in={v for _, v in pairs}
         )
-    packages = tuple(Package.from_row(r) for r in row.packages)
-    findings, unchecked, checked_at = _findings(packages)
-    return ImageFacts(
-        version,
-        row.status,
-        platform=row.platform,
-        platform_assumed=row.platform_assumed,
-        packages=packages,
-        findings=findings,
-        unchecked=unchecked,
-        checked_at=checked_at,
-        **base,
+        .exclude(digest="")
+        .values_list("service_id", "tag", "digest")
     )
-
-
-def _findings(packages: Sequence[Package]) -> tuple[tuple[Finding, ...], int, datetime | None]:
-    purls = [p.purl for p in packages if p.purl]
-    checks = {c.purl: c for c in PackageCheck.objects.filter(purl__in=purls)}
-    ids = {i for c in checks.values() for i in c.vuln_ids}
-    records = {v.osv_id: v for v in Vulnerability.objects.filter(osv_id__in=sorted(ids))}
+    sboms: dict[str, dict[str, ImageSbom]] = {}
+    for row in _chunked(ImageSbom, "digest", digests.values()):
+        sboms.setdefault(row.digest, {})[row.platform] = row
+    purls = {r[0] for rows_ in sboms.values() for row in rows_.values() for r in row.packages if r and r[0]}
+    checks = {c.purl: c for c in _chunked(PackageCheck, "purl", purls)}
+    records = {v.osv_id: v for v in _chunked(Vulnerability, "osv_id", {i for c in checks.values() for i in c.vuln_ids})}
     cves = {a for r in records.values() for a in [r.osv_id, *r.aliases] if a.startswith("CVE-")}
-    exploited = set(KnownExploited.objects.filter(cve_id__in=sorted(cves)).values_list("cve_id", flat=True))
+    exploited = {k.cve_id for k in _chunked(KnownExploited, "cve_id", cves)}
+    found: dict[tuple[int, str], ImageFacts] = {}
+    for sid, version in pairs:
+        digest = digests.get((sid, version))
+        if digest is None:
+            found[(sid, version)] = ImageFacts(
+                version, "unread", reason=f"the registry digest of {version} is not known yet", **base
+            )
+            continue
+        rows = sboms.get(digest, {})
+        row = rows.get(platform or DEFAULT_PLATFORM) or rows.get("") or next(iter(rows.values()), None)
+        if row is None:
+            found[(sid, version)] = ImageFacts(
+                version, "unread", reason=f"the SBOM of {version} has not been read yet", **base
+            )
+        elif row.status != ImageSbom.FOUND:
+            found[(sid, version)] = ImageFacts(
+                version,
+                row.status,
+                reason=row.reason,
+                platform=row.platform,
+                platform_assumed=row.platform_assumed,
+                **base,
+            )
+        else:
+            packages = tuple(Package.from_row(r) for r in row.packages)
+            findings, unchecked, checked_at = _findings(packages, checks, records, exploited)
+            found[(sid, version)] = ImageFacts(
+                version,
+                row.status,
+                platform=row.platform,
+                platform_assumed=row.platform_assumed,
+                packages=packages,
+                findings=findings,
+                unchecked=unchecked,
+                checked_at=checked_at,
+                **base,
+            )
+    return found
+
+
+def _findings(
+    packages: Sequence[Package],
+    checks: dict[str, PackageCheck],
+    records: dict[str, Vulnerability],
+    exploited: set[str],
+) -> tuple[tuple[Finding, ...], int, datetime | None]:
+    purls = [p.purl for p in packages if p.purl]
     by_key: dict[str, dict] = {}
     for package in packages:
         check = checks.get(package.purl)
@@ -187,7 +235,7 @@ def _findings(packages: Sequence[Package]) -> tuple[tuple[Finding, ...], int, da
         )
     )
     unchecked = sum(1 for p in set(purls) if p not in checks)
-    checked_at = min((c.checked_at for c in checks.values()), default=None)
+    checked_at = min((checks[p].checked_at for p in set(purls) if p in checks), default=None)
     return findings, unchecked, checked_at
 
 
@@ -201,7 +249,15 @@ def _fixed_for(record: Vulnerability, package: Package) -> list[str]:
 
 def supply_chain_diff(service: Service, from_version: str, to_version: str) -> SupplyChainDiff:
     """The stored facts of both versions, compared (what a pull request's description carries)."""
-    return diff(facts_for(service, from_version), facts_for(service, to_version))
+    found = facts_many([(service, from_version), (service, to_version)])
+    return diff(found[(service.pk, from_version)], found[(service.pk, to_version)])
+
+
+def diffs_many(moves: Iterable[tuple[Service, str, str]]) -> dict[tuple[int, str, str], SupplyChainDiff]:
+    """Many (service, from, to) moves compared, their facts read together."""
+    moves = list(moves)
+    found = facts_many([(s, v) for s, a, b in moves for v in (a, b)])
+    return {(s.pk, a, b): diff(found[(s.pk, a)], found[(s.pk, b)]) for s, a, b in moves}
 
 
 # --- the diff (pure) ----------------------------------------------------------------------
@@ -309,6 +365,24 @@ def describe(result: SupplyChainDiff, kind: str = "") -> list[str]:
     for note in result.missing:
         lines.append(f"- Not complete: {note}.")
     return lines
+
+
+def summary(result: SupplyChainDiff) -> str:
+    """One line for a list (Updates): what the move fixes and brings, or why it is not known."""
+    if not (result.old.has_sbom and result.new.has_sbom):
+        return f"supply chain not checked: {result.missing[0]}" if result.missing else "supply chain not checked"
+    exploited = sum(1 for f in result.fixed if f.exploited)
+    parts = [
+        f"fixes {len(result.fixed)} known vulnerabilit{'y' if len(result.fixed) == 1 else 'ies'}"
+        + (f" ({exploited} exploited)" if exploited else "")
+    ]
+    if result.brought:
+        back = sum(1 for f in result.brought if f.exploited)
+        parts.append(f"brings {len(result.brought)}" + (f" ({back} exploited)" if back else ""))
+    if result.licences:
+        parts.append(f"{len(result.licences)} licence{'s' if len(result.licences) > 1 else ''} to look at")
+    stale = [m for m in result.missing if m.startswith(("OSV", "exploited"))]
+    return " · ".join(parts) + (f" ({stale[0]})" if stale else "")
 
 
 def _group(title: str, findings: Sequence[Finding]) -> list[str]:

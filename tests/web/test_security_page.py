@@ -205,3 +205,33 @@ def test_the_security_page_in_a_browser(live_server, page, catalog, feeds: FeedF
     description = page.locator("pre.description").inner_text()
     assert "Supply chain" in description and "CVE-2023-44487" in description and "BUSL-1.1" in description
     screenshot(page, "security-preview")
+
+
+def test_updates_lines_say_what_the_upgrade_fixes_and_brings(client, users, fleet) -> None:
+    client.force_login(users["viewer"])
+
+    html = client.get(reverse("updates")).content.decode()
+
+    assert html.count("fixes 2 known vulnerabilities (1 exploited) · brings 1 · 1 licence to look at") == 2
+
+
+def test_the_security_page_reads_a_fixed_number_of_queries_whatever_the_fleet(client, users, fleet, catalog) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(users["viewer"])
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("security")).status_code == 200
+        return len(queries)
+
+    few = count()
+    store_sbom(catalog.payments, "3.1.0", "proton-bridge-v1.6.3.cdx.json", "d")
+    for i in range(5):
+        seed_app(catalog.prod_us, f"checkout-us-{i}", service=catalog.checkout, version="1.7.0")
+        seed_app(catalog.dev_cluster, f"payments-dev-{i}", service=catalog.payments, version="3.1.0")
+    check_purls({row[0] for sbom in ImageSbom.objects.all() for row in sbom.packages if row[0]})
+
+    assert count() <= few + 1
+    assert 'data-service="payments"' in client.get(reverse("security")).content.decode()

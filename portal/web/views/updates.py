@@ -27,6 +27,7 @@ from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, put_off
 from portal.releases.models import RegistryPoll, Release
+from portal.releases.vulns import diffs_many, summary
 
 DEFAULT_PUT_OFF_DAYS = 14
 PAGE_SIZE = 50  # lines behind per page; the counts atop say how many in all
@@ -65,6 +66,7 @@ def updates(request: HttpRequest) -> HttpResponse:
     # The pager counts the light lines; only the shown page loads its applications.
     page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    _add_supply_chain(rows)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
@@ -95,6 +97,14 @@ def updates(request: HttpRequest) -> HttpResponse:
         ),
     }
     return render(request, "web/updates.html", context)
+
+
+def _add_supply_chain(rows: list) -> None:
+    """Each shown line's supply-chain summary (what moving to the target fixes and brings),
+    once per service and pair of versions, from the store only."""
+    found = diffs_many((line.service, line.running, line.target) for line in rows)
+    for line in rows:
+        line.supply_chain = summary(found[(line.service.pk, line.running, line.target)])
 
 
 @requires_role(Role.MEMBER)

@@ -5,15 +5,14 @@ OSV and KEV were last read. Same filters as the page (severity, exploited, team,
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.renderers import JSONRenderer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from portal.api.auth import BearerTokenAuthentication, HasViewerRole
-from portal.api.throttles import TokenRateThrottle
+from portal.api.serializers import SLUG, inline_enum
+from portal.api.views import PortalAPIView, _errors
 from portal.catalog.models import Environment, Service
 from portal.delivery.exposures import FILTER_SEVERITIES, SecurityReport, security_report
 
@@ -66,30 +65,36 @@ def as_json(report: SecurityReport) -> dict:
     }
 
 
-class SecurityView(APIView):
-    authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
-    permission_classes = [HasViewerRole]
-    throttle_classes = [TokenRateThrottle]
-    renderer_classes = [JSONRenderer]
+class SecurityQuerySerializer(serializers.Serializer):
+    severity = inline_enum(list(FILTER_SEVERITIES))(
+        choices=list(FILTER_SEVERITIES), required=False, help_text="at least this severity"
+    )
+    exploited = serializers.BooleanField(
+        required=False, help_text="only vulnerabilities exploited in the wild (CISA KEV)"
+    )
+    team = serializers.CharField(max_length=100, required=False)
+    environment = serializers.RegexField(SLUG, max_length=63, required=False)
+
+
+class SecurityView(PortalAPIView):
+    query_serializer_class = SecurityQuerySerializer
 
     @extend_schema(
+        operation_id="security_list",
         summary="Running versions with known vulnerabilities",
-        parameters=[
-            OpenApiParameter("severity", str, enum=list(FILTER_SEVERITIES), description="at least this severity"),
-            OpenApiParameter("exploited", bool, description="only vulnerabilities exploited in the wild (CISA KEV)"),
-            OpenApiParameter("team", str),
-            OpenApiParameter("environment", str),
-        ],
-        responses={200: dict},
+        description="Each service × environment × running version with known vulnerabilities (from its image's SBOM "
+        "matched against OSV; exploited = CISA KEV), worst first, with the newest acceptable release and the findings "
+        "it fixes; the versions not checked and why; since when OSV and KEV were last read. The /security page's "
+        "facts and filters. Unknown parameters are refused.",
+        parameters=[SecurityQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT, **_errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        severity = params.get("severity", "")
-        team = params.get("team", "")
-        environment = params.get("environment", "")
+        params = self.query(request)
+        team, environment = params.get("team", ""), params.get("environment", "")
         report = security_report(
-            severity=severity if severity in FILTER_SEVERITIES else "",
-            exploited=params.get("exploited", "") in ("1", "true"),
+            severity=params.get("severity", ""),
+            exploited=bool(params.get("exploited")),
             team=team if Service.objects.filter(team=team).exists() else "",
             environment=environment if Environment.objects.filter(name=environment).exists() else "",
         )

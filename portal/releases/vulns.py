@@ -361,7 +361,10 @@ def describe(result: SupplyChainDiff, kind: str = "") -> list[str]:
             lines.append(f"- Licences to look at before merging ({NOT_LEGAL_ADVICE}):")
             for change in result.licences:
                 was = f"was {change.before}" if change.before else "new package"
-                lines.append(f"  - `{change.package}` {change.version}: {change.licence} ({change.kind}); {was}")
+                lines.append(
+                    f"  - `{_plain(change.package)}` {_plain(change.version)}: {_plain(change.licence)} "
+                    f"({change.kind}); {_plain(was)}"
+                )
     for note in result.missing:
         lines.append(f"- Not complete: {note}.")
     return lines
@@ -399,17 +402,18 @@ def _group(title: str, findings: Sequence[Finding]) -> list[str]:
 def finding_line(finding: Finding) -> str:
     exploited = "**exploited in the wild** (CISA KEV), " if finding.exploited else ""
     ids = ", ".join(i for i in finding.osv_ids if i != finding.key)
-    fixed = f"; fixed in {', '.join(finding.fixed_in)}" if finding.fixed_in else ""
+    fixed = f"; fixed in {_plain(', '.join(finding.fixed_in))}" if finding.fixed_in else ""
     summary = f" — {_plain(finding.summary)}" if finding.summary else ""
     return (
         f"{finding.key}{f' ({ids})' if ids else ''}: {exploited}{finding.severity}, "
-        f"in {', '.join(finding.packages)}{fixed}{summary}"
+        f"in {_plain(', '.join(finding.packages))}{fixed}{summary}"
     )
 
 
 def _plain(text: str) -> str:
-    """OSV text inside a Markdown list item: one line, no markup that could act."""
-    flat = " ".join(text.split())[:160]
-    for char in "<>[]`*_|":
+    """Text from an SBOM or OSV inside a Markdown list item: one line, no markup that could act
+    (links, HTML, code spans, emphasis, tables), mentions and issue references defused."""
+    flat = " ".join(text.split())[:300]
+    for char in "<>[]`*|":
         flat = flat.replace(char, " ")
-    return flat.replace("@", "@\u200b").strip()
+    return flat.replace("@", "@\u200b").replace("#", "#\u200b").strip()

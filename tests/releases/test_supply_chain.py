@@ -409,3 +409,42 @@ def test_with_osv_and_kev_down_the_section_says_since_when(bridge, catalog, feed
     )
     assert any(m.startswith("exploited in the wild (CISA KEV): not checked since") for m in result.missing)
     assert [f.key for f in result.fixed] == ["CVE-2023-44487", "CVE-2022-41723"]  # what was known stays
+
+
+def test_strings_from_sboms_and_osv_cannot_act_in_the_description() -> None:
+    from portal.releases.vulns import Finding, ImageFacts, LicenceChange, SupplyChainDiff
+    from portal.releases.vulns import describe as section
+
+    hostile = Finding(
+        key="CVE-2024-0001",
+        osv_ids=("GHSA-x",),
+        severity="high",
+        exploited=False,
+        summary="click [here](https://evil.example) <img src=x onerror=alert(1)> @admin fixes #1",
+        packages=("evil`pkg` 1.0",),
+        fixed_in=("evil`pkg` [2.0](https://evil.example)",),
+    )
+    old = ImageFacts("1.0", ImageSbom.FOUND, findings=(hostile,))
+    new = ImageFacts("2.0", ImageSbom.FOUND)
+    change = LicenceChange(
+        package="x`y](https://evil.example)", version="1", licence="AGPL-3.0-only", kind="network copyleft", before=""
+    )
+    text = "\n".join(section(SupplyChainDiff(old=old, new=new, fixed=(hostile,), licences=(change,))))
+
+    assert "](https://" not in text and "<img" not in text and "`pkg`" not in text
+    assert "@\u200badmin" in text and "#\u200b1" in text
+
+
+def test_with_osv_down_the_upgrade_pull_request_still_opens_and_says_so(bridge, catalog, gitops, feeds) -> None:
+    feeds.fail_osv = True
+    check_purls(["pkg:golang/golang.org/x/net@v0.99.0"], now=timezone.now() + timedelta(days=1))
+    app = seed_app(
+        catalog.prod_eu, "checkout-prod", service=bridge, version="1.6.0", repo_url=gitops.repository, path=PROD
+    )
+
+    result = open_change(change_for_upgrade(app, bridge, "1.7.0"), None)
+
+    assert result.ok, result.message
+    body = gitops.model.pulls[0].body
+    assert "- Not complete: OSV: not checked since " in body and "answered 503" in body
+    assert "CVE-2023-44487" in body  # the answers kept from before are still the facts

@@ -448,3 +448,17 @@ def test_with_osv_down_the_upgrade_pull_request_still_opens_and_says_so(bridge, 
     body = gitops.model.pulls[0].body
     assert "- Not complete: OSV: not checked since " in body and "answered 503" in body
     assert "CVE-2023-44487" in body  # the answers kept from before are still the facts
+
+
+def test_an_unreachable_registry_leaves_no_answer_and_is_tried_again(db, catalog, feeds) -> None:
+    Release.objects.create(
+        service=catalog.checkout, tag="1.6.0", version="1.6.0", seen_at=T0, digest="sha256:" + "e" * 64
+    )
+    closed = RegistryClient(f"http://127.0.0.1:{free_port()}", timeout=2)
+
+    report = read_supply_chain(catalog.checkout, versions=["1.6.0"], client=closed, repository="acme/checkout")
+
+    assert report.errors and "cannot connect" in report.errors[0]
+    assert not ImageSbom.objects.exists()  # not "no SBOM": the next pass asks again
+    facts = facts_for(catalog.checkout, "1.6.0")
+    assert facts.sbom == "unread" and "has not been read yet" in facts.reason

@@ -462,3 +462,19 @@ def test_an_unreachable_registry_leaves_no_answer_and_is_tried_again(db, catalog
     assert not ImageSbom.objects.exists()  # not "no SBOM": the next pass asks again
     facts = facts_for(catalog.checkout, "1.6.0")
     assert facts.sbom == "unread" and "has not been read yet" in facts.reason
+
+
+@pytest.mark.parametrize(
+    "task", ["releases.read_supply_chain", "releases.read_all_supply_chain", "releases.refresh_kev"]
+)
+def test_the_supply_chain_runs_on_the_registry_queue_never_in_a_request(task: str) -> None:
+    from django.conf import settings
+
+    import portal.releases.tasks  # noqa: F401 - registers the tasks, as the worker's autodiscovery does
+    from portal.celery import app
+
+    assert task in app.tasks and app.amqp.router.route({}, task)["queue"].name == "registry"
+    scheduled = {entry["task"]: entry for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    if task != "releases.read_supply_chain":
+        assert scheduled[task]["options"]["expires"] < scheduled[task]["schedule"]
+    assert scheduled.get("releases.refresh_kev", {}).get("schedule") == 86400

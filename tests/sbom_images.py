@@ -166,3 +166,72 @@ def push_buildkit_index(
         )
     index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}
     return push_manifest(registry_url, repository, tag, index), images
+
+
+def attach_cosign_sbom(registry_url: str, repository: str, subject: str, data: bytes, kind: str) -> None:
+    """`cosign attach sbom`: the document itself as the layer of `sha256-<hex>.sbom`."""
+    media = {"spdx": "text/spdx+json", "cyclonedx": "application/vnd.cyclonedx+json"}[kind]
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": _empty_config(registry_url, repository),
+        "layers": [{"mediaType": media, "digest": push_blob(registry_url, repository, data), "size": len(data)}],
+    }
+    push_manifest(registry_url, repository, subject.replace(":", "-") + ".sbom", manifest)
+
+
+class ReferrersAPI:
+    """A registry with the OCI 1.1 referrers API in front of distribution v2.8: answers
+    `GET /v2/<name>/referrers/<digest>` with the index the referrers tag schema holds (what a
+    1.1 registry answers from its own index), 404 when there is none; forwards everything else."""
+
+    def __init__(self, upstream: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.upstream = upstream
+        self.referrer_requests: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                proxy._forward(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _forward(self, handler) -> None:  # type: ignore[no-untyped-def]
+        path = handler.path
+        if "/referrers/" in path:
+            name, digest = path[len("/v2/") :].split("/referrers/", 1)
+            self.referrer_requests.append(digest)
+            got = requests.get(
+                f"{self.upstream}/v2/{name}/manifests/{digest.replace(':', '-')}",
+                headers={"Accept": OCI_INDEX},
+                timeout=10,
+            )
+            body = (
+                got.content
+                if got.status_code == 200
+                else json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}).encode()
+            )
+            status, headers = 200, {"Content-Type": OCI_INDEX}
+        else:
+            accept = handler.headers.get("Accept", "")
+            got = requests.get(f"{self.upstream}{path}", headers={"Accept": accept} if accept else {}, timeout=10)
+            body, status = got.content, got.status_code
+            headers = {k: got.headers[k] for k in ("Content-Type", "Docker-Content-Digest") if k in got.headers}
+        handler.send_response(status)
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)

@@ -14,7 +14,8 @@ and the result says so). Where an SBOM can be, in the order they are tried:
 3. cosign attachments: `sha256-<hex>.att` (DSSE envelopes around in-toto statements with an
    SPDX or CycloneDX predicate) and `sha256-<hex>.sbom` (the document itself).
 
-The first SBOM found is the image's; an image with none says so ("no SBOM attached"), a
+Signatures (cosign's, a DSSE envelope's) are not verified: the SBOM informs a reviewer, it gates
+nothing. The first SBOM found is the image's; an image with none says so ("no SBOM attached"), a
 document over 50 MB is "SBOM too large" (refused by its declared size, never downloaded),
 a document that does not parse is "malformed" with the parser's reason. A registry that
 cannot be reached raises RegistryError: that is not an answer about the image, and the

@@ -478,3 +478,31 @@ def test_the_supply_chain_runs_on_the_registry_queue_never_in_a_request(task: st
     if task != "releases.read_supply_chain":
         assert scheduled[task]["options"]["expires"] < scheduled[task]["schedule"]
     assert scheduled.get("releases.refresh_kev", {}).get("schedule") == 86400
+
+
+def test_a_registry_with_the_referrers_api_is_asked_through_it(open_registry: Registry) -> None:
+    from tests.sbom_images import ReferrersAPI
+
+    repository = f"acme/sbom-api-{free_port()}"
+    image = push_image(open_registry.url, repository, "1.0.0", T0, oci=True)
+    attach_referrers_tag(open_registry.url, repository, image, raw("proton-bridge-v1.6.3.cdx.json"), "cyclonedx")
+    api = ReferrersAPI(open_registry.url)
+    try:
+        result = read_sbom(RegistryClient(api.url, timeout=10), repository, "1.0.0")
+    finally:
+        api.close()
+
+    assert (result.status, result.source, len(result.packages)) == (FOUND, "referrers", 201)
+    assert api.referrer_requests == [image]
+
+
+def test_a_cosign_sbom_attachment_is_read(open_registry: Registry) -> None:
+    from tests.sbom_images import attach_cosign_sbom
+
+    repository = f"acme/sbom-attach-{free_port()}"
+    image = push_image(open_registry.url, repository, "1.0.0", T0, oci=True)
+    attach_cosign_sbom(open_registry.url, repository, image, raw("example11.spdx.json"), "spdx")
+
+    result = read_sbom(client_for(open_registry), repository, "1.0.0")
+
+    assert (result.status, result.source, result.format) == (FOUND, "cosign-sbom", "SPDX-2.3")

@@ -7,6 +7,7 @@ from the fakes seeded with real records."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -31,12 +32,18 @@ DATA = Path(__file__).parent.parent / "releases" / "supply_chain"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
+@lru_cache(maxsize=8)
+def parsed(document: str) -> tuple:
+    """A real document's packages, parsed once per run (the library takes a second or two)."""
+    return parse_sbom((DATA / document).read_bytes()).packages
+
+
 def store_sbom(
     service, tag: str, document: str | None, digest_char: str, *, status: str = ImageSbom.FOUND, reason: str = ""
 ) -> None:
     digest = "sha256:" + digest_char * 64
     Release.objects.create(service=service, tag=tag, version=tag, seen_at=T0, digest=digest)
-    packages = parse_sbom((DATA / document).read_bytes()).packages if document else ()
+    packages = parsed(document) if document else ()
     ImageSbom.objects.create(
         digest=digest,
         status=status,

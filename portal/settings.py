@@ -268,6 +268,15 @@ PORTAL_REGISTRY_AUTH = os.environ.get("PORTAL_REGISTRY_AUTH", "")
 # Registries reached over plain http (a local registry); every other host is https.
 PORTAL_REGISTRY_PLAIN_HTTP = [host.lower() for host in env_list("PORTAL_REGISTRY_PLAIN_HTTP", [])]
 PORTAL_REGISTRY_TIMEOUT = float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", "10"))  # seconds per request
+# Supply chain (portal.releases.osv, kev): vulnerabilities of SBOM packages from OSV, "exploited"
+# from CISA's KEV catalogue. Both are plain HTTPS GET/POST through requests, which honours the
+# standard HTTPS_PROXY / NO_PROXY variables: that is the proxy setting.
+PORTAL_OSV_URL = os.environ.get("PORTAL_OSV_URL", "https://api.osv.dev").rstrip("/")
+PORTAL_OSV_CACHE_HOURS = float(os.environ.get("PORTAL_OSV_CACHE_HOURS", "24"))  # a package version's answer kept
+PORTAL_KEV_URL = os.environ.get(
+    "PORTAL_KEV_URL", "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json"
+)
+PORTAL_FEED_TIMEOUT = float(os.environ.get("PORTAL_FEED_TIMEOUT", "30"))  # seconds per OSV or KEV request
 
 # Release-note summaries (portal.releases.summaries), only when all three are set: an
 # OpenAI-compatible endpoint (…/v1, or its /chat/completions), the model, and the NAME of the
@@ -299,6 +308,11 @@ CELERY_BEAT_SCHEDULE = {
     "poll-registries": periodic(
         "releases.poll_all_registries", float(os.environ.get("PORTAL_REGISTRY_POLL_INTERVAL", "3600"))
     ),
+    # SBOMs of running and newest releases, then their packages against OSV (registry queue).
+    "read-supply-chain": periodic(
+        "releases.read_all_supply_chain", float(os.environ.get("PORTAL_SUPPLY_CHAIN_INTERVAL", "21600"))
+    ),
+    "refresh-kev": periodic("releases.refresh_kev", 86400),  # CISA publishes the catalogue daily at most
     # Each repository's Git pins are read at most every 10 minutes; this only finds the due ones.
     "read-git-pins": periodic("delivery.read_due_git_pins", 60),
     # The matrix's read model is kept by every write; this only mends what no writer announced.

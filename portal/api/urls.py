@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from portal.api import agents, docs, findings, projects, services, views, workloads
+from portal.api import agents, docs, findings, projects, security, services, views, workloads
 
 # Path segments are what Kubernetes and the catalog allow; anything else falls through to a JSON 404.
 urlpatterns = [
@@ -16,6 +16,7 @@ urlpatterns = [
     path("v1/projects", projects.ProjectListView.as_view(), name="api-projects"),
     path("v1/workloads", workloads.WorkloadListView.as_view(), name="api-workloads"),
     path("v1/services", services.ServiceListView.as_view(), name="api-services"),
+    path("v1/security", security.SecurityView.as_view(), name="api-security"),
     path("schema", views.SchemaView.as_view(), name="api-schema"),
     path("docs", docs.api_docs, name="api-docs"),
     re_path(r"^.*$", views.NotFoundView.as_view(), name="api-not-found"),

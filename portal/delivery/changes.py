@@ -62,6 +62,7 @@ from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
 from portal.releases import summaries
 from portal.releases.charts import ChartPin, ChartRef, chart_pin
 from portal.releases.excerpts import notes_for
+from portal.releases.vulns import supply_chain_diff
 from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
@@ -157,6 +158,7 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
         raise ChangeError(f"{service.name} is already at {to_version} in {app.name}")
     if app.cluster.environment is None:
         raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
+    extra.setdefault("supply_chain", supply_chain_diff(service, from_version, to_version))
     return Change(
         kind=kind,
         services=(service.name,),

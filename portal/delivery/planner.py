@@ -28,6 +28,8 @@ from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
 from forges.pins import Edit, Pin, chart_edit_result, tree_edit_result
 from portal.imagerefs import parse_image
+from portal.releases.vulns import SupplyChainDiff
+from portal.releases.vulns import describe as describe_supply_chain
 from portal.timestamps import utc_stamp
 
 UPGRADE = "upgrade"
@@ -71,6 +73,7 @@ class Change:
     ran_since: datetime | None = None
     ran_since_exact: bool = True  # False: "at least since" (no recorded change)
     chart: str = ""  # a chart version change: the chart's name (`image` is then its repository)
+    supply_chain: SupplyChainDiff | None = None  # vulnerabilities and licences from the two images' SBOMs
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -318,6 +321,7 @@ def describe(
         lines += [f"- `{pin.path}` line {pin.line}" for pin in digest_pinned]
     if problems:
         lines += ["", "Not changed:"] + [f"- {problem}" for problem in problems]
+    lines += supply_chain_section(changes)
     for change in changes:
         if change.release_notes.strip():
             whose = f"{', '.join(change.services)} " if len(changes) > 1 else ""
@@ -329,6 +333,20 @@ def describe(
                       quoted(change.release_summary)]
     lines += ["", CLOSING]
     return "\n".join(lines) + "\n"
+
+
+def supply_chain_section(changes: Sequence[Change]) -> list[str]:
+    """Known vulnerabilities fixed and brought (brought back, for a rollback) and licences to look
+    at, per change, from `portal.releases.vulns`; a change without the facts adds nothing."""
+    lines: list[str] = []
+    for change in changes:
+        if change.supply_chain is None:
+            continue
+        section = describe_supply_chain(change.supply_chain, change.kind)
+        if len(changes) > 1:
+            section[0] = f"{', '.join(change.services)}: {section[0]}"
+        lines += ["", *section]
+    return lines
 
 
 def quoted(text: str) -> str:

@@ -126,3 +126,86 @@ class ReleaseSummary(models.Model):
 
     def __str__(self) -> str:
         return f"summary of {self.service} {self.from_version} -> {self.to_version}"
+
+
+# --- supply chain (portal.releases.sboms, osv, kev) -------------------------------------
+
+
+class ImageSbom(models.Model):
+    """What the registry holds as the SBOM of one image digest, read once: a digest never
+    changes, so neither does its answer. Only the packages' purl, name, version, licence and
+    purl type are kept, never the document. A registry that could not be reached leaves no
+    row (the next pass tries again); "none", "too-large" and "malformed" are answers."""
+
+    FOUND, NONE, TOO_LARGE, MALFORMED = "found", "none", "too-large", "malformed"
+    STATUSES = [(FOUND, "found"), (NONE, "no SBOM"), (TOO_LARGE, "too large"), (MALFORMED, "malformed")]
+
+    digest = models.CharField(max_length=100, help_text="the digest the tag points at (an index or an image)")
+    platform = models.CharField(max_length=40, blank=True, help_text="os/arch chosen in an index; empty for one image")
+    platform_assumed = models.BooleanField(default=False, help_text="the cluster's platform is unknown: linux/amd64")
+    image_digest = models.CharField(max_length=100, blank=True, help_text="the platform image's manifest digest")
+    status = models.CharField(max_length=12, choices=STATUSES)
+    source = models.CharField(max_length=20, blank=True, help_text="attestation, referrers, referrers-tag, cosign-…")
+    format = models.CharField(max_length=30, blank=True)
+    reason = models.TextField(blank=True)
+    packages = models.JSONField(default=list, blank=True, help_text="[[purl, name, version, licence, type], …]")
+    package_count = models.PositiveIntegerField(default=0)
+    read_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["digest", "platform"], name="releases_imagesbom_unique")]
+
+    def __str__(self) -> str:
+        return f"SBOM of {self.digest[:19]} ({self.status})"
+
+
+class PackageCheck(models.Model):
+    """OSV's answer for one package version (a versioned purl): the vulnerability ids, until
+    `expires_at`; after that the next pass asks again."""
+
+    purl = models.CharField(max_length=500, unique=True)
+    vuln_ids = models.JSONField(default=list, blank=True)
+    checked_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return self.purl
+
+
+class Vulnerability(models.Model):
+    """One OSV record, as far as the portal shows it."""
+
+    osv_id = models.CharField(max_length=100, unique=True)
+    aliases = models.JSONField(default=list, blank=True)
+    summary = models.CharField(max_length=300, blank=True)
+    severity = models.CharField(max_length=10, default="unknown", help_text="critical, high, moderate, low, unknown")
+    fixed = models.JSONField(default=dict, blank=True, help_text="package name -> fixed versions")
+    modified = models.CharField(max_length=40, blank=True)
+    fetched_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.osv_id
+
+
+class KnownExploited(models.Model):
+    """One entry of CISA's Known Exploited Vulnerabilities catalogue."""
+
+    cve_id = models.CharField(max_length=30, unique=True)
+    name = models.CharField(max_length=300, blank=True)
+    date_added = models.DateField(null=True, blank=True)
+    ransomware = models.CharField(max_length=20, blank=True)
+
+    def __str__(self) -> str:
+        return self.cve_id
+
+
+class FeedStatus(models.Model):
+    """How reading OSV or the KEV catalogue last went: what "not checked since …" is made of."""
+
+    name = models.CharField(max_length=10, unique=True)  # "osv", "kev"
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name

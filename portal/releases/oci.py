@@ -48,6 +48,7 @@ MANIFEST_TYPES = (
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
 _INDEX_TYPES = {MANIFEST_TYPES[2], MANIFEST_TYPES[3]}
+OCI_ARTIFACT_MANIFEST = "application/vnd.oci.artifact.manifest.v1+json"  # OCI 1.1 rc artifacts (cosign, oras)
 _LINK_NEXT = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?')
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^,\s]*))')
 
@@ -58,6 +59,25 @@ class RegistryError(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class BlobTooLarge(RegistryError):
+    """A blob bigger than the caller's limit; `size` is what the registry declared (or what was read)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"blob of {size} bytes is over the limit")
+        self.size = size
+
+
+@dataclass(frozen=True)
+class Manifest:
+    digest: str  # Docker-Content-Digest, when the registry sent it
+    media_type: str
+    body: dict
+
+    @property
+    def is_index(self) -> bool:
+        return self.media_type in _INDEX_TYPES or "manifests" in self.body
 
 
 @dataclass(frozen=True)
@@ -207,6 +227,55 @@ class RegistryClient:
             labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         )
 
+    # --- manifests, referrers and blobs (supply chain: portal.releases.sbom_registry) ----
+
+    def manifest(self, repository: str, reference: str, accept: tuple[str, ...] = ()) -> Manifest | None:
+        """The manifest a tag or digest names, or None when the registry has none (404)."""
+        try:
+            response = self._get(
+                f"{self.base_url}/v2/{repository}/manifests/{reference}",
+                repository,
+                headers={"Accept": ", ".join(accept or MANIFEST_TYPES + (OCI_ARTIFACT_MANIFEST,))},
+            )
+        except RegistryError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        body = self._json(response, repository)
+        media_type = str(body.get("mediaType") or response.headers.get("Content-Type", "").split(";")[0])
+        return Manifest(digest=response.headers.get("Docker-Content-Digest", ""), media_type=media_type, body=body)
+
+    def referrers(self, repository: str, digest: str) -> dict | None:
+        """The OCI 1.1 referrers index of `digest`; None when the registry has no referrers API
+        (distribution v2.8 answers 404; some answer 400 or 405)."""
+        try:
+            response = self._get(f"{self.base_url}/v2/{repository}/referrers/{digest}", repository,
+                                 headers={"Accept": MANIFEST_TYPES[2]})
+        except RegistryError as exc:
+            if exc.status in (400, 404, 405):
+                return None
+            raise
+        return self._json(response, repository)
+
+    def blob(self, repository: str, digest: str, limit: int) -> bytes:
+        """A blob's bytes, refusing (BlobTooLarge) one bigger than `limit` without reading it all."""
+        response = self._get(f"{self.base_url}/v2/{repository}/blobs/{digest}", repository, stream=True)
+        try:
+            declared = int(response.headers.get("Content-Length") or 0)
+            if declared > limit:
+                raise BlobTooLarge(declared)
+            chunks, size = [], 0
+            for chunk in response.iter_content(chunk_size=1024 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise BlobTooLarge(size)
+                chunks.append(chunk)
+            return b"".join(chunks)
+        except requests.RequestException as exc:
+            raise RegistryError(f"{self.host}: {repository}: the blob could not be read ({type(exc).__name__})")
+        finally:
+            response.close()
+
     # --- HTTP and auth ---------------------------------------------------------------
 
     def _get(
@@ -215,13 +284,14 @@ class RegistryClient:
         repository: str,
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        stream: bool = False,
     ) -> requests.Response:
         scope = f"repository:{repository}:pull"
-        response = self._send(url, params, headers, self._authorization(scope))
+        response = self._send(url, params, headers, self._authorization(scope), stream)
         if response.status_code == 401:
             challenge = response.headers.get("WWW-Authenticate", "")
             authorization = self._answer(challenge, scope, repository)
-            response = self._send(url, params, headers, authorization)
+            response = self._send(url, params, headers, authorization, stream)
             if response.status_code == 401:
                 raise RegistryError(self._denied(repository, response), status=401)
         if response.status_code >= 400:
@@ -229,13 +299,18 @@ class RegistryClient:
         return response
 
     def _send(
-        self, url: str, params: Mapping[str, str] | None, headers: Mapping[str, str] | None, authorization: str | None
+        self,
+        url: str,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        authorization: str | None,
+        stream: bool = False,
     ) -> requests.Response:
         sent = dict(headers or {})
         if authorization:
             sent["Authorization"] = authorization
         try:
-            return self.session.get(url, params=params, headers=sent, timeout=self.timeout)
+            return self.session.get(url, params=params, headers=sent, timeout=self.timeout, stream=stream)
         except requests.Timeout:
             raise RegistryError(f"{self.host}: no answer within {self.timeout:g} s")
         except requests.RequestException as exc:

@@ -146,6 +146,14 @@ def jump_class(jump: str | None) -> str:
     return JUMP_CLASSES.get(jump or "", "")
 
 
+SEVERITY_CLASSES = {"critical": "bad", "high": "bad", "moderate": "warn", "low": "", "unknown": ""}
+
+
+def severity_class(severity: str) -> str:
+    """A known vulnerability's badge: critical and high are bad, moderate a warning (Security page)."""
+    return SEVERITY_CLASSES.get(severity, "")
+
+
 def badge_html(kind: str, label: str, title: str = "") -> SafeString:
     """`<span class="badge KIND" title="TITLE">LABEL</span>`, every part escaped."""
     css = f"badge {escape(kind)}" if kind else "badge"

@@ -14,6 +14,7 @@ NAVIGATION = [
     ("updates", "Updates"),
     ("delivery", "Delivery"),
     ("findings", "Findings"),
+    ("security", "Security"),
 ]
 
 

@@ -1,6 +1,18 @@
 from django.urls import path
 
-from portal.web.views import clusters, delivery, discovery, findings, gitops, matrix, overview, pr, service, updates
+from portal.web.views import (
+    clusters,
+    delivery,
+    discovery,
+    findings,
+    gitops,
+    matrix,
+    overview,
+    pr,
+    security,
+    service,
+    updates,
+)
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -26,6 +38,7 @@ urlpatterns = [
     path("updates/freezes", updates.freeze_create, name="freeze-create"),
     path("updates/freezes/end", updates.freeze_end, name="freeze-end"),
     path("delivery", delivery.delivery, name="delivery"),
+    path("security", security.security, name="security"),
     path("pr/preview", pr.pr_preview, name="pr-preview"),
     path("pr/open", pr.pr_open, name="pr-open"),
     path("pr/opened", pr.pr_opened, name="pr-opened"),

@@ -31,7 +31,7 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     validate_schema(spec)  # raises on any violation of the OpenAPI 3 JSON schema
     assert set(spec["paths"]) == {"/api/v1/gitops", "/api/v1/gitops/{cluster}/{namespace}/{name}",
                                   "/api/v1/pull-requests", "/api/v1/findings", "/api/v1/projects",
-                                  "/api/v1/workloads", "/api/v1/services"}
+                                  "/api/v1/workloads", "/api/v1/services", "/api/v1/security"}
     listed = spec["paths"]["/api/v1/gitops"]["get"]
     parameters = {p["name"]: p for p in listed["parameters"]}
     # The /gitops page's filters (one FilterSet), the API's older name for one of them, and paging.
@@ -137,4 +137,4 @@ def test_the_live_api_conforms_to_its_schema(live_server, seeded, users, setting
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "api_hooks", "PYTHONPATH": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "7 selected / 7 total" in result.stdout and "failures" not in result.stdout.lower()
+    assert "8 selected / 8 total" in result.stdout and "failures" not in result.stdout.lower()

@@ -110,6 +110,7 @@ ONCE = (
     "pr-preview", "pr-opened", "pr-open", "updates-put-off", "freeze-create", "freeze-end",
     "api-pull-requests", "api-docs", "notifications", "notification-channel-form", "notification-rule-form",
     "notification-channel-test", "notification-channel-delete", "notification-rule-delete", "login", "profile",
+    "security", "api-security",
 )
 GITOPS_QUERIES = ("attention=1", "q=%3Cscript%3E", "sort=-health_since", "sort=sync_since", "health=Degraded",
                   "cluster=prod-eu-1", "tool=flux", "page=2", "format=json")

@@ -93,6 +93,7 @@ register.filter("sync_class", badges.sync_class)
 register.filter("health_class", badges.health_class)
 register.filter("workload_class", badges.workload_class)
 register.filter("jump_class", badges.jump_class)
+register.filter("severity_class", badges.severity_class)
 
 
 @register.simple_tag

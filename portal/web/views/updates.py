@@ -29,6 +29,7 @@ from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, charts_behind, put_off
 from portal.releases import summaries
 from portal.releases.models import RegistryPoll, Release
+from portal.releases.vulns import diffs_many, summary
 
 DEFAULT_PUT_OFF_DAYS = 14
 PAGE_SIZE = 50  # lines behind per page; the counts atop say how many in all
@@ -74,6 +75,7 @@ def updates(request: HttpRequest) -> HttpResponse:
     generated = summaries.summaries_for((b.service.pk, b.running, b.target) for b in rows)
     for b in rows:
         b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
+    _add_supply_chain(rows)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
@@ -106,6 +108,14 @@ def updates(request: HttpRequest) -> HttpResponse:
         ),
     }
     return render(request, "web/updates.html", context)
+
+
+def _add_supply_chain(rows: list) -> None:
+    """Each shown line's supply-chain summary (what moving to the target fixes and brings),
+    once per service and pair of versions, from the store only."""
+    found = diffs_many((line.service, line.running, line.target) for line in rows)
+    for line in rows:
+        line.supply_chain = summary(found[(line.service.pk, line.running, line.target)])
 
 
 @requires_role(Role.MEMBER)

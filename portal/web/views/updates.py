@@ -62,9 +62,10 @@ def updates(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     params, service, environment = _filters(request)
     found = BehindLines(service=service, environment=environment, today=now.date())
-    # The pager counts the light lines; only the shown page loads its applications.
-    page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    # The pager counts the lines in SQL and reads only the shown page's (LIMIT/OFFSET); only
+    # those load their applications.
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = found.load(lines=list(page.object_list)) if page.object_list else []
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -108,6 +109,8 @@ _JSON_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _JSON_TOKENS = re.compile(_JSON_STRING + r"|[\[\]{}]", re.DOTALL)
 _NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
 _STEPS = [0] * 256
+# For `_valid_json_nests_deeper`: both kinds of bracket as one (valid JSON never mixes a pair).
+_BRACKETS_AND_QUOTES = bytes.maketrans(b"{}", b"[]")
 _STEPS[ord("[")] = _STEPS[ord("{")] = 1
 _STEPS[ord("]")] = _STEPS[ord("}")] = -1
 _TOO_DEEP = "\u0000gitops: nested too deep"
@@ -161,8 +164,54 @@ _UNSTORABLE_JSON = (b"\\u0000", b"\\ud", b"\\uD", b"\x00")
 _UNSTORABLE_YAML = ("\\0", "\\x00", "\\u", "\\U")
 
 
+# The decoder's own recursion guard is trusted only under a sane recursion limit: raised
+# far, json.loads could exhaust the C stack before it says RecursionError.
+_TRUSTED_RECURSION_LIMIT = 10_000
+
+
+def _valid_json_nests_deeper(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """`_json_nests_deeper` for a text json.loads has accepted (balanced, well formed), in
+    fewer passes: strings without a bracket reduce to an empty pair of quotes, dropped in
+    one replace (which never changes whether a bracket is inside a string), so only the few
+    strings that hold brackets are split out; then each round of removing empty pairs
+    peels exactly one level off every branch, so a text empty after `r` rounds nests `r`
+    deep. Rounds are cheap while the text shrinks; a deep remainder is measured in one pass."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    structure = unescaped.translate(_BRACKETS_AND_QUOTES, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in structure:
+        structure = b"".join(structure.split(b'"')[::2])
+    rounds = min(limit, 32)
+    for _ in range(rounds):
+        if not structure:
+            return False
+        structure = structure.replace(b"[]", b"")
+    if not structure:
+        return False
+    return max(accumulate(map(_STEPS.__getitem__, structure))) > limit - rounds
+
+
 def _load_json(data: bytes) -> tuple[Any, bool]:
-    """The decoded JSON text, and whether parts nested too deep were cut out of it."""
+    """The decoded JSON text, and whether parts nested too deep were cut out of it.
+
+    The plain decoder first (in C): a text nested deeper than it may recurse raises
+    RecursionError, and one it accepted is measured for depth on its (now known valid)
+    bytes; only a text too deep either way takes the bounded path, which cuts the deep
+    parts out before decoding."""
+    decoded: Any = None
+    if sys.getrecursionlimit() <= _TRUSTED_RECURSION_LIMIT:
+        try:
+            decoded = json.loads(data)
+        except RecursionError:
+            decoded = None
+        else:
+            if _valid_json_nests_deeper(data):
+                decoded = None
+            else:
+                if any(marker in data for marker in _UNSTORABLE_JSON):
+                    storable_text(decoded)
+                return decoded, False
     if not _json_nests_deeper(data):
         decoded, cut = json.loads(data), False
     else:

@@ -145,9 +145,9 @@ def services_context(page: list[Service], absolute: Any) -> dict[str, Any]:
             place["apps"].add(f"{app_ns}/{app_name}")
     offers: dict[int, list[dict[str, Any]]] = defaultdict(list)
     newest: dict[tuple[int, str], str] = {}
-    lines = BehindLines(today=timezone.now().date())
-    lines.lines = [line for line in lines.lines if line.service.pk in ids]
-    for behind in lines.load():
+    behind_lines = BehindLines(today=timezone.now().date())
+    mine = [line for line in behind_lines.lines if line.service.pk in ids]
+    for behind in behind_lines.load(lines=mine) if mine else []:
         env = behind.environment
         key = (behind.service.pk, env)
         newest[key] = sort_tags([v for v in (newest.get(key), behind.target) if v])[-1]

@@ -13,8 +13,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import Any
 
-from django.db.models import CharField, Q, Value
+from django.db.models import CharField, Exists, OuterRef, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
@@ -198,7 +199,7 @@ class _Line:
     """A line behind before its application is loaded: what orders and counts it."""
 
     service: Service
-    environment_order: int
+    environment_order: int | None
     cluster: str
     app: str
     app_id: int
@@ -207,19 +208,34 @@ class _Line:
 
     @property
     def order(self) -> tuple[str, int, str, str]:
-        return (self.service.name, self.environment_order, self.cluster, self.app)
+        return (self.service.name, self.environment_order or 0, self.cluster, self.app)
+
+
+def _key(*parts: Any) -> Concat:
+    """Several columns (or outer references) as one "a:b:c" text, to match against a list."""
+    joined: list[Any] = []
+    for part in parts:
+        if joined:
+            joined.append(Value(":"))
+        joined.append(Cast(part, CharField()) if isinstance(part, str) and part.endswith("_id") else part)
+    return Concat(*joined, output_field=CharField())
 
 
 class BehindLines:
     """Every (application, service) that runs older than its newest acceptable release,
-    found from light rows (which versions run where) and ordered by service, environment
-    order, cluster and application; `load` turns a slice of them into `Behind` lines with
-    their applications, pins and pull requests. A page of the Updates list loads one page
-    of applications, however many are behind; the queries are a fixed handful, whatever
-    the fleet size.
+    found in SQL from light rows (which versions run where) and ordered there by service,
+    environment order, cluster and application: `len()` counts them and `page` reads one
+    slice of them (LIMIT/OFFSET), so a page of the Updates list reads fifty lines however
+    many are behind, and never an application's JSON columns; `load` turns a slice into
+    `Behind` lines with their applications, pins and pull requests. The queries are a
+    fixed handful, whatever the fleet size.
 
     Only the versions that have a newer acceptable release select applications, so a
-    fleet where nothing is behind reads no application at all."""
+    fleet where nothing is behind reads no application at all. The version a line moves
+    away from is the oldest readable one its application runs of the service (two
+    containers may run two): a row of a moving version is a line unless the same
+    application runs an older readable version of the service, which SQL is told as the
+    list of "service:version:older version" keys."""
 
     def __init__(
         self,
@@ -230,18 +246,48 @@ class BehindLines:
         today: date | None = None,
     ) -> None:
         self.targets: UpgradeTargets | None = None
-        self.lines: list[_Line] = self._find(service, environment, app_ids, today or timezone.now().date())
+        self._by_id: dict[int, Service] = {}
+        self._ids: list[int] = []  # a running-version row per line, unordered
+        self._services: set[int] = set()
+        self._find(service, environment, app_ids, today or timezone.now().date())
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return len(self._ids)
+
+    def __getitem__(self, wanted: slice) -> list[_Line]:
+        """A slice of the lines, as a Paginator takes its page (steps are not supported)."""
+        return self.page(wanted.start or 0, wanted.stop)
+
+    @property
+    def lines(self) -> list[_Line]:
+        """Every line, in order (the automatic PRs and the service page read them all)."""
+        return self.page(0, None)
 
     @property
     def services(self) -> list[Service]:
         """The services with a line behind, in the lines' order."""
-        return list({line.service.pk: line.service for line in self.lines}.values())
+        return sorted((self._by_id[pk] for pk in self._services), key=lambda svc: (svc.name, svc.pk))
+
+    def page(self, start: int = 0, stop: int | None = None) -> list[_Line]:
+        """The lines from `start` to `stop`, ordered and sliced in SQL (LIMIT/OFFSET) over
+        the lines' own rows, whose number the planner then knows."""
+        if not self._ids or self.targets is None or (stop is not None and stop <= start):
+            return []
+        rows = RunningVersion.objects.filter(pk__in=self._ids).values_list(
+            "app_id", "service_id", "version", "app__name", "cluster__name", "cluster__environment__order"
+        ).order_by("service__name", "service_id", "cluster__environment__order", "cluster__name", "app__name",
+                   "app_id")
+        rows = rows[start:stop] if stop is not None else rows[start:]
+        targets, by_id = self.targets, self._by_id
+        lines = []
+        for app_id, service_id, version, app, cluster, order in rows:
+            target = targets.target(service_id, version)
+            if target is not None:  # moving: judged when the rows were chosen
+                lines.append(_Line(by_id[service_id], order, cluster, app, app_id, version, target))
+        return lines
 
     def _find(self, service: Service | None, environment: str | None, app_ids: list[int] | None,
-              today: date) -> list[_Line]:
+              today: date) -> None:
         placed = RunningVersion.objects.exclude(app=None)
         if service is not None:
             placed = placed.filter(service=service)
@@ -253,53 +299,47 @@ class BehindLines:
         for service_id, version in placed.values_list("service_id", "version").distinct():
             versions[service_id].add(version)
         if not versions:
-            return []
+            return
         services = list(Service.objects.filter(pk__in=versions))
         self.targets = targets = UpgradeTargets(services, today)
-        # The versions with somewhere to go: only applications running one of them can be behind.
-        moving = {
-            (svc.pk, v) for svc in services for v in versions[svc.pk]
-            if parse_tag(v) is not None and targets.target(svc.pk, v)
-        }
+        self._by_id = {svc.pk: svc for svc in services}
+        # The versions with somewhere to go: only applications running one of them can be behind;
+        # and for each, the readable versions of its service that sort before it.
+        moving: list[str] = []
+        older: list[str] = []
+        for svc in services:
+            readable = sort_tags([v for v in versions[svc.pk] if parse_tag(v) is not None])
+            for position, version in enumerate(readable):
+                if targets.target(svc.pk, version):
+                    moving.append(f"{svc.pk}:{version}")
+                    older.extend(f"{svc.pk}:{version}:{before}" for before in readable[:position])
         if not moving:
-            return []
-        by_id = {svc.pk: svc for svc in services}
-        # The candidates: the (service, version) pairs are matched as one "id:version" key each,
-        # a single IN list that PostgreSQL hashes, where one condition per service made it test
-        # every row against each in turn. Their applications' names and running versions come
-        # by primary key in a second query: joined here, the planner hashed the whole table.
-        candidates = placed.annotate(
-            pair=Concat(Cast("service_id", CharField()), Value(":"), "version", output_field=CharField())
-        ).filter(pair__in=sorted(f"{sid}:{v}" for sid, v in moving)).values_list(
-            "app_id", "service_id", "cluster__name", "cluster__environment__order"
-        )
-        wanted: dict[int, list[tuple[Service, str, int]]] = defaultdict(list)
-        seen: set[tuple[int, int]] = set()
-        for app_id, service_id, cluster, order in candidates:
-            if (app_id, service_id) not in seen:  # two containers of one app run the service
-                seen.add((app_id, service_id))
-                wanted[app_id].append((by_id[service_id], cluster, order))
-        lines = []
-        currents: dict[tuple[str, ...], str | None] = {}
-        for app_id, name, running in GitOpsApp.objects.filter(pk__in=wanted).values_list("id", "name", "running"):
-            for svc, cluster, order in wanted[app_id]:
-                # The oldest version the application runs of the service is the one a PR moves away from.
-                runs = tuple((running or {}).get(svc.name) or ())
-                if runs not in currents:
-                    currents[runs] = targets.current(list(runs))
-                current = currents[runs]
-                target = targets.target(svc.pk, current) if current else None
-                if current is not None and target is not None:
-                    lines.append(_Line(svc, order, cluster, name, app_id, current, target))
-        lines.sort(key=lambda line: line.order)
-        return lines
+            return
+        # The (service, version) pairs are matched as one "id:version" key each, a single IN
+        # list that PostgreSQL hashes, where one condition per service made it test every
+        # row against each in turn.
+        rows = placed.annotate(pair=_key("service_id", "version")).filter(pair__in=sorted(moving))
+        if older:
+            runs_older = RunningVersion.objects.filter(app_id=OuterRef("app_id"), service_id=OuterRef("service_id"))
+            runs_older = runs_older.annotate(
+                triple=_key("service_id", OuterRef("version"), "version")).filter(triple__in=sorted(older))
+            rows = rows.exclude(Exists(runs_older))
+        # A row per line: two containers of one app running the service at one version are one.
+        # Only the keys are read here; a page reads its lines by these ids (`page`), as an IN
+        # list: joined and ordered in this query, the planner, blind to how many pairs match,
+        # chose nested loops that cost seconds at 50,000 apps.
+        lines: dict[tuple[int, int], int] = {}
+        for pk, app_id, service_id in rows.values_list("pk", "app_id", "service_id"):
+            lines.setdefault((app_id, service_id), pk)
+        self._ids = list(lines.values())
+        self._services = {service_id for _, service_id in lines}
 
     def load(self, start: int = 0, stop: int | None = None, *,
-             apps: Mapping[int, GitOpsApp] | None = None) -> list[Behind]:
-        """The lines from `start` to `stop` as `Behind`, with their applications (two queries);
-        `apps`: applications the caller has loaded already (with their cluster and
-        environment), used as they are rather than read again."""
-        chosen = self.lines[start:stop]
+             apps: Mapping[int, GitOpsApp] | None = None, lines: list[_Line] | None = None) -> list[Behind]:
+        """The lines from `start` to `stop` (or `lines`, a page read already) as `Behind`,
+        with their applications (two queries); `apps`: applications the caller has loaded
+        already (with their cluster and environment), used as they are rather than read again."""
+        chosen = self.page(start, stop) if lines is None else lines
         if not chosen or self.targets is None:
             return []
         targets = self.targets

@@ -134,3 +134,39 @@ def test_a_page_of_lines_loads_only_its_applications(catalog):
     assert [b.app.name for b in page] == ["checkout-010", "checkout-011"]
     assert [b.app.name for b in page] == [b.app.name for b in behind()[10:12]]
     assert {b.target for b in page} == {"1.7.0"} and {b.running for b in page} == {"1.6.0"}
+
+
+def test_a_page_reads_only_its_lines_and_no_application_json(catalog):
+    """The lines are counted and sliced in SQL: a page's query has a LIMIT and the queries
+    never select the applications' JSON columns (running, raw, history)."""
+    releases(catalog.checkout, "1.6.0", "1.7.0")
+    seed_behind(catalog, 30)
+    with CaptureQueriesContext(connection) as queries:
+        found = BehindLines()
+        assert len(found) == 30
+        page = found.page(20, 25)
+    assert [line.app for line in page] == [f"checkout-{n:03d}" for n in range(20, 25)]
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert any("LIMIT 5" in s and "OFFSET 20" in s for s in sql)
+    assert not any(f'"{APP_TABLE}"."{column}"' in s for s in sql for column in ("running", "raw", "history"))
+
+
+def test_a_line_moves_from_the_oldest_version_its_application_runs(catalog):
+    """Two containers, two versions: the older one is what a PR moves away from, and an
+    older version with nowhere to go keeps the app off the list (as `running` would say)."""
+    from gitops.models import RunningVersion, Workload
+    from portal.delivery.models import ServicePolicy
+
+    releases(catalog.checkout, "1.4.0", "1.5.0", "1.5.1", "1.6.0", "1.6.1")
+    ServicePolicy.objects.create(service=catalog.checkout, accept="patch")
+    both_moving = seed_app(catalog.prod_eu, "checkout-a", service=catalog.checkout, version="1.6.0")
+    older_stuck = seed_app(catalog.prod_eu, "checkout-b", service=catalog.checkout, version="1.6.0")
+    for app, extra in ((both_moving, "1.5.0"), (older_stuck, "1.4.0")):
+        workload = Workload.objects.get(app=app)
+        RunningVersion.objects.create(cluster=app.cluster, workload=workload, app=app, service=catalog.checkout,
+                                      container="sidecar", image=f"ghcr.io/acme/checkout:{extra}", version=extra)
+    seed_app(catalog.prod_eu, "checkout-c", service=catalog.checkout, version="1.6.0")  # one container
+    lines = BehindLines().lines
+    # Patches only: 1.5.0 goes to 1.5.1 and 1.6.0 to 1.6.1; nothing newer of 1.4 was released.
+    assert [(line.app, line.running, line.target) for line in lines] == [
+        ("checkout-a", "1.5.0", "1.5.1"), ("checkout-c", "1.6.0", "1.6.1")]

@@ -93,3 +93,37 @@ def test_a_value_it_cannot_read_is_an_error_the_page_may_ignore(fleet):
 def test_a_long_search_is_cut_not_refused(fleet):
     GitOpsApp.objects.filter(name="checkout-dev").update(path="p" * SEARCH_MAX)
     assert names({"q": "p" * (SEARCH_MAX + 50)}) == ["checkout-dev"]
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("name", None), ("namespace", "team-blue"), ("repo_url", "https://git.example/blue/deploy.git"),
+    ("path", "clusters/blue/apps"), ("chart", "blue-chart"),
+])
+def test_the_text_search_reads_each_of_its_columns(fleet, column, value):
+    from gitops.appfilter import SEARCHED_COLUMNS
+
+    assert column in SEARCHED_COLUMNS
+    if value is not None:
+        GitOpsApp.objects.filter(name="checkout-dev").update(**{column: value})
+    term = "Blue" if value is not None else "Ckout-D"  # any case, any part
+    assert names({"q": term}) == ["checkout-dev"]
+
+
+def test_the_text_search_matches_like_wildcards_literally_and_never_across_two_columns(fleet):
+    GitOpsApp.objects.filter(name="checkout-dev").update(path="apps/50%_off", chart="")
+    assert names({"q": "50%_off"}) == ["checkout-dev"]
+    assert names({"q": "5%f"}) == [] and names({"q": "apps/5_%"}) == []
+    # The name ends in "-dev" and the namespace starts with "flux": no text spans both.
+    assert names({"q": "dev flux"}) == [] and names({"q": "devflux"}) == []
+    assert names({"q": "dev\nflux"}) == []  # the joint of the columns on PostgreSQL is no match either
+
+
+def test_the_migrations_trigram_index_is_over_the_searchs_own_expression():
+    """The planner uses the index only for the same expression: the migration writes it
+    out (it may not import the code), so the two are compared here."""
+    import importlib
+
+    from gitops.appfilter import SEARCH_SQL
+
+    migration = importlib.import_module("gitops.migrations.0009_app_search_trigram")
+    assert migration.SEARCH_SQL == SEARCH_SQL

@@ -65,9 +65,10 @@ def updates(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     params, service, environment = _filters(request)
     found = BehindLines(service=service, environment=environment, today=now.date())
-    # The pager counts the light lines; only the shown page loads its applications.
-    page = Paginator(found.lines, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = found.load(page.start_index() - 1, page.end_index()) if found.lines else []
+    # The pager counts the lines in SQL and reads only the shown page's (LIMIT/OFFSET); only
+    # those load their applications.
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = found.load(lines=list(page.object_list)) if page.object_list else []
     why = not_deployed_why([b.past_pr for b in rows], now)
     for b in rows:
         b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""

@@ -131,7 +131,8 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY, description=(
         "One catalog service: the versions it runs per environment and cluster (and under which apps), the "
         "newest release its policy accepts where it runs older, the latest release, and the open upgrade and "
-        "promotion offers with the portal's preview link of each pull request."))
+        "promotion offers with the portal's preview link of each pull request, and its known vulnerabilities "
+        "per running version (exploited in the wild counted) with what the newest acceptable release fixes."))
     async def service(
         name: Annotated[str, Field(description="catalog service name", max_length=100, pattern=r"^[-a-zA-Z0-9_]+$")],
         offers: Annotated[int, Field(ge=1, le=50, description="offers to list")] = 10,

@@ -62,6 +62,8 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
         "running": running, "git_pins": pinned, "git_pins_differ_from_running": differs,
         "after_change": item.get("after_change"),
         "synced_revision": item["synced_revision"] or None,
+        # A custom resource's health rule says otherwise than the tool (gitops.health.rules).
+        "health_disagreement": item.get("health_disagreement") or None,
         "api_url": item.get("api_url"),
     }
 
@@ -232,10 +234,40 @@ def service(caller: Caller, name: str, offers: int | None = None) -> dict[str, A
         for e in envs) if envs else f"{name} runs nowhere the portal reads.")
     summary += f" Latest release {found['latest_release']}." if found["latest_release"] else ""
     summary += f" {found['offers_total']} open offers."
+    security = _security(caller, name)
+    if security["exposed"]:
+        summary += " Known vulnerabilities: " + "; ".join(
+            f"{e['environment']} {e['version']}: {e['count']} ({e['exploited']} exploited)"
+            + (f", {e['fixed_by_newest_acceptable']} fixed by {e['newest_acceptable']}" if e["newest_acceptable"]
+               else "") for e in security["exposed"]) + "."
     return {
         "summary": summary, "latest_release": found["latest_release"],
         "environments": envs, "offers": found["offers"][:shown], "offers_total": found["offers_total"],
-        "portal_url": found["portal_url"],
+        "security": security, "portal_url": found["portal_url"],
+    }
+
+
+def _security(caller: Caller, name: str) -> dict[str, Any]:
+    """The Security page's facts for one service (/api/v1/security), compact: per environment and
+    running version, how many known vulnerabilities, how many exploited in the wild, the worst
+    ids, and what the newest acceptable release fixes; the versions not checked and why."""
+    report = get(caller, "api-security")
+    exposed = []
+    for e in report["exposures"]:
+        if e["service"] != name:
+            continue
+        vulns = e["vulnerabilities"]
+        exposed.append({
+            "environment": e["environment"], "version": e["version"], "clusters": e["clusters"],
+            "count": len(vulns), "exploited": sum(1 for v in vulns if v["exploited"]),
+            "worst": [{"id": v["id"], "severity": v["severity"], "exploited": v["exploited"]} for v in vulns[:5]],
+            "newest_acceptable": e["newest_acceptable"],
+            "fixed_by_newest_acceptable": len(e["fixed_by_newest_acceptable"]),
+        })
+    return {
+        "exposed": exposed,
+        "not_checked": [u for u in report["not_checked"] if u["service"] == name],
+        "osv_checked_at": report["osv"]["last_ok_at"], "osv_error": report["osv"]["error"] or None,
     }
 
 

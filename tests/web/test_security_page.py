@@ -242,3 +242,18 @@ def test_the_security_page_reads_a_fixed_number_of_queries_whatever_the_fleet(cl
 
     assert count() <= few + 1
     assert 'data-service="payments"' in client.get(reverse("security")).content.decode()
+
+
+def test_the_assistants_service_tool_carries_the_same_facts(users, fleet) -> None:
+    """The MCP `service` tool answers what /security says of that service (one definition)."""
+    from portal.accounts import tokens
+    from portal.assistant import tools
+    from portal.assistant.reads import Caller
+
+    _, plain = tokens.issue(users["viewer"], "assistant")
+    answer = tools.service(Caller(token=plain, host="testserver"), "checkout")
+    prod = next(e for e in answer["security"]["exposed"] if e["environment"] == "prod")
+    assert (prod["version"], prod["count"], prod["exploited"]) == ("1.6.0", 3, 1)
+    assert prod["worst"][0] == {"id": "CVE-2023-44487", "severity": prod["worst"][0]["severity"], "exploited": True}
+    assert (prod["newest_acceptable"], prod["fixed_by_newest_acceptable"]) == ("1.7.0", 2)
+    assert "prod 1.6.0: 3 (1 exploited), 2 fixed by 1.7.0" in answer["summary"]

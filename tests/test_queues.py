@@ -20,6 +20,7 @@ from django.conf import settings
 
 from portal.celery import app
 from portal.embedded import worker_commands
+from tests.dburl import database_url
 from tests.fixtures.celery_state import MemoryBroker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,14 +136,6 @@ def test_redis_asks_queues_in_the_order_given_and_takes_one_message_per_free_pro
 BACKLOG = 10_000
 
 
-def _database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 def _clear_queues(broker: Any) -> None:
     """The portal's queues (each priority step's list too), unacked messages and claims."""
     patterns = [*(f"{queue}*" for queue in QUEUES), "unacked*", "portal:claim:*"]
@@ -191,7 +184,7 @@ def test_a_forge_backlog_of_ten_thousand_tasks_does_not_delay_a_poll(tmp_path: P
         notified = ping.apply_async(("after the backlog",), producer=producer)  # the notify queue
     assert (broker.llen("forge"), broker.llen("poll"), broker.llen("notify")) == (BACKLOG, 1, 1)
 
-    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": url, "CELERY_BROKER_URL": url,
+    env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": url, "CELERY_BROKER_URL": url,
            "PORTAL_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "portal.settings"}
     env.pop("PORTAL_DEMO", None)
     logs = {name: tmp_path / f"{name}.log" for name in compose_workers()}

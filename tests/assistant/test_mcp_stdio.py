@@ -13,10 +13,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 from mcp import Client, StdioServerParameters
 
 from portal.accounts import tokens
+from tests.dburl import database_url
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the command's own process reads the committed rows
@@ -27,7 +27,7 @@ MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 def test_a_local_assistant_reads_the_fleet_over_stdio(catalog, users):
     seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.4.0", sync="OutOfSync")
     _, plain = tokens.issue(users["viewer"], "local assistant")
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}", "PORTAL_MCP_TOKEN": plain}
+    env = {**os.environ, "DATABASE_URL": database_url(), "PORTAL_MCP_TOKEN": plain}
     params = StdioServerParameters(command=sys.executable, args=[str(MANAGE), "mcp", "--stdio"], env=env,
                                    cwd=str(MANAGE.parent))
 

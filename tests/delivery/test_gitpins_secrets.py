@@ -23,11 +23,11 @@ def test_a_plain_secret_read_for_pins_is_a_finding_named_by_path(catalog):
     app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.5.0", path=PROD)
     files = {f"{PROD}/kustomization.yaml": KUSTOMIZATION, f"{PROD}/db-secret.yaml": SECRET,
              f"{PROD}/sealed.yaml": SEALED, "apps/other/secret.yaml": SECRET}
-    gitpins._store([app], files, "main", timezone.now())
+    gitpins._store([app], files, "main", timezone.now(), {app.pk: PROD})
     finding = Finding.objects.get(app=app, rule="raw-secret")
     assert f"{PROD}/db-secret.yaml" in finding.message
     assert "sealed.yaml" not in finding.message and "apps/other" not in finding.message
     assert "aHVudGVyMg" not in finding.message
     gitpins._store([app], {f"{PROD}/kustomization.yaml": KUSTOMIZATION, f"{PROD}/sealed.yaml": SEALED}, "main",
-                   timezone.now())
+                   timezone.now(), {app.pk: PROD})
     assert not Finding.objects.filter(app=app, rule="raw-secret").exists()

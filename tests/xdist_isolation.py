@@ -1,0 +1,22 @@
+"""Loaded with `-p tests.xdist_isolation` (pyproject addopts), before Django reads its settings:
+under pytest-xdist each worker process gets a Redis database of its own — REDIS_URL's number
+plus one plus the worker's — so one worker's broker queues and poll claims (portal.celery
+claims live in the broker) never meet another's tests. PostgreSQL needs nothing here:
+pytest-django gives each worker its own test database (test_<name>_gw<N>).
+
+It has to be a plugin: conftest.py is imported after pytest-django has loaded the settings."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+    for _name in ("REDIS_URL", "CELERY_BROKER_URL", "CACHE_URL"):
+        _url = os.environ.get(_name, "")
+        if _url.startswith(("redis://", "rediss://")):
+            _parts = urlsplit(_url)
+            _base = int(_parts.path.strip("/") or 0)
+            os.environ[_name] = urlunsplit(_parts._replace(path=f"/{_base + 1 + int(_WORKER[2:])}"))

@@ -146,20 +146,12 @@ def test_updates_says_a_chart_range_follows(client, users, catalog, notification
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_updates_in_a_browser_shows_the_chart_offer(page, live_server, catalog, notifications, monkeypatch):
-    from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
-    from tests.fixtures.browser import screenshot
+    from tests.fixtures.browser import log_in_as_member, screenshot
 
     with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
         release_applied_from(harness, catalog, notifications)
-        user = get_user_model().objects.create_user("mara", password="mara-pass-123")
-        grant(user, Role.MEMBER)
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", "mara")
-        page.fill("input[name=password]", "mara-pass-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{live_server.url}/")
+        log_in_as_member(page, live_server.url)
         page.goto(f"{live_server.url}/updates")
         row = page.locator('tr[data-chart="notifications"]')
         assert row.locator("a.open-pr").inner_text().strip() == "Open PR → 0.4.0"
@@ -229,10 +221,8 @@ def test_a_chart_version_pinned_in_staging_is_offered_as_a_promotion_to_prod(
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_delivery_in_a_browser_shows_the_chart_promotion(page, live_server, catalog, notifications, monkeypatch):
-    from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
-    from tests.fixtures.browser import screenshot
+    from tests.fixtures.browser import log_in_as_member, screenshot
 
     with serving("github", monkeypatch, {**FILES, **demo_files("apps/notifications")}) as harness:
         release_applied_from(harness, catalog, notifications)
@@ -240,13 +230,7 @@ def test_delivery_in_a_browser_shows_the_chart_promotion(page, live_server, cata
                  kind="HelmRelease", namespace="notifications", repo_url=CHARTS, path="", chart="notifications",
                  target_revision="0.3.2", raw={"metadata": {"name": "notifications"}},
                  sources=[{"repo_url": CHARTS, "chart": "notifications", "target_revision": "0.3.2", "path": ""}])
-        user = get_user_model().objects.create_user("mara", password="mara-pass-123")
-        grant(user, Role.MEMBER)
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", "mara")
-        page.fill("input[name=password]", "mara-pass-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{live_server.url}/")
+        log_in_as_member(page, live_server.url)
         page.goto(f"{live_server.url}/delivery")
         row = page.locator('tr.chart-promotion[data-chart="notifications"]')
         assert row.locator("a.promote-chart").inner_text().strip() == "Open PR → prod"

@@ -114,18 +114,10 @@ def test_with_its_kustomization_known_the_button_is_back(client, users, fleet, c
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_updates_in_a_browser_shows_the_reason(page, live_server, fleet):
-    from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
-    from tests.fixtures.browser import screenshot
+    from tests.fixtures.browser import log_in_as_member, screenshot
 
-    user = get_user_model().objects.create_user("mara", password="mara-pass-123")
-    grant(user, Role.MEMBER)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "mara")
-    page.fill("input[name=password]", "mara-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in_as_member(page, live_server.url)
     page.goto(f"{live_server.url}/updates")
     row = page.locator('tr[data-app="notifications"][data-target="0.9.0"]')
     assert REASON in row.locator(".no-pr").inner_text()

@@ -175,19 +175,11 @@ def test_without_the_settings_nothing_is_asked_nor_shown(settings, upgrade, clie
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_updates_page_shows_the_generated_summary_beside_the_notes_link(chat, upgrade, live_server, page):
-    from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
-    from tests.fixtures.browser import screenshot
+    from tests.fixtures.browser import log_in_as_member, screenshot
 
     summarise_release_notes()
-    user = get_user_model().objects.create_user("mara", password="mara-pass-123")
-    grant(user, Role.MEMBER)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "mara")
-    page.fill("input[name=password]", "mara-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in_as_member(page, live_server.url)
     page.goto(f"{live_server.url}/updates")
     details = page.locator("tr[data-app=checkout-prod] details.release-summary")
     details.locator("summary").click()

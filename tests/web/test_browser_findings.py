@@ -16,7 +16,7 @@ from gitops.polling import poll
 from portal.accounts.roles import Role, grant
 from portal.audit.models import AuditLog
 from portal.catalog.models import Cluster
-from tests.fixtures.browser import screenshot
+from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,11 +34,7 @@ def demo(live_server, settings, tmp_path):
 
 
 def login(page, server) -> None:
-    page.goto(f"{server.url}/accounts/login/")
-    page.fill("input[name=username]", "noor")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{server.url}/")
+    submit_login(page, server.url, "noor", PASSWORD)
 
 
 def test_findings_page_on_the_demo_fleet(page, demo):

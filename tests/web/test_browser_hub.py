@@ -20,7 +20,7 @@ from gitops import kinds
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, grant
 from portal.catalog.models import Cluster, Service
-from tests.fixtures.browser import screenshot
+from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,11 +40,7 @@ def hub_demo(live_server, settings, tmp_path):
 
 
 def login(page, server) -> None:
-    page.goto(f"{server.url}/accounts/login/")
-    page.fill("input[name=username]", "ines")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{server.url}/")
+    submit_login(page, server.url, "ines", PASSWORD)
 
 
 def environment_cells(page, service: str) -> dict[str, object]:

@@ -18,7 +18,7 @@ from django.utils import timezone
 from forges.demo import build_demo_repo
 from portal.accounts.roles import Role, grant
 from portal.delivery.models import PullRequest
-from tests.fixtures.browser import screenshot
+from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,11 +39,7 @@ def hub_demo(live_server, settings, tmp_path):
 
 
 def login(page, server) -> None:
-    page.goto(f"{server.url}/accounts/login/")
-    page.fill("input[name=username]", "noor")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{server.url}/")
+    submit_login(page, server.url, "noor", PASSWORD)
 
 
 def test_gitops_rows_name_the_hub_argo_cd_that_deploys_them(page, hub_demo):

@@ -1,7 +1,25 @@
-"""Whole-system benchmark: the portal's own Celery worker and beat keeping a large fleet fresh.
+"""Whole-system benchmark: the portal's own processes keeping a large fleet fresh.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/fleet.py \\
-        [--clusters 500] [--apps 100] [--warmup 3] [--minutes 10] [--concurrency 2] [--compare]
+        [--mode pull|forge|agent] [--clusters 500] [--apps 100] [--warmup 3] [--minutes 10] \\
+        [--concurrency 2] [--compare]
+
+Modes (--mode):
+- pull (default): the portal polls every cluster (Cluster connection "api").
+- forge: pull, with PORTAL_GITOPS_TOKEN set and the apps spread over --repositories (40)
+  repositories on a forge: each Argo CD Application's source (repoURL, path, targetRevision
+  `main`) and each Flux Kustomization's GitRepository (url, branch `main`) names its service's
+  repository on the test suite's GitHub fake (tests/forge_fakes/github.py, run by
+  bench/fleet_forge.py as a process of its own, holding all the repositories), configured as a
+  GitHub Enterprise Server is (PORTAL_GITOPS_GITHUB_API=http://127.0.0.1:PORT/api/v3). The fake
+  counts every request by repository and kind.
+- agent: first the pull run, then the same fleet pushed instead: every cluster registered with
+  connection "agent" and an agent token (portal.catalog.agents.issue, as the Clusters page
+  issues them), the portal's web served by gunicorn as docker-compose.yml serves it (with
+  --web-workers 2 rather than compose's 4: this machine has 2 cores), and one agent per cluster
+  — the portal's own gitops.agent.Agent, the code `manage.py agent` runs — as threads of
+  --agent-processes processes (bench/fleet_agents.py), each reading its cluster from nginx
+  and pushing a snapshot every --interval seconds. --agent-only skips the pull run.
 
 What runs, as production runs it:
 - every cluster's list responses are pre-serialised JSON files served by nginx (Debian's
@@ -12,17 +30,31 @@ What runs, as production runs it:
 - the portal's workers from the tree under test (--tree), split as docker-compose.yml runs
   them (polls with beat in one worker of --concurrency processes; forge, registry and
   notification work in another), on a fresh PostgreSQL database (created beside the one
-  DATABASE_URL names) and their own Redis database;
+  DATABASE_URL names) and their own Redis databases (broker and cache), with the environment
+  compose gives them (PORTAL_PRODUCTION=1, SECRET_KEY, CACHE_URL);
 - while it runs, a third of the Argo CD apps get a new resourceVersion and status.reconciledAt
   every minute (each app every 3 minutes, as Argo CD's reconciliation does) and 1 % of all apps
   change health every 3 minutes; once, a Degraded app is written into one cluster and the
   bench times how long GET /api/v1/gitops takes to show it.
 
-Printed: the floor (fetching and JSON-parsing every list the portal reads, once, in one
-process), CPU seconds per sweep of the fleet and their ratio to the floor, p50/p95/max age of
-each cluster's last good poll after the warm-up, queue depth over time, the change's time to
-the API, the workers' peak RSS; with --compare, the same with 1 and 2 worker processes on a
-saturating poll interval, and the ratio of their sweep rates.
+Printed, per run:
+- the floor: fetching and JSON-parsing every list the portal reads, once, in one process;
+- the age of each cluster's Cluster.last_ok_at (its last good poll, or in agent mode its last
+  stored agent report), sampled every 5 s after the warm-up: p50/p95/max;
+- sweeps: changes of last_ok_at seen in the measured window, divided by the cluster count;
+- the portal's CPU (user + system, from /proc) per sweep and its ratio to the floor: both
+  celery workers and beat, plus in agent mode gunicorn's master and workers (shown apart);
+  never PostgreSQL, Redis, nginx, the forge fake or the agents. In agent mode the agents' own
+  CPU per sweep is printed on a line of its own, and at the end the portal's CPU per sweep of
+  both modes side by side;
+- queue depth over time (every list in the broker's Redis database), the portal processes'
+  peak RSS, and the probe change's time to the API;
+- forge mode: tree reads (GET /repos/OWNER/NAME/git/trees/<sha>: one per pin read of a
+  repository at a revision) in the measured window, per repository and in total, scaled to
+  10 minutes (target: at most 40 for 40 repositories), and every forge request by kind, in
+  the measured window and over the whole run;
+- with --compare, the same with 1 and 2 worker processes on a saturating poll interval, and
+  the ratio of their sweep rates.
 """
 
 from __future__ import annotations
@@ -50,8 +82,10 @@ from collect import application, deployment  # the Application and Deployment sh
 ROOT = Path(__file__).resolve().parents[1]
 SERVICES = 200
 TOKEN_ENV = "BENCH_FLEET_TOKEN"
+FORGE_TOKEN_ENV = "BENCH_FORGE_TOKEN"
 TOKEN = "bench-fleet-token-" + uuid.uuid4().hex
-REDIS_DB = 9
+REDIS_DB = 9  # the broker (flushed at each run)
+CACHE_DB = 10  # CACHE_URL, as docker-compose.yml gives the web its own cache database
 EMPTY = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": []}
 
 
@@ -68,7 +102,7 @@ def _project(name: str) -> dict:
     }
 
 
-def _kustomization(i: int, cluster: str) -> dict:
+def _kustomization(i: int, cluster: str, source: str = "fleet") -> dict:
     service = f"svc{i % SERVICES:03d}"
     name = f"{service}-{i:04d}"
     sha = uuid.uuid5(uuid.NAMESPACE_URL, f"{cluster}/{name}").hex[:40]
@@ -77,7 +111,7 @@ def _kustomization(i: int, cluster: str) -> dict:
         "metadata": {"name": name, "namespace": "flux-system", "uid": str(uuid.uuid4()), "resourceVersion": "1",
                      "generation": 2},
         "spec": {"interval": "10m", "path": f"./apps/{service}/prod", "prune": True,
-                 "sourceRef": {"kind": "GitRepository", "name": "fleet"}},
+                 "sourceRef": {"kind": "GitRepository", "name": source}},
         "status": {"observedGeneration": 2, "lastAppliedRevision": f"main@sha1:{sha}",
                    "lastAttemptedRevision": f"main@sha1:{sha}",
                    "conditions": [{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded",
@@ -87,11 +121,11 @@ def _kustomization(i: int, cluster: str) -> dict:
     }
 
 
-def _git_repository() -> dict:
+def _git_repository(name: str = "fleet", url: str = "https://github.com/acme/fleet") -> dict:
     return {
         "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "fleet", "namespace": "flux-system", "uid": str(uuid.uuid4()), "resourceVersion": "1"},
-        "spec": {"url": "https://github.com/acme/fleet", "ref": {"branch": "main"}, "interval": "1m"},
+        "metadata": {"name": name, "namespace": "flux-system", "uid": str(uuid.uuid4()), "resourceVersion": "1"},
+        "spec": {"url": url, "ref": {"branch": "main"}, "interval": "1m"},
         "status": {"artifact": {"revision": "main@sha1:" + "a" * 40},
                    "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
                                    "lastTransitionTime": "2026-11-29T08:00:00Z"}]},
@@ -111,7 +145,54 @@ class FleetCluster:
         return self.lists[path]["items"]
 
 
-def build_fleet(clusters: int, apps: int) -> list[FleetCluster]:
+# --- forge mode: the apps spread over repositories on the forge fake -------------------------
+
+
+def repository_of(service: int, repositories: int) -> str:
+    """The repository a service's manifests live in: services spread evenly over the repositories,
+    so each repository holds apps of every cluster (a team's repository, deployed everywhere)."""
+    return f"fleet-{service % repositories:02d}"
+
+
+def forge_repositories(repositories: int) -> dict[str, dict[str, str]]:
+    """Every repository's files on its `main` branch: per service a Kustomize overlay pinning its
+    image tag (what the portal's pin reader finds) over a base Deployment."""
+    files: dict[str, dict[str, str]] = {f"acme/{repository_of(r, repositories)}": {"README.md": "fleet\n"}
+                                        for r in range(repositories)}
+    for s in range(SERVICES):
+        service = f"svc{s:03d}"
+        repo = files[f"acme/{repository_of(s, repositories)}"]
+        repo[f"apps/{service}/prod/kustomization.yaml"] = (
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n"
+            f"images:\n  - name: ghcr.io/acme/{service}\n    newTag: 1.{s % 5}.0\n")
+        repo[f"apps/{service}/base/deployment.yaml"] = (
+            f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {service}\nspec:\n  template:\n"
+            f"    spec:\n      containers:\n        - name: {service}\n          image: ghcr.io/acme/{service}\n")
+    return files
+
+
+@dataclass(frozen=True)
+class ForgeFleet:
+    """Where the fleet's apps keep their manifests in forge mode."""
+
+    web: str  # the forge's web root: repository URLs are `{web}/acme/fleet-07.git`
+    repositories: int
+
+    def url(self, service: int) -> str:
+        return f"{self.web}/acme/{repository_of(service, self.repositories)}.git"
+
+
+def _point_at_forge(app: dict, forge: ForgeFleet) -> None:
+    """An Argo CD Application's sources (spec, compared-to, history) moved to its service's repository."""
+    service = int(app["status"]["summary"]["images"][0].rsplit("/", 1)[1].split(":")[0][3:])
+    place = {"repoURL": forge.url(service), "path": f"apps/svc{service:03d}/prod", "targetRevision": "main"}
+    app["spec"]["source"] = dict(place)
+    app["status"]["sync"]["comparedTo"]["source"] = dict(place)
+    for entry in app["status"]["history"]:
+        entry["source"] = dict(place)
+
+
+def build_fleet(clusters: int, apps: int, forge: ForgeFleet | None = None) -> list[FleetCluster]:
     from gitops import kinds
 
     fleet = []
@@ -128,13 +209,22 @@ def build_fleet(clusters: int, apps: int) -> list[FleetCluster]:
                 item["metadata"]["resourceVersion"] = "1"
                 item["status"]["summary"]["images"] = [i.replace(service, f"svc{int(service[3:]) % SERVICES:03d}")
                                                        for i in item["status"]["summary"]["images"]]
+                if forge is not None:
+                    _point_at_forge(item, forge)
             cluster.lists["/apis/argoproj.io/v1alpha1/applications"]["items"] = items
             cluster.lists["/apis/argoproj.io/v1alpha1/appprojects"]["items"] = [
                 _project(f"project-{p}") for p in range(6)]
-        else:
+        elif forge is None:
             cluster.lists["/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"]["items"] = [
                 _kustomization(first + i, cluster.name) for i in range(apps)]
             cluster.lists["/apis/source.toolkit.fluxcd.io/v1/gitrepositories"]["items"] = [_git_repository()]
+        else:  # one GitRepository per repository the cluster's Kustomizations use
+            used = sorted({repository_of((first + i) % SERVICES, forge.repositories) for i in range(apps)})
+            cluster.lists["/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"]["items"] = [
+                _kustomization(first + i, cluster.name, repository_of((first + i) % SERVICES, forge.repositories))
+                for i in range(apps)]
+            cluster.lists["/apis/source.toolkit.fluxcd.io/v1/gitrepositories"]["items"] = [
+                _git_repository(name, f"{forge.web}/acme/{name}") for name in used]
         workloads = [deployment(first + i) for i in range(apps)]
         for w in workloads:
             w["metadata"]["resourceVersion"] = "1"
@@ -235,18 +325,34 @@ def fresh_database(name: str) -> str:
     return base.rsplit("/", 1)[0] + "/" + name
 
 
-def seed(tree: Path, env: dict[str, str], fleet: list[FleetCluster], base: str) -> None:
+def seed(tree: Path, env: dict[str, str], fleet: list[FleetCluster], base: str,
+         agent_tokens: Path | None = None) -> None:
+    """The catalog: environments, services, and the clusters, polled through nginx or, with
+    `agent_tokens`, pushed by agents (each with an agent token, issued as an admin would and
+    written to that file, 0600, for the agents)."""
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=tree, env=env, check=True)
     script = f"""
+import json, os
+from portal.catalog import agents
 from portal.catalog.models import Cluster, Environment, Service
 envs = [Environment.objects.create(name=n, order=i, production=n == "prod")
         for i, n in enumerate(["dev", "staging", "prod"])]
 Service.objects.bulk_create(Service(name=f"svc{{i:03d}}", image_repository=f"ghcr.io/acme/svc{{i:03d}}")
                             for i in range({SERVICES}))
-Cluster.objects.bulk_create(
-    Cluster(name=name, environment=envs[i % 3], connection=Cluster.Connection.API,
-            api_url="{base}/" + name, token_env="{TOKEN_ENV}")
-    for i, name in enumerate({[c.name for c in fleet]!r}))
+names = {[c.name for c in fleet]!r}
+if {str(agent_tokens) if agent_tokens else ""!r}:
+    clusters = Cluster.objects.bulk_create(
+        Cluster(name=name, environment=envs[i % 3], connection=Cluster.Connection.AGENT)
+        for i, name in enumerate(names))
+    tokens = {{cluster.name: agents.issue(cluster, "bench")[1] for cluster in Cluster.objects.all()}}
+    fd = os.open({str(agent_tokens)!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(tokens, out)
+else:
+    Cluster.objects.bulk_create(
+        Cluster(name=name, environment=envs[i % 3], connection=Cluster.Connection.API,
+                api_url="{base}/" + name, token_env="{TOKEN_ENV}")
+        for i, name in enumerate(names))
 """
     subprocess.run([sys.executable, "manage.py", "shell", "-v", "0", "-c", script], cwd=tree, env=env, check=True)
 
@@ -268,6 +374,81 @@ def start_workers(tree: Path, env: dict[str, str], concurrency: int, extra: list
         workers.append(subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True))
     return workers
+
+
+class ForgeFake:
+    """bench/fleet_forge.py as a process: the GitHub fake holding the fleet's repositories."""
+
+    def __init__(self, tree: Path, work: Path, repositories: int) -> None:
+        self.token = "bench-forge-token-" + uuid.uuid4().hex
+        spec = work / "forge.json"
+        spec.write_text(json.dumps({"token_env": FORGE_TOKEN_ENV, "repositories": forge_repositories(repositories)}))
+        log = open(tree / "var" / "bench-fleet-forge.log", "w")  # noqa: SIM115 - lives with the process
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "fleet_forge.py"), str(spec)], cwd=tree,
+            env=os.environ | {FORGE_TOKEN_ENV: self.token}, stdout=subprocess.PIPE, stderr=log, text=True)
+        line = self.process.stdout.readline() if self.process.stdout else ""
+        if not line.strip().isdigit():
+            raise SystemExit("the forge fake did not start; see var/bench-fleet-forge.log")
+        self.web = f"http://127.0.0.1:{int(line)}"
+        self.api = self.web + "/api/v3"  # as GitHub Enterprise Server serves its API
+        self.http = urllib3.PoolManager(maxsize=1)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Requests so far: "owner/name" -> kind ("tree", "branch", "contents", …) -> how many."""
+        return json.loads(self.http.request("GET", self.web + "/_bench/counts").data)["repositories"]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def counts_between(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    return {repo: {kind: n - before.get(repo, {}).get(kind, 0) for kind, n in kinds.items()
+                   if n - before.get(repo, {}).get(kind, 0)}
+            for repo, kinds in after.items()}
+
+
+def start_web(tree: Path, env: dict[str, str], workers: int) -> tuple[subprocess.Popen, str]:
+    """The portal's web as docker-compose.yml serves it (gunicorn portal.wsgi), with `workers` processes."""
+    port = free_port()
+    log = open(tree / "var" / "bench-fleet-web.log", "w")  # noqa: SIM115 - lives with the process
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "portal.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+         "--access-logfile", "-"], cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    http = urllib3.PoolManager(maxsize=1)
+    for _ in range(600):
+        if process.poll() is not None:
+            raise SystemExit("gunicorn exited; see var/bench-fleet-web.log")
+        try:
+            http.request("GET", f"http://127.0.0.1:{port}/api/v1/gitops", retries=False, timeout=2.0)
+            return process, f"http://127.0.0.1:{port}"
+        except urllib3.exceptions.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit("gunicorn did not answer; see var/bench-fleet-web.log")
+
+
+def start_agents(tree: Path, env: dict[str, str], work: Path, portal: str, base: str, tokens: dict[str, str],
+                 interval: int, processes: int) -> list[subprocess.Popen]:
+    """bench/fleet_agents.py in `processes` processes, the clusters dealt round-robin, each
+    agent's first read spread over one interval by its place in the whole fleet."""
+    names = sorted(tokens)
+    agents = []
+    for p in range(processes):
+        mine = [(n, name) for n, name in enumerate(names) if n % processes == p]
+        if not mine:
+            continue
+        spec = work / f"agents-{p}.json"
+        spec.touch(mode=0o600)
+        spec.write_text(json.dumps({
+            "portal": portal, "interval": interval, "api_token_env": TOKEN_ENV,
+            "agents": [{"cluster": name, "token": tokens[name], "api_url": f"{base}/{name}",
+                        "offset": interval * n / len(names)} for n, name in mine]}))
+        log = open(tree / "var" / f"bench-fleet-agents-{p}.log", "w")  # noqa: SIM115 - lives with the process
+        agents.append(subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "fleet_agents.py"), str(spec)], cwd=tree, env=env,
+            stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True))
+    return agents
 
 
 def process_tree(pid: int) -> list[int]:
@@ -329,13 +510,19 @@ def queue_depths(redis_url: str) -> dict[str, int]:
 @dataclass
 class Run:
     concurrency: int
+    mode: str = "pull"  # pull | agent
     ages: list[float] = field(default_factory=list)
     polls: int = 0
     measured_seconds: float = 0.0
-    cpu: float = 0.0
+    cpu: float = 0.0  # the portal's: celery workers + beat, and in agent mode gunicorn too
+    cpu_web: float = 0.0  # of which gunicorn's (master and workers)
+    cpu_agents: float = 0.0  # the agents' own processes (not the portal's)
     depth: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     rss: dict[int, float] = field(default_factory=dict)
     change_seconds: float | None = None
+    forge_measured: dict[str, dict[str, int]] | None = None  # forge requests in the measured window
+    forge_total: dict[str, dict[str, int]] | None = None  # forge requests over the whole run
+    pushed: dict[str, int] = field(default_factory=dict)  # agent mode: snapshots stored per agent
 
     @property
     def sweeps(self) -> float:
@@ -403,23 +590,52 @@ def api_shows_degraded(client, name: str) -> bool:
                for item in answer.json().get("results", []))
 
 
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for process in processes:
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _pids(processes: list[subprocess.Popen]) -> list[int]:
+    return [pid for process in processes for pid in process_tree(process.pid)]
+
+
 def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www: Path, base: str,
-            concurrency: int, interval: int, minutes: float, warmup: float, probe: bool) -> Run:
-    database = fresh_database(f"bench_fleet_{concurrency}")
+            concurrency: int, interval: int, minutes: float, warmup: float, probe: bool,
+            mode: str = "pull", forge: ForgeFake | None = None) -> Run:
+    agent = mode == "agent"
+    database = fresh_database(f"bench_fleet_{mode}_{concurrency}")
     redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    cache_url = f"redis://127.0.0.1:6379/{CACHE_DB}"
     import redis
 
     redis.Redis.from_url(redis_url).flushdb()
+    redis.Redis.from_url(cache_url).flushdb()
+    # Every portal process with the environment docker-compose.yml gives it.
     env = os.environ | {
-        "DATABASE_URL": database, "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url,
+        "DATABASE_URL": database, "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url, "CACHE_URL": cache_url,
+        "PORTAL_PRODUCTION": "1", "SECRET_KEY": "bench-fleet-" + uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1",
         "PORTAL_POLL_INTERVAL": str(interval), TOKEN_ENV: TOKEN, "PYTHONPATH": str(tree),
         "DJANGO_SETTINGS_MODULE": "portal.settings",
     }
-    for name in ("PORTAL_GITOPS_TOKEN", "PORTAL_GITOPS_GITLAB_TOKEN", "PORTAL_GITOPS_GITEA_TOKEN", "PORTAL_DEMO"):
+    for name in ("PORTAL_GITOPS_TOKEN", "PORTAL_GITOPS_GITLAB_TOKEN", "PORTAL_GITOPS_GITEA_TOKEN", "PORTAL_DEMO",
+                 "PORTAL_GITOPS_GITHUB_API"):
         env.pop(name, None)
     if args.forge_token:
         env["PORTAL_GITOPS_TOKEN"] = args.forge_token
-    seed(tree, env, fleet, base)
+    if forge is not None:  # configured as a GitHub Enterprise Server is
+        env.update({"PORTAL_GITOPS_GITHUB_API": forge.api, "PORTAL_GITOPS_TOKEN": forge.token})
+    tokens_file = tree / "var" / "bench-fleet" / "agent-tokens.json"
+    seed(tree, env, fleet, base, tokens_file if agent else None)
 
     # This process reads the same database (ages, the API) through Django.
     os.environ.update({"DATABASE_URL": database, "REDIS_URL": redis_url})
@@ -447,28 +663,40 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     client = Client()
     client.force_login(viewer)
 
-    run = Run(concurrency=concurrency)
+    run = Run(concurrency=concurrency, mode=mode)
     mutator = Mutator(www, fleet)
+    web: list[subprocess.Popen] = []
+    agents: list[subprocess.Popen] = []
     workers = start_workers(tree, env, concurrency, args.worker_arg or [])
-    started = time.monotonic()
-    mutator.start()
-    seen: dict[str, object] = {}
-    cpu_at_start = None
-    measure_from = started + warmup * 60
-    probe_at = measure_from + (minutes * 60) / 2
-    probe_written = None
-    probe_name = ""
     try:
+        if agent:
+            process, portal = start_web(tree, env, args.web_workers)
+            web.append(process)
+            tokens = json.loads(tokens_file.read_text())
+            tokens_file.unlink()
+            agents = start_agents(tree, env, tree / "var" / "bench-fleet", portal, base, tokens, interval,
+                                  args.agent_processes)
+        started = time.monotonic()
+        mutator.start()
+        seen: dict[str, object] = {}
+        cpu_at_start: tuple[float, float, float] | None = None
+        forge_at_start: dict[str, dict[str, int]] = {}
+        measure_from = started + warmup * 60
+        probe_at = measure_from + (minutes * 60) / 2
+        probe_written = None
+        probe_name = ""
         while time.monotonic() < measure_from + minutes * 60:
             now = time.monotonic()
-            pids = [pid for worker in workers for pid in process_tree(worker.pid)]
-            if any(worker.poll() is not None for worker in workers):
-                raise SystemExit("a worker exited; see var/bench-fleet-*.log")
+            if any(p.poll() is not None for p in workers + web + agents):
+                raise SystemExit("a worker, gunicorn or an agent process exited; see var/bench-fleet-*.log")
+            portal_pids, web_pids, agent_pids = _pids(workers + web), _pids(web), _pids(agents)
             rows = list(Cluster.objects.values_list("name", "last_ok_at"))
             if now >= measure_from:
+                cpu_now = (cpu_seconds(portal_pids), cpu_seconds(web_pids), cpu_seconds(agent_pids))
                 if cpu_at_start is None:
-                    cpu_at_start = cpu_seconds(pids)
+                    cpu_at_start = cpu_now
                     seen = dict(rows)
+                    forge_at_start = forge.counts() if forge else {}
                 else:
                     for name, last_ok in rows:
                         if last_ok is not None and seen.get(name) != last_ok:
@@ -480,9 +708,9 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
                 run.ages.extend((wall - last_ok).total_seconds() if last_ok else float("inf")
                                 for _, last_ok in rows)
                 run.depth.append((now - started, queue_depths(redis_url)))
-                run.cpu = cpu_seconds(pids) - cpu_at_start
+                run.cpu, run.cpu_web, run.cpu_agents = (a - b for a, b in zip(cpu_now, cpu_at_start, strict=True))
                 run.measured_seconds = now - measure_from
-                run.rss = peak_rss_mib(pids)
+                run.rss = peak_rss_mib(portal_pids)
             if probe and probe_written is None and now >= probe_at:
                 with mutator.lock:
                     target = fleet[17 % len(fleet)]
@@ -496,34 +724,55 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
             if probe_written is not None and run.change_seconds is None and api_shows_degraded(client, probe_name):
                 run.change_seconds = time.monotonic() - probe_written
             time.sleep(1.0 if probe_written is not None and run.change_seconds is None else 5.0)
+        if forge is not None:
+            run.forge_total = forge.counts()
+            run.forge_measured = counts_between(forge_at_start, run.forge_total)
     finally:
         mutator.stop.set()
-        for worker in workers:
-            os.killpg(worker.pid, signal.SIGTERM)
-        for worker in workers:
-            try:
-                worker.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+        _stop(agents)
+        for process in agents:
+            out = process.stdout.read() if process.stdout else ""
+            if out.strip():
+                run.pushed.update(json.loads(out.strip().splitlines()[-1]))
+        _stop(web + workers)
     return run
+
+
+def _per_10_minutes(n: float, seconds: float) -> float:
+    return n * 600 / seconds if seconds else 0.0
 
 
 def report(run: Run, floor: float, label: str) -> None:
     ages = sorted(a for a in run.ages if a != float("inf"))
     never = sum(1 for a in run.ages if a == float("inf"))
-    print(f"\n== {label}: {run.concurrency} poll worker process(es) ==")
+    if run.mode == "agent":
+        print(f"\n== {label}: {CLUSTERS} agents push, the portal stores (gunicorn's requests); "
+              f"{run.concurrency} poll worker process(es) idle beside beat ==")
+        what = "last stored agent report (Cluster.last_ok_at, set when a pushed snapshot is stored)"
+    else:
+        print(f"\n== {label}: {run.concurrency} poll worker process(es) ==")
+        what = "last good poll (Cluster.last_ok_at)"
     if ages:
         p50 = statistics.median(ages)
         p95 = ages[min(len(ages) - 1, int(0.95 * len(ages)))]
-        print(f"age of each cluster's last good poll (sampled every 5 s after the warm-up): "
-              f"p50 {p50:.0f} s, p95 {p95:.0f} s, max {ages[-1]:.0f} s" + (f"; never polled: {never}" if never else ""))
+        print(f"age of each cluster's {what}, sampled every 5 s after the warm-up: "
+              f"p50 {p50:.0f} s, p95 {p95:.0f} s, max {ages[-1]:.0f} s" + (f"; never stored: {never}" if never else ""))
     sweeps = run.sweeps
-    print(f"polls in {run.measured_seconds:.0f} s: {run.polls} = {sweeps:.2f} sweeps "
+    unit = "stored reports" if run.mode == "agent" else "polls"
+    print(f"{unit} in {run.measured_seconds:.0f} s: {run.polls} = {sweeps:.2f} sweeps of the fleet "
           f"({run.sweep_rate() * 60:.2f} sweeps/min)")
     if sweeps:
         per_sweep = run.cpu / sweeps
-        print(f"workers' CPU (both workers, beat included): {run.cpu:.0f} s = {per_sweep:.1f} s per sweep = "
-              f"{per_sweep / floor:.1f}x the floor")
+        if run.mode == "agent":
+            web, rest = run.cpu_web / sweeps, (run.cpu - run.cpu_web) / sweeps
+            print(f"portal's CPU (gunicorn master + workers, both celery workers, beat; not PostgreSQL, Redis, nginx "
+                  f"or the agents): {run.cpu:.0f} s = {per_sweep:.1f} s per sweep = {per_sweep / floor:.1f}x the floor "
+                  f"(web {web:.1f} s, workers and beat {rest:.1f} s per sweep)")
+            print(f"agents' own CPU (read their cluster from nginx, gzip and push; not the portal's): "
+                  f"{run.cpu_agents:.0f} s = {run.cpu_agents / sweeps:.1f} s per sweep")
+        else:
+            print(f"portal's CPU (both celery workers, beat included; not PostgreSQL, Redis or nginx): "
+                  f"{run.cpu:.0f} s = {per_sweep:.1f} s per sweep = {per_sweep / floor:.1f}x the floor")
     if run.depth:
         peak = max(sum(d.values()) for _, d in run.depth)
         print(f"queue depth: max {peak} (all queues); over time:")
@@ -532,28 +781,70 @@ def report(run: Run, floor: float, label: str) -> None:
             shown = ", ".join(f"{q}={n}" for q, n in sorted(depths.items())) or "empty"
             print(f"  t+{at:4.0f} s: {shown}")
     if run.rss:
-        print(f"peak RSS per process: {', '.join(f'{v:.0f} MiB' for v in sorted(run.rss.values(), reverse=True))}")
+        print(f"peak RSS per portal process: "
+              f"{', '.join(f'{v:.0f} MiB' for v in sorted(run.rss.values(), reverse=True))}")
     if run.change_seconds is not None:
         print(f"a Degraded app written into one cluster appeared in GET /api/v1/gitops after "
               f"{run.change_seconds:.0f} s")
     elif run.measured_seconds:
         print("the probe change did not appear in GET /api/v1/gitops before the end")
+    if run.pushed:
+        stopped = sum(1 for n in run.pushed.values() if n == 0)
+        print(f"agents: {sum(run.pushed.values())} snapshots stored over the whole run (warm-up included) by "
+              f"{len(run.pushed)} agents" + (f"; {stopped} stored none" if stopped else ""))
+    if run.forge_measured is not None:
+        report_forge(run)
+
+
+def report_forge(run: Run) -> None:
+    measured = run.forge_measured or {}
+    seconds = run.measured_seconds
+    repositories = {repo for repo in run.forge_total or {} if repo.startswith("acme/")}
+    trees = {repo: measured.get(repo, {}).get("tree", 0) for repo in repositories}
+    total = sum(trees.values())
+    scaled = "" if abs(seconds - 600) < 30 else \
+        f" (scaled from a {seconds / 60:.1f}-minute window: exact only for a 10-minute one)"
+    print(f"forge fake: tree reads (GET /repos/…/git/trees/<sha>, one per pin read of a repository at a "
+          f"revision) in the measured {seconds:.0f} s: {total}, for {len(trees)} repositories, most on one "
+          f"{max(trees.values(), default=0)}; = {_per_10_minutes(total, seconds):.0f} per 10 minutes{scaled} "
+          f"(target: at most 40 for 40 repositories)")
+    if trees:
+        print("  per repository: " + ", ".join(f"{repo.split('/')[1]} {n}" for repo, n in sorted(trees.items())))
+    for label, counts in (("measured window", measured), ("whole run, warm-up included", run.forge_total or {})):
+        kinds: dict[str, int] = {}
+        for per_repo in counts.values():
+            for kind, n in per_repo.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+        shown = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())) or "none"
+        print(f"  all forge requests, {label}: {sum(kinds.values())} ({shown})")
 
 
 def main() -> None:
     global CLUSTERS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__.split("\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("pull", "forge", "agent"), default="pull",
+                        help="pull (default): the portal polls every cluster; forge: the same with a forge token "
+                             "and the apps in --repositories repositories on a GitHub fake; agent: pull, then the "
+                             "same fleet pushed by agents, with the portal's CPU per sweep of both")
     parser.add_argument("--clusters", type=int, default=500)
     parser.add_argument("--apps", type=int, default=100)
     parser.add_argument("--warmup", type=float, default=3.0, help="minutes before measuring")
     parser.add_argument("--minutes", type=float, default=10.0, help="minutes measured")
     parser.add_argument("--concurrency", type=int, default=2)
-    parser.add_argument("--interval", type=int, default=60, help="PORTAL_POLL_INTERVAL")
+    parser.add_argument("--interval", type=int, default=60, help="PORTAL_POLL_INTERVAL (and the agents' interval)")
     parser.add_argument("--compare", action="store_true",
                         help="also run 1 and 2 processes on a saturating interval (5 s) and compare sweep rates")
     parser.add_argument("--compare-minutes", type=float, default=3.0)
     parser.add_argument("--worker-arg", action="append", help="extra argument for `celery worker` (repeatable)")
-    parser.add_argument("--forge-token", default="", help="PORTAL_GITOPS_TOKEN for the worker (none by default)")
+    parser.add_argument("--forge-token", default="",
+                        help="PORTAL_GITOPS_TOKEN for the worker in pull mode (none by default; the apps' "
+                             "repositories are then on github.com: use --mode forge to measure forge work)")
+    parser.add_argument("--repositories", type=int, default=40, help="forge mode: repositories the apps spread over")
+    parser.add_argument("--web-workers", type=int, default=2,
+                        help="agent mode: gunicorn workers (docker-compose.yml runs 4; 2 on a 2-core machine)")
+    parser.add_argument("--agent-processes", type=int, default=2, help="agent mode: processes the agents run in")
+    parser.add_argument("--agent-only", action="store_true", help="agent mode: skip the pull run beside it")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose worker is measured")
     args = parser.parse_args()
     CLUSTERS = args.clusters
@@ -562,40 +853,71 @@ def main() -> None:
     work = tree / "var" / "bench-fleet"
     www = work / "www"
     shutil.rmtree(www, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(tree))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    t = time.perf_counter()
-    fleet = build_fleet(args.clusters, args.apps)
-    size = sum(write_cluster(www, c) for c in fleet)
-    print(f"fleet: {args.clusters} clusters x {args.apps} apps ({sum(c.argo for c in fleet)} Argo CD, "
-          f"{sum(not c.argo for c in fleet)} Flux), one Deployment per app; {size / 1e6:.0f} MB of lists "
-          f"written in {time.perf_counter() - t:.0f} s", flush=True)
-    port = free_port()
-    nginx = start_nginx(work, www, port)
-    base = f"http://127.0.0.1:{port}"
+    forge = ForgeFake(tree, work, args.repositories) if args.mode == "forge" else None
+    place = ForgeFleet(forge.web, args.repositories) if forge else None
+    nginx = None
     try:
+        t = time.perf_counter()
+        fleet = build_fleet(args.clusters, args.apps, place)
+        size = sum(write_cluster(www, c) for c in fleet)
+        print(f"fleet: {args.clusters} clusters x {args.apps} apps ({sum(c.argo for c in fleet)} Argo CD, "
+              f"{sum(not c.argo for c in fleet)} Flux), one Deployment per app; {size / 1e6:.0f} MB of lists "
+              f"written in {time.perf_counter() - t:.0f} s", flush=True)
+        if forge:
+            print(f"forge: a GitHub fake (tests/forge_fakes/github.py, bench/fleet_forge.py) at {forge.api} holding "
+                  f"{args.repositories} repositories; every app follows `main` of its service's repository; "
+                  f"PORTAL_GITOPS_TOKEN set", flush=True)
+        port = free_port()
+        nginx = start_nginx(work, www, port)
+        base = f"http://127.0.0.1:{port}"
         floor_seconds(fleet, base)  # warm nginx's open-file cache and the page cache
         floor, objects, fetched = floor_seconds(fleet, base)
         print(f"floor (fetch + JSON-parse every list the portal reads, once, one process): {floor:.2f} s "
               f"for {objects:,} objects, {fetched / 1e6:.0f} MB", flush=True)
-        run = measure(args, tree, fleet, www, base, args.concurrency, args.interval, args.minutes, args.warmup,
-                      probe=True)
-        report(run, floor, f"PORTAL_POLL_INTERVAL={args.interval}")
+        runs: dict[str, Run] = {}
+        if not (args.mode == "agent" and args.agent_only):
+            runs["pull"] = measure(args, tree, fleet, www, base, args.concurrency, args.interval, args.minutes,
+                                   args.warmup, probe=True, forge=forge)
+            report(runs["pull"], floor, f"{args.mode if args.mode == 'forge' else 'pull'} mode, "
+                                        f"PORTAL_POLL_INTERVAL={args.interval}")
+        if args.mode == "agent":
+            fleet = build_fleet(args.clusters, args.apps)
+            for c in fleet:
+                write_cluster(www, c)
+            runs["agent"] = measure(args, tree, fleet, www, base, args.concurrency, args.interval, args.minutes,
+                                    args.warmup, probe=True, mode="agent")
+            report(runs["agent"], floor, f"agent mode, agents and PORTAL_POLL_INTERVAL={args.interval} s, "
+                                         f"{args.agent_processes} agent processes, "
+                                         f"gunicorn --workers {args.web_workers}")
+            print("\nportal's CPU per sweep of the fleet (web + workers + beat; the agents' own CPU apart):")
+            for name, run in runs.items():
+                if run.sweeps:
+                    per_sweep = run.cpu / run.sweeps
+                    extra = f"; the agents' own: {run.cpu_agents / run.sweeps:.1f} s" if name == "agent" else ""
+                    print(f"  {name:5}: {per_sweep:.1f} s = {per_sweep / floor:.1f}x the floor{extra}")
+                else:
+                    print(f"  {name:5}: no sweep measured")
         if args.compare:
             rates = {}
             for concurrency in (1, 2):
-                fleet = build_fleet(args.clusters, args.apps)
+                fleet = build_fleet(args.clusters, args.apps, place)
                 for c in fleet:
                     write_cluster(www, c)
                 compared = measure(args, tree, fleet, www, base, concurrency, 5, args.compare_minutes, 1.0,
-                                   probe=False)
+                                   probe=False, forge=forge)
                 report(compared, floor, "saturated (PORTAL_POLL_INTERVAL=5)")
                 rates[concurrency] = compared.sweep_rate()
             if rates[1]:
                 print(f"\n2 processes sweep {rates[2] / rates[1]:.2f}x as fast as 1")
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
+        if nginx is not None:
+            nginx.terminate()
+            nginx.wait(timeout=10)
+        if forge is not None:
+            forge.stop()
 
 
 if __name__ == "__main__":

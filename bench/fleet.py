@@ -421,7 +421,7 @@ def start_web(tree: Path, env: dict[str, str], workers: int) -> tuple[subprocess
         if process.poll() is not None:
             raise SystemExit("gunicorn exited; see var/bench-fleet-web.log")
         try:
-            http.request("GET", f"http://127.0.0.1:{port}/api/v1/gitops", retries=False, timeout=2.0)
+            http.request("GET", f"http://127.0.0.1:{port}/api/v1/gitops", retries=False, timeout=30.0)
             return process, f"http://127.0.0.1:{port}"
         except urllib3.exceptions.HTTPError:
             time.sleep(0.1)

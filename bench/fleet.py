@@ -523,6 +523,7 @@ class Run:
     forge_measured: dict[str, dict[str, int]] | None = None  # forge requests in the measured window
     forge_total: dict[str, dict[str, int]] | None = None  # forge requests over the whole run
     pushed: dict[str, int] = field(default_factory=dict)  # agent mode: snapshots stored per agent
+    push_answers: dict[str, int] = field(default_factory=dict)  # agent mode: HTTP status -> pushes (whole run)
 
     @property
     def sweeps(self) -> float:
@@ -735,7 +736,19 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
             if out.strip():
                 run.pushed.update(json.loads(out.strip().splitlines()[-1]))
         _stop(web + workers)
+        if agent:
+            run.push_answers = push_answers(tree / "var" / "bench-fleet-web.log")
     return run
+
+
+def push_answers(access_log: Path) -> dict[str, int]:
+    """The status of every snapshot push in gunicorn's access log (its default format)."""
+    answers: dict[str, int] = {}
+    for line in access_log.read_text(errors="replace").splitlines():
+        if '"POST /api/v1/agents/' in line:
+            status = line.split('" ', 1)[1].split(" ", 1)[0] if '" ' in line else "?"
+            answers[status] = answers.get(status, 0) + 1
+    return answers
 
 
 def _per_10_minutes(n: float, seconds: float) -> float:
@@ -790,8 +803,10 @@ def report(run: Run, floor: float, label: str) -> None:
         print("the probe change did not appear in GET /api/v1/gitops before the end")
     if run.pushed:
         stopped = sum(1 for n in run.pushed.values() if n == 0)
+        answers = ", ".join(f"{status} x{n}" for status, n in sorted(run.push_answers.items()))
         print(f"agents: {sum(run.pushed.values())} snapshots stored over the whole run (warm-up included) by "
-              f"{len(run.pushed)} agents" + (f"; {stopped} stored none" if stopped else ""))
+              f"{len(run.pushed)} agents" + (f"; {stopped} stored none" if stopped else "")
+              + f"; the portal's answers to their pushes: {answers or 'none logged'}")
     if run.forge_measured is not None:
         report_forge(run)
 

@@ -63,7 +63,7 @@ class FleetGitHub(FakeGitHub):
         match = REPO.match(request.path)
         with self.lock:
             model = self.models.get((match["owner"], match["name"])) if match else None
-            if model is None:
+            if match is None or model is None:
                 response = self.error(401, "Bad credentials") if not self.authorised(request) \
                     else self.error(404, "Not Found")
                 where, kind = "(no such repository)", "other"

@@ -43,8 +43,10 @@ def fleet_forge():
     from tests.forge_fakes.base import GitModel
 
     repositories = fleet.forge_repositories(40)
-    models = {tuple(name.split("/")): GitModel(*name.split("/"), files, branch="main")
-              for name, files in repositories.items()}
+    models = {}
+    for name, files in repositories.items():
+        owner, repository = name.split("/")
+        models[(owner, repository)] = GitModel(owner, repository, files, branch="main")
     with forge_module.FleetGitHub(models, TOKEN) as server:
         yield server, fleet
 

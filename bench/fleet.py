@@ -44,7 +44,9 @@ Printed, per run:
 - sweeps: changes of last_ok_at seen in the measured window, divided by the cluster count;
 - the portal's CPU (user + system, from /proc) per sweep and its ratio to the floor: both
   celery workers and beat, plus in agent mode gunicorn's master and workers (shown apart);
-  never PostgreSQL, Redis, nginx, the forge fake or the agents. In agent mode the agents' own
+  never PostgreSQL, Redis, nginx, the forge fake or the agents (pull mode runs no web server: it
+  has no part in collection, and the bench asks GET /api/v1/gitops through Django's test client
+  in its own process, in both modes, uncounted). In agent mode the agents' own
   CPU per sweep is printed on a line of its own, and at the end the portal's CPU per sweep of
   both modes side by side;
 - queue depth over time (every list in the broker's Redis database), the portal processes'

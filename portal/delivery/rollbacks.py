@@ -330,7 +330,7 @@ def open_rollbacks(offers: Iterable[RollbackOffer]) -> dict[tuple[str, str, str]
     )
     found: dict[tuple[str, str, str], PullRequest] = {}
     for row in rows:
-        charts = {f"{CHART_KEY}{o.chart}" for o in offers if o.chart and names_chart(row, o.chart)}
+        charts = {f"{CHART_KEY}{o.chart}" for o in offers if o.chart and row.names_chart(o.chart)}
         names = [*(row.services or []), *sorted(charts)]
         for service in names:
             key = (service, row.environment, row.to_version)
@@ -346,11 +346,6 @@ def offer_key(offer: RollbackOffer) -> tuple[str, str, str]:
     """(service or "chart=<name>", environment, previous version): how a page finds an offer's open PR."""
     return (f"{CHART_KEY}{offer.chart}" if offer.chart else offer.service, offer.environment, offer.previous)
 
-
-def names_chart(pr: PullRequest, chart: str) -> bool:
-    """Whether `pr` is a chart version change of `chart`: no services, and its title names the
-    chart ("Update the notifications chart to 0.4.0 in prod", the planner's titles)."""
-    return not pr.services and f"the {chart} chart" in pr.title
 
 
 def preview_url(offer: RollbackOffer) -> str:

@@ -421,6 +421,11 @@ class ChartBehind:
         return self.app.cluster.environment.name
 
     @property
+    def open_pr_link(self) -> str | None:
+        """The open pull request's page, when its URL is http(s)."""
+        return safe_http_url(self.open_pr.url) if self.open_pr is not None else None
+
+    @property
     def follows(self) -> str:
         return self.pin.follows
 

@@ -212,3 +212,19 @@ def test_no_chart_rollback_once_git_pins_another_version_or_a_range(catalog, not
         target_revision="0.3.*", sources=[{"repo_url": CHARTS, "path": "", "chart": "notifications",
                                            "target_revision": "0.3.*"}])
     assert offers_for_apps([loaded(moved)]) == {}
+
+
+@pytest.mark.django_db
+def test_the_chart_rollback_is_announced_as_the_chart():
+    from portal.notifications.delivery_events import rollback_event
+
+    changed = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+    history = [Replacement("notifications", "prod-us-1", "0.3.1", "0.3.2", changed)]
+    offer = decide_chart(health(changed + timedelta(minutes=3)), history, "0.3.2", "notifications",
+                         changed + timedelta(minutes=30), GRACE)
+    assert offer is not None
+    event = rollback_event(offer)
+    assert event.title == "Rollback offered: the notifications chart 0.3.2 → 0.3.1 on prod-us-1"
+    assert event.key == offer.event_key and "chart=notifications" in event.key
+    [preview] = [link.url for link in event.links if link.label == "Preview rollback PR"]
+    assert "service=chart%3Dnotifications" in preview

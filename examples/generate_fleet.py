@@ -68,6 +68,19 @@ HELM = {
     "notifications": ("0.3.1", "0.8.4"),
 }
 PREVIOUS_CHART = {"frontend": "1.4.1", "search": "0.9.2", "notifications": "0.3.0"}
+# Where a cluster pins another chart version than HELM's: staging got notifications' chart
+# 0.3.2 (with 0.9.0) while prod still pins 0.3.1, so Delivery offers the chart promotion.
+CHART_OVERRIDE = {("staging-eu-1", "notifications"): "0.3.2"}
+
+
+def chart_of(cluster: str, service: str) -> str:
+    """The chart version `cluster` pins for the Helm-based `service`."""
+    return CHART_OVERRIDE.get((cluster, service), HELM[service][0])
+
+
+def previous_chart_of(cluster: str, service: str) -> str:
+    """The chart version `cluster` ran before the one it pins."""
+    return HELM[service][0] if (cluster, service) in CHART_OVERRIDE else PREVIOUS_CHART[service]
 STATEFUL = {"inventory"}
 PORTS = {"frontend": 3000, "auth": 8443}
 TEAMS = {}  # filled from fleet.yaml
@@ -633,7 +646,7 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
                        else {"namespace": service, "server": HUB_SERVERS[cluster]})
 
     if helm:
-        chart_version = helm[0]
+        chart_version = chart_of(cluster, service)
         sources = [
             {
                 "chart": service,
@@ -696,7 +709,7 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
             "initiatedBy": by,
         }
         if helm:
-            chart_v = helm[0] if i == len(history_versions) - 1 else PREVIOUS_CHART[service]
+            chart_v = chart_version if i == len(history_versions) - 1 else previous_chart_of(cluster, service)
             entry["revisions"] = [chart_v, revision]
             entry["sources"] = [dict(sources[0], targetRevision=chart_v), sources[1]]
         else:
@@ -1231,7 +1244,7 @@ def build_cluster(cluster: str) -> dict[str, list[dict[str, Any]]]:
             created = at(day, 10) + jitter(cluster, service, minutes=300) + timedelta(minutes=1, seconds=5)
             n_versions = len(app["status"].get("history", []))
             state = "deadline-exceeded" if (cluster == "staging-eu-1" and service == "payments") else "healthy"
-            chart = HELM[service][0] if service in HELM else None
+            chart = chart_of(cluster, service) if service in HELM else None
             workloads.append(make_service(cluster, service, created, owner, runs(cluster, service), chart))
             workloads.append(make_workload(cluster, service, owner, created, generation=1 + n_versions,
                                            helm_chart=chart, state=state))
@@ -1286,7 +1299,7 @@ def hub_workloads(cluster: str) -> list[dict[str, Any]]:
         app, owner = argo_app(cluster, service, day)
         assert owner is not None
         created = at(day, 10) + jitter(cluster, service, minutes=300) + timedelta(minutes=1, seconds=5)
-        chart = HELM[service][0] if service in HELM else None
+        chart = chart_of(cluster, service) if service in HELM else None
         objects.append(make_service(cluster, service, created, owner, runs(cluster, service), chart))
         objects.append(make_workload(cluster, service, owner, created,
                                      generation=1 + len(app["status"].get("history", [])), helm_chart=chart))

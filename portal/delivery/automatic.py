@@ -10,6 +10,11 @@ sync window that blocks the application (merging could not deploy it anyway). No
 opened: an open PR already proposes the version, or Git already pins it. A PR that
 cannot be opened (no file pins the running tag, the forge refused) is recorded in
 `AutoPRAttempt` and tried again the next day, not every 30 minutes.
+
+Chart versions too (`upgrades.charts_behind`): an application pinning a chart behind the newest
+version its first service's policy accepts gets the chart upgrade PR (only the version line
+changes) under the same level, holds and records (`_consider`, one path for both); its
+attempt is recorded as `chart=<name>:<version>`, so it never collides with an image tag.
 """
 
 from __future__ import annotations
@@ -18,16 +23,26 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.db.models import F
 from django.utils import timezone
 
 from forges.forge import Forge
-from portal.delivery.changes import ChangeError, change_for_upgrade, open_change, window_blocks
+from gitops.models import GitOpsApp
+from portal.catalog.models import Service
+from portal.delivery.changes import (
+    ChangeError,
+    change_for_chart_upgrade,
+    change_for_upgrade,
+    open_change,
+    window_blocks,
+)
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
+from portal.delivery.planner import Change
 from portal.delivery.policy import PolicyError
-from portal.delivery.upgrades import Behind, behind
+from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
 from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
@@ -52,49 +67,89 @@ def run(
     """Open every automatic pull request the policies ask for now. Never raises for one failure."""
     at = now()
     report = AutoReport()
+    charts: list[ChartBehind] | None = None  # read once, the first time a policy asks for automatic PRs
     for row in ServicePolicy.objects.exclude(auto_pr={}).select_related("service").order_by("service__name"):
         try:
             policy = row.as_policy()
         except PolicyError as error:
             log.warning("automatic PRs of %s skipped: %s", row.service.name, error)
             continue
+        if charts is None:
+            charts = [line for line in charts_behind(today=at.date()) if line.target]
         for environment, level in sorted(policy.auto_pr.items()):
             if level == "none":
                 continue
-            for line in behind(service=row.service, environment=environment, today=at.date()):
-                label = f"{line.service.name} {line.target} in {line.app.name} ({line.app.cluster.name})"
-                if not policy.auto_pr_allowed(environment, line.jump):
-                    report.beyond_policy.append(f"{label}: a {line.jump} jump, the policy allows {level}")
+            wanted: list[_Wanted] = [_image(line) for line in
+                                     behind(service=row.service, environment=environment, today=at.date())]
+            wanted += [_chart(line) for line in charts
+                       if line.service == row.service and line.environment == environment]
+            for want in wanted:
+                if not policy.auto_pr_allowed(environment, want.jump):
+                    report.beyond_policy.append(f"{want.label}: a {want.jump} jump, the policy allows {level}")
                     continue
-                _consider(line, label, at, now, forge_factory, report)
+                _consider(want, at, now, forge_factory, report)
     return report
 
 
+@dataclass(frozen=True)
+class _Wanted:
+    """One automatic PR a policy may ask for: an image tag (`Behind`) or a chart version (`ChartBehind`)."""
+
+    app: GitOpsApp
+    service: Service
+    target: str
+    jump: str
+    label: str  # "checkout 1.7.0 in checkout-dev (dev-eu-1)"
+    attempt_key: str  # AutoPRAttempt.to_version
+    done: bool  # an open PR already proposes the target, or Git already pins it
+    change: Callable[[], Change]
+
+
+def _image(line: Behind) -> _Wanted:
+    return _Wanted(
+        line.app, line.service, line.target, line.jump,
+        f"{line.service.name} {line.target} in {line.app.name} ({line.app.cluster.name})",
+        line.target, line.open_pr is not None or line.pinned_at_target,
+        partial(change_for_upgrade, line.app, line.service, line.target),
+    )
+
+
+def _chart(line: ChartBehind) -> _Wanted:
+    assert line.target is not None and line.service is not None
+    chart = line.pin.ref.chart
+    return _Wanted(
+        line.app, line.service, line.target, line.jump,
+        f"the {chart} chart {line.target} in {line.app.name} ({line.app.cluster.name})",
+        f"chart={chart}:{line.target}", line.open_pr is not None,
+        partial(change_for_chart_upgrade, line.app, line.target),
+    )
+
+
 def _consider(
-    line: Behind,
-    label: str,
+    line: _Wanted,
     at: datetime,
     now: Callable[[], datetime],
     forge_factory: Callable[[str], Forge] | None,
     report: AutoReport,
 ) -> None:
-    if line.open_pr is not None or line.pinned_at_target:
+    label = line.label
+    if line.done:
         return
-    freezes = freezes_in_effect(line.environment, at)
+    freezes = freezes_in_effect(line.app.cluster.environment.name, at)
     if freezes:
         report.held.append(f"{label}: change freeze until {utc_stamp(freezes[0].ends_at)}")
         return
     if window_blocks(line.app, at):
         report.held.append(f"{label}: a sync window blocks {line.app.name}")
         return
-    attempt = AutoPRAttempt.objects.filter(app=line.app, service=line.service, to_version=line.target).first()
+    attempt = AutoPRAttempt.objects.filter(app=line.app, service=line.service, to_version=line.attempt_key).first()
     if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
         return  # opened before and since closed or merged: not reopened automatically
     if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
         report.waiting.append(f"{label}: retried after {utc_stamp(attempt.retry_after)}")
         return
     try:
-        change = change_for_upgrade(line.app, line.service, line.target)
+        change = line.change()
         forge = forge_factory(change.repository) if forge_factory else None
         result = open_change(change, None, automatic=True, forge=forge, now=now)
         ok, message = result.ok, result.message
@@ -106,7 +161,7 @@ def _consider(
         AutoPRAttempt.objects.create(
             app=line.app,
             service=line.service,
-            to_version=line.target,
+            to_version=line.attempt_key,
             outcome=outcome,
             message=message[:2000],
             attempted_at=at,

@@ -203,13 +203,21 @@ def change_forward(
 
 
 def change_for_chart(
-    kind: str, app: GitOpsApp, to_version: str, *, from_version: str | None = None, chart: str = ""
+    kind: str,
+    app: GitOpsApp,
+    to_version: str,
+    *,
+    from_version: str | None = None,
+    chart: str = "",
+    failure: str = "",
+    failing_since: datetime | None = None,
 ) -> Change:
     """Move the chart `app` installs from a Helm or OCI repository to `to_version`: only the
     pinned chart version changes (`forges.pins.chart_edits`: a HelmRelease's
     `spec.chart.spec.version`, an Argo CD Helm source's `targetRevision`, an OCIRepository's
     `ref`), in the repository where the app's pins live. A range is not a pin: refused.
-    `chart` with `from_version`: a dependency of a chart kept in Git (its Chart.yaml pins it)."""
+    `chart` with `from_version`: a dependency of a chart kept in Git (its Chart.yaml pins it).
+    A rollback says what went wrong and since when (`failure`, `failing_since`)."""
     pin = chart_pin(app)
     if pin is None and chart and from_version:
         pin = ChartPin(ChartRef("", chart), from_version)
@@ -242,6 +250,8 @@ def change_for_chart(
         clusters=(app.cluster.name,),
         apps=(app.pk,),
         chart=pin.ref.chart,
+        failure=failure,
+        failing_since=failing_since,
     )
 
 

@@ -235,6 +235,12 @@ class PullRequest(models.Model):
         where = f"#{self.number}" if self.number else self.branch
         return f"{self.repository} {where}: {self.title}"
 
+    def names_chart(self, chart: str) -> bool:
+        """Whether this is a chart version change of `chart`: a chart change names no service,
+        and the planner's titles name the chart ("Update the notifications chart to 0.4.0 in
+        prod", "Roll back the notifications chart to 0.3.1 in prod")."""
+        return not self.services and f"the {chart} chart" in self.title
+
 
 class AutoPRAttempt(models.Model):
     """An automatic pull request tried for one service, application and version, and how it went."""

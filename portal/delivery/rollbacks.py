@@ -11,12 +11,22 @@ its cause, and may be the fix), when the latest change was itself a return to th
 before (rolling back again would undo the rollback), or when the previous version is not
 one version (a service that ran several versions in one workload).
 Rollbacks are never held by freezes or sync windows: nothing here looks at them.
+
+A chart version is blamed by the same rule (`_to_blame`, one definition): an application that
+installs a chart from a Helm or OCI repository (`portal.releases.charts.chart_pin`) and turned
+failing within the window after its chart version changed is offered "Rollback PR → <previous
+chart version>", the PR changing only the chart version line (`forges.pins.chart_edits`). The
+versions and when each was deployed come from the application's stored history: an Argo CD
+Application's `status.history[]` (oldest first; `revisions[i]` of the chart source, which Argo
+CD records as the chart version it installed), a Flux HelmRelease's `status.history[]` snapshots
+(`chartVersion`, `lastDeployed`; a failed attempt counts, it is what the version change did).
+The version that replaced the previous one must be what Git pins now (else the pin moved on).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -25,8 +35,11 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from gitops.fields import as_dict, as_list, as_str
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
 from portal.delivery.models import PullRequest
+from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart
+from portal.timestamps import parse_time
 
 WINDOW = timedelta(days=1)  # how long after a version change new trouble is blamed on it
 
@@ -69,12 +82,19 @@ class RollbackOffer:
     replaced_at: datetime
     failing_since: datetime
     failure: str  # "Degraded: Deployment checkout exceeded its progress deadline"
+    chart: str = ""  # a chart version rollback: the chart's name (`service` is then the app's first service)
+
+    @property
+    def subject(self) -> str:
+        """What rolls back, as a sentence names it: "checkout", "the notifications chart"."""
+        return f"the {self.chart} chart" if self.chart else self.service
 
     @property
     def event_key(self) -> str:
-        """One notification per offer: the same app, service, versions and episode start."""
+        """One notification per offer: the same app, service (or chart), versions and episode start."""
+        what = f"chart={self.chart}" if self.chart else self.service
         return (
-            f"delivery:rollback:{self.cluster}/{self.app}/{self.service}:{self.current}->{self.previous}"
+            f"delivery:rollback:{self.cluster}/{self.app}/{what}:{self.current}->{self.previous}"
             f"@{self.failing_since.isoformat()}"
         )
 
@@ -96,48 +116,115 @@ def decide(
 
     `replacements` are the VersionChange rows of the app's cluster, any order.
     """
-    if app.health_status not in ATTENTION_HEALTH or app.health_since is None:
+    if not _failing(app, now, grace_period):
         return []
-    if now - app.health_since < grace_period:
-        return []
+    assert app.health_since is not None
     by_service: dict[str, list[Replacement]] = defaultdict(list)
     for change in replacements:
         if change.cluster == app.cluster and change.service in app.services:
             by_service[change.service].append(change)
     offers = []
     for service in sorted(by_service):
-        history = sorted(by_service[service], key=lambda c: c.at, reverse=True)
-        latest = history[0]
-        if latest.at > now:
-            continue
-        # The trouble must begin at or after the change (a poll may see both at once), within the window.
-        if not latest.at <= app.health_since <= latest.at + window:
-            continue
-        previous, current = _single(latest.from_version), _single(latest.to_version)
-        if previous is None or current is None or previous == current:
-            continue
-        if current not in app.running.get(service, [current]):
-            continue  # something else runs by now: the change is no longer what is there
-        if len(history) > 1:
-            before = history[1]
-            if _single(before.to_version) == previous and _single(before.from_version) == current:
-                continue  # the latest change was already a rollback
-        message = app.health_message.strip()
-        offers.append(
-            RollbackOffer(
-                app_id=app.app_id,
-                app=app.name,
-                cluster=app.cluster,
-                environment=app.environment,
-                service=service,
-                current=current,
-                previous=previous,
-                replaced_at=latest.at,
-                failing_since=app.health_since,
-                failure=f"{app.health_status}: {message}" if message else app.health_status,
-            )
-        )
+        blamed = _to_blame(app.health_since, by_service[service], app.running.get(service), now, window)
+        if blamed is not None:
+            offers.append(_offer(app, service, *blamed))
     return offers
+
+
+def _failing(app: AppHealth, now: datetime, grace_period: timedelta) -> bool:
+    return app.health_status in ATTENTION_HEALTH and app.health_since is not None and (
+        now - app.health_since >= grace_period)
+
+
+def _to_blame(
+    failing_since: datetime,
+    changes: Sequence[Replacement],
+    now_at: Sequence[str] | None,
+    now: datetime,
+    window: timedelta,
+) -> tuple[str, str, datetime] | None:
+    """The one rule of a rollback, for a service's image or a chart's version: (current, previous,
+    replaced at) when the latest of `changes` (one subject's, any order) is to blame for trouble
+    that began at `failing_since`; `now_at` is what the subject is at now (None: not known)."""
+    if not changes:
+        return None
+    history = sorted(changes, key=lambda c: c.at, reverse=True)
+    latest = history[0]
+    if latest.at > now:
+        return None
+    # The trouble must begin at or after the change (a poll may see both at once), within the window.
+    if not latest.at <= failing_since <= latest.at + window:
+        return None
+    previous, current = _single(latest.from_version), _single(latest.to_version)
+    if previous is None or current is None or previous == current:
+        return None
+    if now_at is not None and current not in now_at:
+        return None  # something else runs (or is pinned) by now: the change is no longer what is there
+    if len(history) > 1:
+        before = history[1]
+        if _single(before.to_version) == previous and _single(before.from_version) == current:
+            return None  # the latest change was already a rollback
+    return current, previous, latest.at
+
+
+def _offer(app: AppHealth, service: str, current: str, previous: str, at: datetime, chart: str = "") -> RollbackOffer:
+    message = app.health_message.strip()
+    assert app.health_since is not None
+    return RollbackOffer(
+        app_id=app.app_id,
+        app=app.name,
+        cluster=app.cluster,
+        environment=app.environment,
+        service=service,
+        current=current,
+        previous=previous,
+        replaced_at=at,
+        failing_since=app.health_since,
+        failure=f"{app.health_status}: {message}" if message else app.health_status,
+        chart=chart,
+    )
+
+
+def chart_changes(history: Sequence[Mapping[str, object]], chart_source: int, cluster: str,
+                  chart: str) -> list[Replacement]:
+    """The chart version changes a stored history shows (oldest first, as rows keep it): an Argo
+    CD entry's `revisions[chart_source]` (or its `revision` for one source), a Flux HelmRelease
+    snapshot's `revision` (its `chartVersion`), each change dated by the entry's `deployed_at`."""
+    found: list[Replacement] = []
+    before = ""
+    for entry in history:
+        revisions = entry.get("revisions")
+        if isinstance(revisions, list) and len(revisions) > chart_source:
+            version = str(revisions[chart_source] or "")
+        else:
+            version = str(entry.get("revision") or "") if chart_source == 0 else ""
+        at = parse_time(entry.get("deployed_at"))
+        if not version or at is None:
+            continue
+        if before and version != before:
+            found.append(Replacement(chart, cluster, before, version, at))
+        before = version
+    return found
+
+
+def decide_chart(
+    app: AppHealth,
+    changes: Sequence[Replacement],
+    pinned: str,
+    chart: str,
+    now: datetime,
+    grace_period: timedelta,
+    window: timedelta = WINDOW,
+) -> RollbackOffer | None:
+    """The chart rollback offer of one app whose Git pins `pinned` of `chart`, by the rule of
+    `decide` (`changes` from `chart_changes`). Pure."""
+    if not _failing(app, now, grace_period):
+        return None
+    assert app.health_since is not None
+    blamed = _to_blame(app.health_since, changes, [pinned], now, window)
+    if blamed is None:
+        return None
+    return _offer(app, app.services[0] if app.services else chart, *blamed, chart=chart)
 
 
 def app_health(app: GitOpsApp) -> AppHealth:
@@ -181,12 +268,46 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
         cluster_id__in={app.cluster_id for app in candidates}, service__name__in=services, at__gte=earliest
     ).values_list("service__name", "cluster__name", "from_version", "to_version", "at")
     replacements = [Replacement(*row) for row in rows]
+    charts = _chart_facts(candidates)
     offers: dict[int, list[RollbackOffer]] = {}
     for app in candidates:
-        found = decide(app_health(app), replacements, now, now - cutoff)
+        health = app_health(app)
+        found = decide(health, replacements, now, now - cutoff)
+        if app.id in charts:
+            pin, changes = charts[app.id]
+            chart_offer = decide_chart(health, changes, pin.version, pin.ref.chart, now, now - cutoff)
+            if chart_offer is not None:
+                found.append(chart_offer)
         if found:
             offers[app.id] = found
     return offers
+
+
+def _chart_facts(apps: Sequence[GitOpsApp]) -> dict[int, tuple[ChartPin, list[Replacement]]]:
+    """app id -> (the chart it pins, its chart version changes), for the failing apps that install
+    a chart from a Helm or OCI repository. One query (a page's objects need not carry their
+    history), none when no failing app may install a chart."""
+    ids = [app.id for app in apps]
+    clusters = {app.id: app.cluster.name for app in apps}
+    rows = GitOpsApp.objects.filter(may_install_a_chart(), pk__in=ids).values_list(
+        "id", "repo_url", "chart", "target_revision", "sources", "history")
+    found: dict[int, tuple[ChartPin, list[Replacement]]] = {}
+    for app_id, repo_url, chart, revision, sources, history in rows:
+        stored = GitOpsApp(repo_url=repo_url, chart=chart, target_revision=revision, sources=sources)
+        pin = chart_pin(stored)
+        if pin is None or pin.is_range:
+            continue
+        found[app_id] = (pin, chart_changes(as_list(history), _chart_index(stored, pin), clusters[app_id],
+                                            pin.ref.chart))
+    return found
+
+
+def _chart_index(app: GitOpsApp, pin: ChartPin) -> int:
+    """Which of the app's sources installs the chart (its history lists revisions in that order)."""
+    for index, source in enumerate(as_dict(s) for s in as_list(app.sources)):
+        if as_str(source.get("chart")) == pin.ref.chart:
+            return index
+    return 0
 
 
 def failing_apps(now: datetime) -> QuerySet[GitOpsApp]:
@@ -195,8 +316,10 @@ def failing_apps(now: datetime) -> QuerySet[GitOpsApp]:
 
 
 def open_rollbacks(offers: Iterable[RollbackOffer]) -> dict[tuple[str, str, str], PullRequest]:
-    """(service, environment, previous version) -> the rollback PR already open for it. One query at most."""
-    wanted = {(o.service, o.environment, o.previous) for o in offers}
+    """(service, environment, previous version) -> the rollback PR already open for it (a chart's
+    under `offer_key`'s "chart=<name>"). One query at most."""
+    offers = list(offers)
+    wanted = {offer_key(o) for o in offers}
     if not wanted:
         return {}
     rows = PullRequest.objects.filter(
@@ -207,11 +330,22 @@ def open_rollbacks(offers: Iterable[RollbackOffer]) -> dict[tuple[str, str, str]
     )
     found: dict[tuple[str, str, str], PullRequest] = {}
     for row in rows:
-        for service in row.services or []:
+        charts = {f"{CHART_KEY}{o.chart}" for o in offers if o.chart and row.names_chart(o.chart)}
+        names = [*(row.services or []), *sorted(charts)]
+        for service in names:
             key = (service, row.environment, row.to_version)
             if key in wanted:
                 found.setdefault(key, row)
     return found
+
+
+CHART_KEY = "chart="  # how an offer key names a chart instead of a service
+
+
+def offer_key(offer: RollbackOffer) -> tuple[str, str, str]:
+    """(service or "chart=<name>", environment, previous version): how a page finds an offer's open PR."""
+    return (f"{CHART_KEY}{offer.chart}" if offer.chart else offer.service, offer.environment, offer.previous)
+
 
 
 def preview_url(offer: RollbackOffer) -> str:
@@ -220,7 +354,7 @@ def preview_url(offer: RollbackOffer) -> str:
     params = [
         ("kind", "rollback"),
         ("app", str(offer.app_id)),
-        ("service", offer.service),
+        ("service", f"{CHART_KEY}{offer.chart}" if offer.chart else offer.service),
         ("from", offer.current),
         ("to", offer.previous),
     ]

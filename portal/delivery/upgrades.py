@@ -26,7 +26,7 @@ from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
-from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart, versions_of
+from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of
 from portal.releases.models import ChartVersion, Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
@@ -413,6 +413,17 @@ class ChartBehind:
     target: str | None
     jump: str = ""
     no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
+    service: Service | None = None  # the app's first service (by name), whose policy judged the target
+    open_pr: PullRequest | None = None  # an open pull request already proposing the target
+
+    @property
+    def environment(self) -> str:
+        return self.app.cluster.environment.name
+
+    @property
+    def open_pr_link(self) -> str | None:
+        """The open pull request's page, when its URL is http(s)."""
+        return safe_http_url(self.open_pr.url) if self.open_pr is not None else None
 
     @property
     def follows(self) -> str:
@@ -460,8 +471,19 @@ def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None
         policy = policies.get(service.pk, VersionPolicy()) if service is not None else VersionPolicy()
         target = newest_acceptable(pin.version, offered.get(pin.ref, []), policy, today)
         if target and target != pin.version:
-            found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch"))
+            found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch", service=service))
     reasons = no_pr_reasons([line.app.pk for line in found if line.target])
+    prs = _open_prs() if any(line.target for line in found) else []
     for line in found:
         line.no_pr = reasons.get(line.app.pk, "")
+        if line.target:
+            line.open_pr = _open_chart_pr(prs, line.pin.ref, line.environment, line.target)
     return found
+
+
+def _open_chart_pr(prs: list[PullRequest], chart: ChartRef, environment: str, target: str) -> PullRequest | None:
+    for pr in prs:
+        if (pr.names_chart(chart.chart) and pr.image == chart.repository and pr.environment == environment
+                and target in pr.to_version.split(",")):
+            return pr
+    return None

@@ -68,7 +68,7 @@ def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
     return Event(
         kind=EventKind.ROLLBACK_OFFERED,
         key=offer.event_key,
-        title=f"Rollback offered: {offer.service} {offer.current} → {offer.previous} on {offer.cluster}",
+        title=f"Rollback offered: {offer.subject} {offer.current} → {offer.previous} on {offer.cluster}",
         summary=f"{offer.app} is {offer.failure} since {since}, after {offer.current} replaced {offer.previous}.",
         started_at=offer.failing_since,
         environment=offer.environment,

@@ -141,6 +141,11 @@ def index_versions(
         index = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except yaml.YAMLError:
         raise ChartReadError(f"{_where(repository)}: index.yaml is not YAML") from None
+    return versions_in_index(index, chart, repository)
+
+
+def versions_in_index(index: object, chart: str, repository: str = "") -> list[str]:
+    """The versions of `chart` an index.yaml document (already parsed) lists, as written there."""
     entries = as_dict(as_dict(index).get("entries"))
     if not entries and not isinstance(as_dict(index).get("entries"), Mapping):
         raise ChartReadError(f"{_where(repository)}: index.yaml has no entries (not a Helm repository index)")
@@ -198,6 +203,13 @@ def poll_chart(ref: ChartRef, *, now: datetime | None = None, environ: Mapping[s
         log.warning("chart poll of %s in %s failed: %s", ref.chart, _where(ref.repository), message)
         ChartPoll.objects.filter(pk=status.pk).update(last_poll_at=now, last_error=message)
         return ChartReport(ref, ok=False, error=message)
+    return record_versions(ref, listed, now=now)
+
+
+def record_versions(ref: ChartRef, listed: list[str], *, now: datetime) -> ChartReport:
+    """Store the versions a read of the chart's repository listed (those not seen before, that
+    read as versions, the newest `MAX_VERSIONS`) and record the read as a good poll."""
+    status, _ = ChartPoll.objects.get_or_create(repository=ref.repository, chart=ref.chart)
     stored = ChartVersion.objects.filter(repository=ref.repository, chart=ref.chart)
     known = set(stored.values_list("version", flat=True))
     parsed = [v for v in (parse_tag(t) for t in dict.fromkeys(listed) if t not in known) if v is not None]

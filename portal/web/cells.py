@@ -14,7 +14,7 @@ keeps a 50,000-application matrix under 500 KB.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from html import escape
@@ -44,6 +44,23 @@ class Offer:
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
 Offers = Callable[[ServiceRow, CellLine], Offer | None]
+
+
+@dataclass(frozen=True)
+class ChartOffer:
+    """"chart 0.3.1 → 0.3.2" for a cell whose applications pin a chart behind the newest version
+    the service's policy accepts (`upgrades.charts_behind`), drawn once per cell, after its lines."""
+
+    chart: str
+    pinned: str
+    target: str
+    href: str  # the chart upgrade's preview, the Updates page's charts for several apps; "" for a viewer
+    apps: int = 1
+    no_pr: str = ""  # its one application cannot get a pull request, and why
+
+
+# (service id, environment name) -> the cell's chart offer.
+ChartOffers = Mapping[tuple[int, str], ChartOffer]
 
 EMPTY = '<span class="muted">—</span>'
 _EMPTY = SafeString(EMPTY)
@@ -83,10 +100,22 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 class Renderer:
-    def __init__(self, offers: Offers | None = None) -> None:
+    def __init__(self, offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
         self.zone: tzinfo = timezone.get_current_timezone()
         self.offers = offers
+        self.charts = charts or {}
         self.cell_base = reverse("matrix-cell")
+
+    def chart(self, offer: ChartOffer) -> str:
+        """A cell's chart offer, short like an image offer: a link for a member, a note otherwise."""
+        several = f" ({offer.apps} applications)" if offer.apps > 1 else ""
+        title = escape(f"the {offer.chart} chart: pinned {offer.pinned}, the newest version its policy accepts is "
+                       f"{offer.target}{several}")
+        text = escape(f"chart {offer.pinned} → {offer.target}")
+        inner = f'<a class="open-pr" href="{escape(offer.href)}">{text}</a>' if offer.href else text
+        if offer.no_pr:
+            inner += f' <span class="muted no-pr" title="{escape(offer.no_pr)}">no PR: no Git location</span>'
+        return f'<span class="cell-line chart-offer" data-chart="{escape(offer.chart)}" title="{title}">{inner}</span>'
 
     def stamp(self, value: datetime) -> str:
         """"Sun 2026-11-29 19:55 CET": strftime's format, built by hand, which costs a
@@ -161,6 +190,9 @@ class Renderer:
                 f'<details class="cell-more" hx-get="{href}" hx-trigger="toggle once">'
                 f"<summary>{escape(folded_summary(folded))}</summary></details>"
             )
+        chart = self.charts.get((row.service.id, cell.environment.name)) if self.charts else None
+        if chart is not None:
+            parts.append(self.chart(chart))
         return SafeString("".join(parts))  # every piece above is escaped
 
     def folded(self, row: ServiceRow, cell: Cell) -> SafeString:
@@ -194,9 +226,9 @@ class Renderer:
         return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
 
-def render_matrix(rows: list[ServiceRow], offers: Offers | None = None) -> None:
+def render_matrix(rows: list[ServiceRow], offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
     """Give every cell its HTML (`cell.rendered`) in one pass."""
-    renderer = Renderer(offers)
+    renderer = Renderer(offers, charts)
     for row in rows:
         for cell in row.cells:
             cell.rendered = renderer.cell(row, cell)

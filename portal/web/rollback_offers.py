@@ -34,8 +34,8 @@ class ShownOffer:
     def title(self) -> str:
         since = timezone.localtime(self.offer.failing_since).strftime("%a %Y-%m-%d %H:%M %Z")
         return (
-            f"{self.offer.app} is {self.offer.failure} since {since}, after {self.offer.current} "
-            f"replaced {self.offer.previous}"
+            f"{self.offer.app} is {self.offer.failure} since {since}, after "
+            f"{'the chart version ' if self.offer.chart else ''}{self.offer.current} replaced {self.offer.previous}"
         )
 
 
@@ -56,7 +56,7 @@ def offers_for_page(user: object, apps: Iterable[GitOpsApp]) -> PageOffers:
     pending = rollbacks.open_rollbacks(o for offers in found.values() for o in offers)
     for app_id, offers in found.items():
         page.by_app[app_id] = [
-            ShownOffer(o, rollbacks.preview_url(o), pending.get((o.service, o.environment, o.previous)))
+            ShownOffer(o, rollbacks.preview_url(o), pending.get(rollbacks.offer_key(o)))
             for o in offers
         ]
     return page

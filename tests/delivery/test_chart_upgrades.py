@@ -130,6 +130,12 @@ def test_updates_offers_the_chart_upgrade_and_its_preview_shows_the_version_edit
         row = PullRequest.objects.get()
         assert row.state == "open" and row.to_version == "0.4.0" and row.from_version == "0.3.1"
 
+        # The open pull request replaces the button.
+        html = client.get(reverse("updates")).content.decode()
+        line = html[html.index('<tr data-chart="notifications"'):]
+        line = line[: line.index("</tr>")]
+        assert "Open PR" not in line and f"PR #{pull.number} open" in line
+
 
 def test_updates_says_a_chart_range_follows(client, users, catalog, notifications, monkeypatch):
     from django.urls import reverse

@@ -18,17 +18,19 @@ from portal.delivery.changes import MAX_CHANGES_PER_PR, no_pr_reasons
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
-from portal.delivery.upgrades import UpgradeTargets
+from portal.delivery.upgrades import ChartBehind, UpgradeTargets, charts_behind
+from portal.releases.versions import parse_tag
 from portal.web.badges import pr_state_html
-from portal.web.cells import Offer, Renderer, preview_href, release, render_matrix
+from portal.web.cells import ChartOffer, Offer, Renderer, preview_href, release, render_matrix
 from portal.web.fleet import CellLine, ServiceRow, service_rows
 
 
 @requires_role(Role.VIEWER)
 def matrix(request: HttpRequest) -> HttpResponse:
     environments, rows = service_rows()
-    offers = upgrade_offers(rows, can_open=has_role(request.user, Role.MEMBER))
-    render_matrix(rows, lambda row, line: offers.get(id(line)))
+    can_open = has_role(request.user, Role.MEMBER)
+    offers = upgrade_offers(rows, can_open=can_open)
+    render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
     context = {"environments": environments, "rows": rows}
     template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
     response = render(request, template, context)
@@ -50,6 +52,30 @@ def matrix_cell(request: HttpRequest) -> HttpResponse:
     offers = upgrade_offers(rows, folded=True, can_open=has_role(request.user, Role.MEMBER))
     html = Renderer(lambda row, line: offers.get(id(line))).folded(row, cell)
     return HttpResponse(html)
+
+
+def chart_offers(*, can_open: bool) -> dict[tuple[int, str], ChartOffer]:
+    """Each cell's chart offer: the applications of a (service, environment) that pin a chart
+    behind the newest version the policy accepts (`upgrades.charts_behind`, a fixed handful of
+    queries for the whole page, one when no chart versions are known). The oldest pin speaks
+    for the cell; one application links to its preview, several to the Updates page's charts."""
+    found: dict[tuple[int, str], list[ChartBehind]] = {}
+    for line in charts_behind():
+        if line.target and line.service is not None and line.open_pr is None:
+            found.setdefault((line.service.id, line.environment), []).append(line)
+    offers = {}
+    for key, lines in found.items():
+        first = min(lines, key=lambda line: parse_tag(line.pin.version).key)  # type: ignore[union-attr]
+        assert first.target is not None
+        no_pr = first.no_pr if len(lines) == 1 else ""
+        if not can_open or no_pr:
+            href = ""
+        elif len(lines) == 1:
+            href = preview_href(UPGRADE, [f"{first.app.pk}:chart={first.pin.ref.chart}:{first.target}"])
+        else:
+            href = reverse("updates") + "#charts"
+        offers[key] = ChartOffer(first.pin.ref.chart, first.pin.version, first.target, href, len(lines), no_pr)
+    return offers
 
 
 def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bool = True) -> dict[int, Offer]:

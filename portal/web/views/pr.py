@@ -16,6 +16,7 @@ the change's repository to show the exact diff. Opening previews again, then wri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -132,25 +133,24 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
             chart_app = apps.get(item.app_id)  # type: ignore[arg-type]
             if chart_app is None:
                 raise RequestError(f"No application {item.app_id}.")
+            failure, since = _failure(chart_app) if kind == ROLLBACK else ("", None)
             changes.append(change_for_chart(kind, chart_app, item.to_version, from_version=item.from_version or None,
-                                            chart=item.service.removeprefix(CHART_ITEM)))
+                                            chart=item.service.removeprefix(CHART_ITEM), failure=failure,
+                                            failing_since=since))
             continue
         app, service = apps.get(item.app_id), services.get(item.service)  # type: ignore[arg-type]
         if app is None or service is None:
             raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
         start = item.from_version or None
         if kind == ROLLBACK:
-            failing = app.health_status in ATTENTION_HEALTH
-            failure = f"{app.name} on {app.cluster.name} is {app.health_status}" if failing else ""
-            if failing and app.health_message:
-                failure += f" ({app.health_message[:300]})"
+            failure, since = _failure(app)
             change = change_for_rollback(
                 app,
                 service,
                 item.to_version,
                 from_version=start,
                 failure=failure,
-                failing_since=app.health_since if failing else None,
+                failing_since=since,
             )
         else:
             # Ticked together, the services may share one pull request: so they share its room.
@@ -158,6 +158,16 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
             change = change_forward(kind, app, service, item.to_version, from_version=start, release_notes=notes)
         changes.append(change)
     return changes
+
+
+def _failure(app: GitOpsApp) -> tuple[str, datetime | None]:
+    """What a rollback's description says went wrong, and since when (nothing when it is healthy now)."""
+    if app.health_status not in ATTENTION_HEALTH:
+        return "", None
+    failure = f"{app.name} on {app.cluster.name} is {app.health_status}"
+    if app.health_message:
+        failure += f" ({app.health_message[:300]})"
+    return failure, app.health_since
 
 
 def pull_requests_for(changes: list[Change], mode: str) -> list[tuple[Change, ...]]:

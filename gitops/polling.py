@@ -400,7 +400,9 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             partial = collect_changed(cluster, listing, changed, previous.claims) if changed is not None else None
             if partial is not None:
                 state, snapshot = partial
-                stored = write(derive(state, snapshot, at))
+                changes = derive(state, snapshot, at)
+                # Nothing changed that the store or its read models derive from (gitops.signals).
+                stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
                 if stored.created or stored.updated:
                     _derive_findings(cluster, snapshot, at)
                 held: list[Hold] = []

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from gitops import collectors, polling
 from gitops.models import GitOpsApp, StateChange, Workload
+from gitops.signals import cluster_stored
 from portal.catalog.models import Cluster, Service
 from tests.gitops import test_unchanged_poll as unchanged_poll
 from tests.gitops.test_unchanged_poll import demo_objects, writes
@@ -38,6 +39,19 @@ def app_rows(monkeypatch):
     return built
 
 
+@pytest.fixture
+def stored_signals():
+    """The clusters announced as stored (what the matrix's read model refreshes on)."""
+    sent: list[str] = []
+
+    def receiver(sender, cluster, **kwargs):
+        sent.append(cluster.name)
+
+    cluster_stored.connect(receiver, dispatch_uid="test-changed-apps")
+    yield sent
+    cluster_stored.disconnect(dispatch_uid="test-changed-apps")
+
+
 def applications() -> list[dict]:
     return [copy.deepcopy(o) for o in demo_objects() if o.get("kind") == "Application"]
 
@@ -53,7 +67,8 @@ def gitops_writes(queries) -> list[str]:
     return [sql for sql in writes(queries.captured_queries) if '"gitops_' in sql]
 
 
-def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector_runs, app_rows, kube_emulator):
+def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector_runs, app_rows, kube_emulator,
+                                                              stored_signals):
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
     apps = applications()
@@ -61,6 +76,7 @@ def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector
     before = {a.name: (a.updated_at, a.fingerprint) for a in GitOpsApp.objects.filter(read_from=cluster)}
     changed = apps[:4]
     app_rows.clear()
+    stored_signals.clear()
     kube_emulator.add_all(restamped(app) for app in changed)  # a new resourceVersion each
 
     with CaptureQueriesContext(connection) as queries:
@@ -71,6 +87,9 @@ def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector
     assert sorted(app_rows) == sorted(app["metadata"]["name"] for app in changed)
     assert len(collector_runs) == 1, "no full collect"
     assert gitops_writes(queries) == []
+    written = writes(queries.captured_queries)
+    assert written and all('"catalog_cluster"' in sql for sql in written), "only that the cluster was read"
+    assert stored_signals == [], "nothing to refresh"
     assert report.stored is not None and report.stored.updated == 0
     after = {a.name: (a.updated_at, a.fingerprint) for a in GitOpsApp.objects.filter(read_from=cluster)}
     assert after == before
@@ -79,7 +98,8 @@ def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector
     assert polling.poll(cluster, at=at + timedelta(minutes=2)).unchanged
 
 
-def test_a_changed_app_is_written_alone_with_its_state_change(cluster, collector_runs, app_rows, kube_emulator):
+def test_a_changed_app_is_written_alone_with_its_state_change(cluster, collector_runs, app_rows, kube_emulator,
+                                                              stored_signals):
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
     app = restamped(next(a for a in applications() if a["metadata"]["name"] == "catalog-prod"))
@@ -92,6 +112,7 @@ def test_a_changed_app_is_written_alone_with_its_state_change(cluster, collector
     report = polling.poll(cluster, at=at + timedelta(minutes=1))
 
     assert report.collected == 1 and app_rows == ["catalog-prod"]
+    assert stored_signals[-1] == "prod-eu-1", "its change announced"
     stored = GitOpsApp.objects.get(read_from=cluster, name="catalog-prod")
     assert stored.health_status == "Degraded"
     assert stored.running == running, "its workloads were not collected again, and still count"

@@ -11,6 +11,11 @@ one big list; what it adds is placing each app and writing versions for 40 clust
     .venv/bin/python bench/collect.py [--clusters 20] [--apps 500] [--hub-apps 4000] [--hub-destinations 40]
         [--health-objects 1000] [--only-health]
 
+Beside the standalone figures, the steady state of a real fleet: a poll finding 30 % of the
+apps re-stamped by Argo CD (status.reconciledAt and resourceVersion only), CPU per poll before
+(every object collected) and after (only those apps, gitops.unchanged.ObjectVersions), against
+the floor's CPU.
+
 A third part measures custom-resource health rules (issue 22) through the poll path: N
 DecisionModels, each deployed by its own app, judged by the Argo CD Lua check in argocd-cm
 and by a Kustomization's healthCheckExprs (CEL), against the same fleet with no rule (the
@@ -171,7 +176,9 @@ def main() -> None:
                             break
             return time.perf_counter() - started
 
+        floor_cpu = time.process_time()
         floor = list_floor(emulator, len(clusters))
+        floor_cpu = time.process_time() - floor_cpu
 
         write_seconds = 0.0
         real_write = polling.write  # the store's one write transaction, as the poll calls it
@@ -210,6 +217,29 @@ def main() -> None:
         reconciled = time.perf_counter() - started
         write_reconciled = write_seconds
 
+        # The steady state of a real fleet: each poll finds ~30 % of the apps re-stamped (reconciledAt
+        # and resourceVersion only), nothing else changed. Before: every such poll collected all of
+        # the cluster's objects (the per-object path switched off); after: only the re-stamped apps.
+        def timed_polls() -> tuple[float, float, float, int]:
+            nonlocal write_seconds
+            write_seconds = 0.0
+            wall, cpu = time.perf_counter(), time.process_time()
+            collected = 0
+            for cluster in clusters:
+                report = polling.poll(cluster)
+                assert report.ok, report.error
+                collected += report.collected if report.collected is not None else args.apps
+            return time.perf_counter() - wall, time.process_time() - cpu, write_seconds, collected
+
+        restamp = [i for i in range(args.apps) if i % 10 < 3]
+        real_changed = polling.collect_changed
+        polling.collect_changed = lambda *a, **kw: None  # type: ignore[assignment]
+        emulator.add_all(application(i, "bench", reconciled_at="2026-11-29T09:06:00Z") for i in restamp)
+        before_30 = timed_polls()
+        polling.collect_changed = real_changed
+        emulator.add_all(application(i, "bench", reconciled_at="2026-11-29T09:09:00Z") for i in restamp)
+        after_30 = timed_polls()
+
         from gitops.models import GitOpsApp
 
         stored = GitOpsApp.objects.count()
@@ -227,6 +257,15 @@ def main() -> None:
               f"{second / floor:.2f}x floor; DB write {write_second:.2f} s")
         print(f"end to end, every app reconciled:    {reconciled:.2f} s, {total_apps / reconciled:,.0f} apps/s, "
               f"{reconciled / floor:.2f}x floor; DB write {write_reconciled:.2f} s")
+        n_clusters = len(clusters)
+        print(f"floor CPU (same lists, this process: emulator + fetch + parse): {floor_cpu:.2f} s, "
+              f"{floor_cpu / n_clusters * 1000:.0f} ms per cluster")
+        for what, (wall, cpu, write, collected) in (("before (all collected)", before_30),
+                                                    ("after (re-stamped only)", after_30)):
+            print(f"30 % re-stamped, {what + ':':<25} {wall / n_clusters * 1000:.0f} ms/poll wall, "
+                  f"{cpu / n_clusters * 1000:.0f} ms/poll CPU = {cpu / floor_cpu:.2f}x floor CPU; "
+                  f"apps collected {collected}; DB write {write:.2f} s")
+        print(f"30 % re-stamped, CPU per poll after / before: {after_30[1] / before_30[1]:.2f}")
         print(f"peak RSS: {peak_rss_mib():.0f} MiB")
 
         # The hub fleet: one Argo CD listing every app, each deploying to one of N destination

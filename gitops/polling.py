@@ -1,7 +1,9 @@
 """Poll one cluster, in the order of its data flow.
 
 1. the source lists every kind, capability by capability (`list_capabilities`);
-2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`);
+2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
+   or, when only some apps' objects changed and nothing they depend on did, those apps alone
+   (`gitops.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
 3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
 4. the store writes what changed, in one transaction (`gitops.store`).
 Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
@@ -29,8 +31,9 @@ from django.utils import timezone
 
 from gitops import kinds
 from gitops.argocd_api import ArgoCDSource
-from gitops.collectors import CLUSTER_SECRET_KIND, collect
+from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
 from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
+from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.findings import derive_findings
@@ -38,11 +41,22 @@ from gitops.models import GitOpsApp, HealthRule
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
-from gitops.rows import Snapshot
+from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
-from gitops.stored import read_state
-from gitops.unchanged import FULL_POLL_EVERY, catalog_digest, objects_digest, with_catalog
+from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
+from gitops.unchanged import (
+    APP_KINDS,
+    FULL_POLL_EVERY,
+    ObjectVersions,
+    app_versions,
+    catalog_digest,
+    changed_apps,
+    claims_digest,
+    context_digest,
+    objects_digest,
+    with_catalog,
+)
 from portal.catalog.models import ArgoCDInstance, Cluster, Service
 from portal.redaction import redact
 
@@ -77,6 +91,7 @@ class PollReport:
     warnings: list[str] = field(default_factory=list)
     skipped: str = ""
     unchanged: bool = False  # every object as the last full poll read it: nothing collected or written
+    collected: int | None = None  # app objects collected again when only they changed; None: a full poll
 
 
 def source_for(cluster: Cluster) -> ClusterSource:
@@ -265,10 +280,7 @@ def _record_unavailable(listing: Listing, capability: str, resource: str, exc: S
 
 def collect_snapshot(listing: Listing) -> Snapshot:
     """The collectors' rows for everything listed (pure), custom resources judged by their rules."""
-    objects = listing.objects
-    if "Alert" not in objects and kinds.FLUX_NOTIFICATIONS not in listing.unavailable:
-        objects = {**objects, "Alert": []}  # notification-controller not installed: no Alert notifies
-    collected = collect(objects)
+    collected = collect(_with_alerts(listing))
     judge_apps(collected.apps, listing.health)
     return Snapshot(
         apps=collected.apps,
@@ -276,9 +288,69 @@ def collect_snapshot(listing: Listing) -> Snapshot:
         workloads=collected.workloads,
         listed_kinds=listing.listed,
         warnings=listing.warnings + collected.warnings,
-        argocd_clusters=listing.argocd_clusters if listing.argocd_clusters is not None
-        else collected.argocd_clusters if CLUSTER_SECRET_KIND in listing.listed else None,
+        argocd_clusters=_argocd_clusters(listing, collected),
     )
+
+
+def _with_alerts(listing: Listing) -> dict[str, list[dict]]:
+    if "Alert" not in listing.objects and kinds.FLUX_NOTIFICATIONS not in listing.unavailable:
+        return {**listing.objects, "Alert": []}  # notification-controller not installed: no Alert notifies
+    return listing.objects
+
+
+def _argocd_clusters(listing: Listing, collected: Collected) -> list | None:
+    if listing.argocd_clusters is not None:
+        return listing.argocd_clusters
+    return collected.argocd_clusters if CLUSTER_SECRET_KIND in listing.listed else None
+
+
+def collect_changed(cluster: Cluster, listing: Listing, changed: dict[str, set[str]], claims: dict[str, str]
+                    ) -> tuple[ClusterState, Snapshot] | None:
+    """The rows of only the apps whose objects changed (kind -> uids), and what the store holds of
+    those apps, when nothing they depend on changed (gitops.unchanged); None when this poll must
+    collect everything after all: an app the store does not know by its uid, one the collectors
+    skip, or one whose claims on workloads changed (which may move a workload to another app).
+
+    A changed app's running versions come from the workloads it deployed at the last poll: no
+    workload changed and no claim did, so those are the ones it deploys now. They alone are
+    collected again (the app's `running` is derived from them, as in a full poll)."""
+    uids = set().union(*changed.values())
+    state = read_apps_state(cluster, listing.listed & set(APP_KINDS), uids)
+    if len(state.apps) != len(uids):
+        return None
+    collected = collect_apps(_with_alerts(listing), changed)
+    if len(collected.apps) != len(uids) or any(app_key(*row.key) not in state.apps for row in collected.apps):
+        return None
+    if any(claims_digest(row.resources) != claims.get(row.uid) for row in collected.apps):
+        return None
+    judge_apps(collected.apps, listing.health)
+    snapshot = Snapshot(apps=collected.apps, workloads=_claimed_rows(cluster, listing, state, collected.apps),
+                        listed_kinds=state.listed_kinds, argocd_clusters=_argocd_clusters(listing, collected))
+    return state, snapshot
+
+
+def _claimed_rows(cluster: Cluster, listing: Listing, state: ClusterState, rows: list[AppRow]) -> list[WorkloadRow]:
+    """Rows of the workloads stored as deployed by these apps, each marked as theirs."""
+    keys = {state.apps[app_key(*row.key)].id: row.key for row in rows}
+    claimed = claimed_workloads(cluster, sorted(keys))
+    if not claimed:
+        return []
+    wanted = {kind for kind, _, _, _ in claimed}
+    # Every workload of a claimed kind and what a Rollout's workloadRef may name, by (kind, namespace, name).
+    referenced = {
+        (kind, str((obj.get("metadata") or {}).get("namespace") or ""), str((obj.get("metadata") or {}).get("name")
+                                                                            or "")): obj
+        for kind in WORKLOAD_KINDS if kind in wanted or ("Rollout" in wanted and kind != "Rollout")
+        for obj in listing.objects.get(kind, []) if isinstance(obj, dict)
+    }
+    out = []
+    for kind, namespace, name, app_id in claimed:
+        obj = referenced.get((kind, namespace, name))
+        row = workload_row(obj, kind, referenced) if obj is not None else None
+        if row is not None:
+            row.app_key = keys[app_id]
+            out.append(row)
+    return out
 
 
 def _acquire(cluster: Cluster, at: datetime) -> str | None:
@@ -315,18 +387,38 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             previous = _previous_poll(cluster)
 
             health_part = _health_digest_part(listing)
-            objects_part = objects_digest(listing.objects | health_part, listing.listed | set(health_part),
-                                          listing.unavailable)
-            digest = with_catalog(objects_part, _catalog_key(cluster, listing.argocd_clusters))
+            every, kinds_read = listing.objects | health_part, listing.listed | set(health_part)
+            objects_part = objects_digest(every, kinds_read, listing.unavailable)
+            catalog = _catalog_key(cluster, listing.argocd_clusters)
+            digest = with_catalog(objects_part, catalog)
             if previous.unchanged(digest, at):
                 return _record_unchanged(cluster, at, started)
-            snapshot = collect_snapshot(listing)
-            stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
-            _derive_findings(cluster, snapshot, at)
-            if digest is not None:
-                # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
-                # a discovered destination), and the next poll compares against the catalog as it is.
-                digest = with_catalog(objects_part, _catalog_key(cluster, listing.argocd_clusters))
+            apps_now = app_versions(listing.objects, listing.listed)
+            versions = None if apps_now is None else ObjectVersions(
+                context_digest(every, kinds_read, listing.unavailable, catalog) or "", apps_now)
+            changed = previous.changed(versions, at) if not listing.warnings else None
+            partial = collect_changed(cluster, listing, changed, previous.claims) if changed is not None else None
+            if partial is not None:
+                state, snapshot = partial
+                changes = derive(state, snapshot, at)
+                # Nothing changed that the store or its read models derive from (gitops.signals).
+                stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
+                if stored.created or stored.updated:
+                    _derive_findings(cluster, snapshot, at)
+                held: list[Hold] = []
+                claims = previous.claims
+            else:
+                snapshot = collect_snapshot(listing)
+                stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
+                _derive_findings(cluster, snapshot, at)
+                claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
+            # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
+            # a discovered destination), and the next poll compares against the catalog as it is.
+            catalog = _catalog_key(cluster, listing.argocd_clusters)
+            digest = with_catalog(objects_part, catalog)
+            if versions is not None:
+                versions.context = context_digest(every, kinds_read, listing.unavailable, catalog) or ""
+                versions.claims = claims
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".
@@ -336,6 +428,9 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
             return _mark_stale(cluster, message, at, started)
         seconds = time.monotonic() - started
+        if partial is not None:
+            return _record_changed(cluster, at, seconds, stored, digest, versions, listing.unavailable,
+                                   len(snapshot.apps))
         unavailable = listing.unavailable | {hold.key: hold.message for hold in held}
         for hold in held:
             log.warning("%s: %s", cluster.name, hold.message)
@@ -344,6 +439,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             last_poll_seconds=seconds,
             # A held kind was not stored: the next poll must look again, whatever it reads.
             listing_digest="" if held or digest is None else digest, listing_full_at=at,
+            listing_versions={} if held or versions is None else versions.as_json(),
             poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
         )
         for warning in snapshot.warnings[:50]:
@@ -361,24 +457,36 @@ class PreviousPoll:
     unavailable: dict[str, str]
     listing_digest: str
     listing_full_at: datetime | None
+    versions: ObjectVersions | None = None
+
+    def trusted(self, at: datetime) -> bool:
+        """The last full poll is recent enough to build on, and kept every kind it read."""
+        return (self.listing_full_at is not None and at - self.listing_full_at < FULL_POLL_EVERY
+                and not held_keys(self.unavailable))
 
     def unchanged(self, digest: str | None, at: datetime) -> bool:
-        """This poll read what the last full one stored, recently enough to trust it."""
-        return bool(
-            digest
-            and digest == self.listing_digest
-            and self.listing_full_at is not None
-            and at - self.listing_full_at < FULL_POLL_EVERY
-            and not held_keys(self.unavailable)
-        )
+        """This poll read what the last one stored, recently enough to trust it."""
+        return bool(digest and digest == self.listing_digest and self.trusted(at))
+
+    def changed(self, current: ObjectVersions | None, at: datetime) -> dict[str, set[str]] | None:
+        """The apps (kind -> uids) whose objects alone changed since the last poll; None: collect all."""
+        if current is None or not self.trusted(at):
+            return None
+        return changed_apps(self.versions, current)
+
+    @property
+    def claims(self) -> dict[str, str]:
+        return self.versions.claims if self.versions is not None else {}
 
 
 def _previous_poll(cluster: Cluster) -> PreviousPoll:
     # Read now, not from the caller's Cluster: that may be older than the previous poll.
-    row = Cluster.objects.filter(pk=cluster.pk).values("unavailable", "listing_digest", "listing_full_at").first()
+    row = Cluster.objects.filter(pk=cluster.pk).values(
+        "unavailable", "listing_digest", "listing_full_at", "listing_versions").first()
     if row is None:
         return PreviousPoll({}, "", None)
-    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"])
+    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"],
+                        ObjectVersions.from_json(row["listing_versions"]))
 
 
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
@@ -417,6 +525,20 @@ def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollRep
         last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, last_poll_seconds=seconds
     )
     return PollReport(cluster.name, ok=True, seconds=seconds, unchanged=True)
+
+
+def _record_changed(cluster: Cluster, at: datetime, seconds: float, stored: StoreResult, digest: str | None,
+                    versions: ObjectVersions | None, unavailable: dict[str, str], collected: int) -> PollReport:
+    """A poll that collected only the apps whose objects changed: the cluster was read, and what it
+    stores now is known object by object. The last full poll's time and warnings stay: this one
+    did not look at the other objects again."""
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
+        last_poll_seconds=seconds, listing_digest=digest or "",
+        listing_versions=versions.as_json() if versions is not None else {},
+    )
+    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
+                      collected=collected)
 
 
 def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:

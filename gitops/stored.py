@@ -25,6 +25,8 @@ from portal.catalog.models import ArgoCDInstance, Cluster, Service, service_imag
 APP_DEFERRED = ["raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings", "health_rules"]
 
 WorkloadKey = tuple[str, str, str]  # (kind, namespace, name)
+# What placing an app on its destination reads of every catalog cluster (gitops.topology).
+_CATALOG_FIELDS = ("id", "name", "api_url", "argocd_aliases", "discovered", "environment_id", "connection", "enabled")
 
 
 @dataclass(frozen=True)
@@ -97,9 +99,7 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
         },
         projects=projects,
         workload_kinds=listed_kinds & (set(WORKLOAD_KINDS) | PLATFORM_KINDS),
-        catalog=list(Cluster.objects.order_by("id").only(
-            "id", "name", "api_url", "argocd_aliases", "discovered", "environment_id", "connection", "enabled"
-        )),
+        catalog=list(Cluster.objects.order_by("id").only(*_CATALOG_FIELDS)),
     )
     if "Application" in listed_kinds:
         state.instance = instance_of(cluster)
@@ -123,6 +123,43 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
         ]
         state.foreign_resources = _foreign_resources(cluster)
     return state
+
+
+def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) -> ClusterState:
+    """What the store holds of some of a cluster's apps only, those a poll collected again because
+    their objects changed while nothing they depend on did (gitops.unchanged): the apps with these
+    uids, their versions as Argo CD reports them, and the stored sync windows (so the AppProjects
+    are left as they are). No workload kind counts as listed: workloads are left as stored.
+    A query per table, as `read_state`."""
+    services = list(Service.objects.all())
+    apps = {
+        app_key(a.tool, a.kind, a.namespace, a.name): a
+        for a in GitOpsApp.objects.filter(read_from=cluster, uid__in=sorted(uids)).defer(*APP_DEFERRED)
+    }
+    state = ClusterState(
+        cluster=cluster,
+        listed_kinds=set(listed_kinds),
+        service_index=service_image_index(services),
+        service_ids={s.name: s.id for s in services},
+        apps=apps,
+        projects={p.name: ProjectRow(namespace=p.namespace, name=p.name, sync_windows=p.sync_windows)
+                  for p in AppProject.objects.filter(cluster=cluster)},
+        catalog=list(Cluster.objects.order_by("id").only(*_CATALOG_FIELDS)),
+    )
+    if "Application" in listed_kinds:
+        state.instance = instance_of(cluster)
+        state.image_versions = [
+            StoredImageVersion(*values) for values in RunningVersion.objects.filter(
+                app_id__in=[a.id for a in apps.values()], workload__isnull=True
+            ).values_list("id", "app_id", "cluster_id", "service_id", "image", "version")
+        ]
+    return state
+
+
+def claimed_workloads(cluster: Cluster, app_ids: list[int]) -> list[tuple[str, str, str, int]]:
+    """(kind, namespace, name, app id) of the workloads stored as deployed by these apps."""
+    return list(Workload.objects.filter(cluster=cluster, app_id__in=app_ids).values_list(
+        "kind", "namespace", "name", "app_id"))
 
 
 def instance_of(cluster: Cluster) -> ArgoCDInstance:

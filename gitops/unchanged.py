@@ -14,12 +14,24 @@ task. As a backstop against anything the digest misses, a full poll runs at leas
 
 Objects without a resourceVersion (manifest folders, hand-written snapshots) cannot be
 recognised this way: a listing holding one has no digest and is always polled in full.
+
+Most polls are not wholly unchanged, though: Argo CD rewrites `status.reconciledAt` (a new
+resourceVersion) on every app about every 3 minutes, so a 60-second poll finds a third of the
+apps changed. `ObjectVersions` recognises them one by one: the previous poll's
+(uid, resourceVersion) per app object, what each app claims (the resources workloads are
+mapped by), and one `context` digest of everything an app's row depends on besides its own
+object — every other listed kind (AppProjects' sync windows, workloads, Flux sources, Alerts,
+cluster Secrets), the health-rule inputs, what could not be listed, and the catalog. With the
+same context and the same set of apps, only the apps whose resourceVersion moved are collected
+again (`changed_apps`); anything else — an app added or deleted, any other kind changed, an app
+whose claims changed — is a full poll. Conservative on purpose: a full poll is always right.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -70,3 +82,84 @@ def catalog_digest(rows: Iterable[tuple[Any, ...]]) -> str:
         hasher.update(repr(row).encode())
         hasher.update(b"\0")
     return hasher.hexdigest()
+
+
+# The kinds whose objects are recognised one by one; every other kind is part of the context.
+APP_KINDS = ("Application", "Kustomization", "HelmRelease")
+
+AppVersions = dict[str, dict[str, str]]  # app kind -> uid -> resourceVersion
+
+
+def app_versions(objects: Mapping[str, list[dict]], listed: Iterable[str]) -> AppVersions | None:
+    """(uid -> resourceVersion) of every listed app object, by kind; None when one has no uid or
+    resourceVersion, or two share a uid (hand-written objects): those are always collected."""
+    out: AppVersions = {}
+    for kind in APP_KINDS:
+        if kind not in listed:
+            continue
+        versions: dict[str, str] = {}
+        for item in objects.get(kind, ()):
+            metadata = item.get("metadata") if isinstance(item, dict) else None
+            if not isinstance(metadata, dict):
+                return None
+            uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+            if not isinstance(uid, str) or not uid or not isinstance(version, str) or not version or uid in versions:
+                return None
+            versions[uid] = version
+        out[kind] = versions
+    return out
+
+
+def context_digest(objects: Mapping[str, list[dict]], listed: Iterable[str], unavailable: Mapping[str, str],
+                   catalog_key: str) -> str | None:
+    """Everything an app's row depends on besides its own object: the other kinds' objects (uid and
+    resourceVersion), which kinds were listed, what could not be, and the catalog."""
+    others = {kind: items for kind, items in objects.items() if kind not in APP_KINDS}
+    return with_catalog(objects_digest(others, listed, unavailable), catalog_key)
+
+
+def claims_digest(resources: Iterable[Any]) -> str:
+    """What an app claims (its resources or inventory, gitops.collectors.mapping), as one short digest."""
+    text = "\0".join(sorted(repr(resource) for resource in resources))
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+@dataclass
+class ObjectVersions:
+    """What a poll stored, object by object: kept on the cluster (`Cluster.listing_versions`)."""
+
+    context: str
+    apps: AppVersions
+    claims: dict[str, str] = field(default_factory=dict)  # app uid -> claims_digest
+
+    def as_json(self) -> dict[str, Any]:
+        return {"context": self.context, "apps": self.apps, "claims": self.claims}
+
+    @classmethod
+    def from_json(cls, value: Any) -> ObjectVersions | None:
+        if not isinstance(value, dict) or not isinstance(value.get("context"), str):
+            return None
+        apps, claims = value.get("apps"), value.get("claims")
+        if not isinstance(apps, dict) or not isinstance(claims, dict):
+            return None
+        return cls(value["context"], apps, claims)
+
+
+def changed_apps(previous: ObjectVersions | None, current: ObjectVersions) -> dict[str, set[str]] | None:
+    """The uids, by kind, of the apps whose objects changed since `previous`; None when the poll
+    must collect everything (the context differs, an app came or went, or nothing is known)."""
+    if previous is None or not previous.context or previous.context != current.context:
+        return None
+    if set(previous.apps) != set(current.apps):
+        return None
+    changed: dict[str, set[str]] = {}
+    for kind, versions in current.apps.items():
+        before = previous.apps[kind]
+        if not isinstance(before, dict) or before.keys() != versions.keys():
+            return None
+        moved = {uid for uid, version in versions.items() if before[uid] != version}
+        if any(uid not in previous.claims for uid in moved):
+            return None
+        if moved:
+            changed[kind] = moved
+    return changed

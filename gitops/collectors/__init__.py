@@ -25,6 +25,7 @@ __all__ = [
     "Collected",
     "application_row",
     "collect",
+    "collect_apps",
     "group_by_kind",
     "helmrelease_row",
     "kustomization_row",
@@ -99,6 +100,35 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
     # Flux Alerts are read only to say which apps' failures notify someone (gitops.findings).
     mark_alerts(out.apps, lists.get(ALERT_KIND) if ALERT_KIND in lists else None)
     # Any other Secret is not ours to read; a cluster Secret gives its name and server only.
+    out.argocd_clusters = [c for c in map(cluster_from_secret, lists.get(CLUSTER_SECRET_KIND, [])) if c]
+    return out
+
+
+def collect_apps(objects_by_kind: Mapping[str, Any], only: Mapping[str, set[str]]) -> Collected:
+    """Rows for the app objects `only` names (kind -> uids), read as `collect` reads them: Flux
+    apps against the listed sources, Alerts marked, the instance's cluster Secrets read. No
+    workload is collected nor mapped: a poll calls this when no workload changed (gitops.unchanged).
+    """
+    out = Collected()
+    lists: dict[str, list[Any]] = {
+        kind: [obj for obj in objects if _usable(kind, obj, out.warnings)]
+        for kind, objects in objects_by_kind.items()
+        if kind in (*only, *SOURCE_KINDS, ALERT_KIND, CLUSTER_SECRET_KIND) and isinstance(objects, list | tuple)
+    }
+    wanted = {kind: [obj for obj in lists.get(kind, []) if as_str(dig(obj, "metadata", "uid")) in uids]
+              for kind, uids in only.items()}
+    sources = index_sources(lists) if wanted.get("Kustomization") or wanted.get("HelmRelease") else {}
+    builders: list[tuple[str, Callable[[Mapping[str, Any]], AppRow]]] = [
+        ("Application", application_row),
+        ("Kustomization", lambda obj: kustomization_row(obj, sources)),
+        ("HelmRelease", lambda obj: helmrelease_row(obj, sources)),
+    ]
+    for kind, build in builders:
+        for obj in wanted.get(kind, []):
+            row = _guarded(kind, obj, build, out.warnings)
+            if row is not None:
+                out.apps.append(row)
+    mark_alerts(out.apps, lists.get(ALERT_KIND) if ALERT_KIND in lists else None)
     out.argocd_clusters = [c for c in map(cluster_from_secret, lists.get(CLUSTER_SECRET_KIND, [])) if c]
     return out
 

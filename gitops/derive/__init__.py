@@ -27,6 +27,13 @@ class Changes:
     workloads: WorkloadChanges | None  # None: no workload kind was listed, leave them all
     workload_rows: int  # workloads the poll read
 
+    def write_nothing(self) -> bool:
+        """Nothing to write: no row, link, version or state change, AppProjects and workloads left."""
+        apps = self.apps
+        return (apps.projects is None and self.workloads is None and not (
+            apps.created or apps.updated or apps.gone or apps.state_changes or apps.relinked or apps.links
+            or apps.unregistered or apps.image_versions_added or apps.image_versions_stale or apps.version_changes))
+
 
 def derive(state: ClusterState, snapshot: Snapshot, at: datetime) -> Changes:
     apps = derive_apps(state, snapshot, at)

@@ -76,21 +76,37 @@ class AppChanges:
 
 
 def fingerprint(values: dict[str, Any]) -> str:
-    """A digest of everything a poll writes for an app, to tell an unchanged app cheaply.
+    """A digest of everything meaningful a poll writes for an app, to tell an unchanged app cheaply.
 
-    The raw object stands in by its resourceVersion, which the API server changes on
-    every write to it (what informers compare too); only an object without one (a
-    manifest file) is digested whole. Everything derived from it is digested as well,
-    so a portal upgrade that reads objects differently rewrites the rows once. Keys are
-    not sorted: the server writes fields in the same order every time, and a digest that
-    differs by order alone costs one needless write, nothing more.
+    Meaningful is all of it but the stamps of a reconciliation that changed nothing: Argo CD
+    rewrites `status.reconciledAt` (and so `metadata.resourceVersion`) on every app about every
+    3 minutes, and writing those rows again was most of a steady poll's database time. So the raw
+    object is digested without those two, and the `reconciled_at` column is left out: it is
+    as of the last poll that found the app changed in any other way. Everything derived from
+    the object is digested as well, so a portal upgrade that reads objects differently rewrites
+    the rows once. Keys are not sorted: the server writes fields in the same order every time,
+    and a digest that differs by order alone costs one needless write, nothing more.
     """
-    raw = values.get("raw") or {}
-    version = (raw.get("metadata") or {}).get("resourceVersion") if isinstance(raw, dict) else None
-    digested = {k: v for k, v in values.items() if k != "updated_at" and (k != "raw" or not version)}
-    digested["resourceVersion"] = version or ""
+    digested = {k: v for k, v in values.items() if k not in _NOT_DIGESTED}
+    digested["raw"] = _without_stamps(values.get("raw"))
     text = json.dumps(digested, cls=DjangoJSONEncoder, separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+_NOT_DIGESTED = frozenset({"updated_at", "reconciled_at", "raw"})
+
+
+def _without_stamps(raw: Any) -> Any:
+    """The raw object without its resourceVersion and status.reconciledAt (shallow copies only)."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    metadata, status = raw.get("metadata"), raw.get("status")
+    if isinstance(metadata, dict) and "resourceVersion" in metadata:
+        out["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
+    if isinstance(status, dict) and "reconciledAt" in status:
+        out["status"] = {k: v for k, v in status.items() if k != "reconciledAt"}
+    return out
 
 
 def plain(obj: Any) -> dict[str, Any]:

@@ -55,13 +55,20 @@ def test_inserted_rows_get_ids_and_keep_every_value(db):
     assert StateChange.objects.get(pk=changes[0].pk).app_id == apps[0].pk
 
 
-def test_fingerprint_stands_for_the_object_by_its_resource_version():
-    base = {"sync_status": "Synced", "running": {"svc": ["1.0.0"]},
-            "raw": {"metadata": {"name": "a", "resourceVersion": "41"}, "status": {"reconciledAt": "t1"}}}
-    same_version = {**base, "raw": {"metadata": {"name": "a", "resourceVersion": "41"}, "status": {"x": 1}}}
-    new_version = {**base, "raw": {"metadata": {"name": "a", "resourceVersion": "42"}, "status": {}}}
-    assert fingerprint(base) == fingerprint(same_version)
-    assert fingerprint(base) != fingerprint(new_version)
+def test_fingerprint_ignores_only_the_stamps_of_a_reconciliation():
+    at = timezone.now()
+    base = {"sync_status": "Synced", "running": {"svc": ["1.0.0"]}, "reconciled_at": at,
+            "raw": {"metadata": {"name": "a", "resourceVersion": "41"},
+                    "status": {"reconciledAt": "2026-11-29T09:00:00Z", "sync": {"status": "Synced"}}}}
+    # Argo CD's reconciliation that changed nothing: a new resourceVersion and reconciledAt.
+    restamped = {**base, "reconciled_at": at + timedelta(minutes=3),
+                 "raw": {"metadata": {"name": "a", "resourceVersion": "42"},
+                         "status": {"reconciledAt": "2026-11-29T09:03:00Z", "sync": {"status": "Synced"}}}}
+    assert fingerprint(base) == fingerprint(restamped)
+    # Any other change of the object counts, even one no column reads.
+    relabelled = {**base, "raw": {"metadata": {"name": "a", "resourceVersion": "42", "labels": {"team": "b"}},
+                                  "status": base["raw"]["status"]}}
+    assert fingerprint(base) != fingerprint(relabelled)
     # What the portal derives beside the object counts too (workloads, windows).
     assert fingerprint(base) != fingerprint({**base, "running": {"svc": ["1.1.0"]}})
     assert fingerprint(base) == fingerprint({**base, "updated_at": timezone.now()})

@@ -78,7 +78,7 @@ def test_an_unchanged_cluster_is_read_and_nothing_else(cluster, collector_runs):
     assert Cluster.objects.get(pk=cluster.pk).last_ok_at == at + timedelta(minutes=1)
 
 
-def test_one_changed_object_means_a_full_poll(cluster, collector_runs, kube_emulator):
+def test_one_changed_app_is_collected_alone(cluster, collector_runs, kube_emulator):
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
     app = copy.deepcopy(next(o for o in demo_objects() if o.get("kind") == "Application"))
@@ -88,7 +88,8 @@ def test_one_changed_object_means_a_full_poll(cluster, collector_runs, kube_emul
     report = polling.poll(cluster, at=at + timedelta(minutes=1))
 
     assert report.ok and not report.unchanged
-    assert len(collector_runs) == 2
+    assert report.collected == 1, "only the changed app (tests/gitops/test_changed_apps_poll.py)"
+    assert len(collector_runs) == 1, "no full collect"
     stored = GitOpsApp.objects.get(cluster=cluster, name=app["metadata"]["name"])
     assert stored.health_status == "Degraded"
 

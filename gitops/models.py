@@ -113,6 +113,11 @@ class GitOpsAppQuerySet(models.QuerySet):
         return self.sorted_by(PROBLEMS_FIRST)
 
 
+# Apps held back from syncing, by a sync window or by being suspended: few, and counted on the
+# overview; a partial index over them (GitOpsApp.Meta) lets the count skip every other app.
+HELD_Q = Q(sync_blocked=True) | Q(suspended=True)
+
+
 def blocked_q(at: datetime) -> Q:
     """See GitOpsAppQuerySet.blocked; a Q to count with as well as to filter by."""
     return Q(sync_blocked=True) & (Q(sync_blocked_until__isnull=True) | Q(sync_blocked_until__gt=at))
@@ -217,6 +222,10 @@ class GitOpsApp(models.Model):
             models.Index(fields=["sync_status", "sync_since"]),
             models.Index(fields=["health_status", "health_since"]),
             models.Index(fields=["name"]),
+            # The apps that can need attention (a few in a thousand): what the matrix's and the
+            # overview's problem queries read (Attention.candidates_q says why).
+            models.Index(fields=["cluster"], condition=Attention.candidates_q(), name="gitopsapp_attention_idx"),
+            models.Index(fields=["cluster"], condition=HELD_Q, name="gitopsapp_held_idx"),
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

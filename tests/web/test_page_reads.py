@@ -93,3 +93,16 @@ def test_the_overview_counts_read_only_the_indexed_few(catalog, behind):
     # The total comes from an index; the other counts from the two partial indexes, never the table.
     for sql in [q["sql"] for q in read.captured_queries if f'FROM "{table}"' in q["sql"]]:
         assert f"Seq Scan on {table}" not in _plan(sql)
+
+
+def test_the_chart_reads_of_delivery_use_the_partial_index_of_chart_apps(catalog, behind):
+    from portal.delivery.promotions import chart_promotions
+
+    seed_app(catalog.prod_eu, "ingress", chart="ingress-nginx", path="",
+             repo_url="https://kubernetes.github.io/ingress-nginx")
+    with CaptureQueriesContext(connection) as read:
+        chart_promotions()
+    table = GitOpsApp._meta.db_table
+    (sql,) = [q["sql"] for q in read.captured_queries if f'FROM "{table}"' in q["sql"]]
+    if connection.vendor == "postgresql":
+        assert "gitopsapp_chart_idx" in _plan(sql)

@@ -107,6 +107,16 @@ class Attention:
 
     # --- in queries -----------------------------------------------------------------
 
+    @staticmethod
+    def candidates_q() -> Q:
+        """The half of the rule that does not depend on the clock: an app can need attention
+        only in one of these states, so every part below implies it. A partial index over it
+        (`GitOpsApp.Meta`) holds the few apps worth asking about, and a query for problems
+        that adds it reads those rows instead of every application's (a fleet's table is
+        mostly raw objects)."""
+        return (Q(health_status__in=(*ATTENTION_HEALTH, PROGRESSING)) | Q(sync_status=OUT_OF_SYNC)
+                | Q(operation_phase__in=(OPERATION_RUNNING, *OPERATION_FAILED)) | Q(health_disagreement__gt=""))
+
     def unhealthy_q(self, prefix: str = "") -> Q:
         """`prefix` reaches the app through a relation, e.g. "gitopsapp__" from its service links."""
         return Q(**{f"{prefix}health_status__in": ATTENTION_HEALTH, f"{prefix}health_since__lte": self.cutoff})

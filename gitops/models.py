@@ -24,6 +24,7 @@ from gitops.attention import grace_cutoff as grace_cutoff
 from gitops.health.cel import HealthCheckExprs
 from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
+from gitops.rows import ARGO
 from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
 TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
@@ -111,6 +112,20 @@ class GitOpsAppQuerySet(models.QuerySet):
         """Degraded, missing, out of sync, … before what is fine (PROBLEM_RANK), then by
         environment, cluster, namespace and name."""
         return self.sorted_by(PROBLEMS_FIRST)
+
+
+# Apps held back from syncing, by a sync window or by being suspended: few, and counted on the
+# overview; a partial index over them (GitOpsApp.Meta) lets the count skip every other app.
+HELD_Q = Q(sync_blocked=True) | Q(suspended=True)
+
+
+def may_install_a_chart() -> Q:
+    """The rows that may install a chart: a chart in the primary columns, or an Argo CD
+    Application whose primary source has no path (a `ref` source listed before the chart,
+    as ApplicationSets of multi-source apps often write them); `portal.releases.charts.chart_pin`
+    then decides. Here, beside the model, because a partial index of those few rows
+    (GitOpsApp.Meta) lets /delivery's and /updates' chart reads skip every other app."""
+    return ~Q(chart="") | Q(tool=ARGO, path="")
 
 
 def blocked_q(at: datetime) -> Q:
@@ -217,6 +232,11 @@ class GitOpsApp(models.Model):
             models.Index(fields=["sync_status", "sync_since"]),
             models.Index(fields=["health_status", "health_since"]),
             models.Index(fields=["name"]),
+            # The apps that can need attention (a few in a thousand): what the matrix's and the
+            # overview's problem queries read (Attention.candidates_q says why).
+            models.Index(fields=["cluster"], condition=Attention.candidates_q(), name="gitopsapp_attention_idx"),
+            models.Index(fields=["cluster"], condition=HELD_Q, name="gitopsapp_held_idx"),
+            models.Index(fields=["cluster"], condition=may_install_a_chart(), name="gitopsapp_chart_idx"),
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -134,12 +134,25 @@ def no_pr_reasons(app_ids: Iterable[int]) -> dict[int, str]:
     ids = list(dict.fromkeys(app_ids))
     if not ids:
         return {}
+    return no_pr_reasons_of(GitOpsApp.objects.filter(pk__in=ids).values_list(*NO_PR_COLUMNS))
+
+
+# The columns `no_pr_reasons_of` reads of each application, in its order.
+NO_PR_COLUMNS = ("id", "tool", "kind", "chart", "path", "repo_url")
+
+
+def no_pr_reasons_of(rows: Iterable[tuple[int, str, str, str, str, str]]) -> dict[int, str]:
+    """`no_pr_reasons` from rows of `NO_PR_COLUMNS` the caller already read (a page that finds
+    the applications by a join reads their columns in the same query, rather than naming
+    thousands of ids in a second one)."""
     reasons: dict[int, str] = {}
-    rows = GitOpsApp.objects.filter(pk__in=ids).values_list("id", "tool", "kind", "chart", "path", "repo_url")
     # In its own columns with a repository: a pull request can be proposed, nothing to ask.
     elsewhere = [
-        pk for pk, tool, kind, chart, path, repo in rows if not (repo and in_own_columns(tool, kind, chart, path))
+        pk for pk, tool, kind, chart, path, repo in dict.fromkeys(rows)
+        if not (repo and in_own_columns(tool, kind, chart, path))
     ]
+    if not elsewhere:
+        return reasons
     for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster"):
         reason = no_pr_reason(app)
         if reason:

@@ -31,15 +31,14 @@ import requests
 import yaml
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from forges.forge import ForgeError
 from forges.retry import RetryingSession, RetryPolicy
 from gitops.fields import as_dict, as_list, as_str
 from gitops.models import GitOpsApp
+from gitops.models import may_install_a_chart as may_install_a_chart  # defined beside its index
 from gitops.pinsource import DEFAULT, RANGE, revision_kind
-from gitops.rows import ARGO
 from portal.redaction import redact
 from portal.releases.models import ChartPoll, ChartVersion
 from portal.releases.oci import RegistryClient, RegistryError
@@ -169,13 +168,6 @@ def chart_versions(ref: ChartRef, *, environ: Mapping[str, str] | None = None,
     if ref.oci:
         return oci_versions(ref, environ)
     return index_versions(ref.repository, ref.chart, session=session)
-
-
-def may_install_a_chart() -> Q:
-    """The rows that may install a chart: a chart in the primary columns, or an Argo CD
-    Application whose primary source has no path (a `ref` source listed before the chart,
-    as ApplicationSets of multi-source apps often write them); `chart_pin` then decides."""
-    return ~Q(chart="") | Q(tool=ARGO, path="")
 
 
 def used_charts() -> list[ChartRef]:

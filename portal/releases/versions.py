@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_PARTS = 6
 LEVELS = ("patch", "minor", "major")  # smallest jump first
@@ -72,6 +73,10 @@ class Version:
         return f"{numbers}-{self.prerelease}" if self.prerelease else numbers
 
 
+# Pages read the same few hundred tags thousands of times per request (every matrix line,
+# every release a policy weighs); a Version is immutable, so each tag is parsed once. Bounded:
+# tags come from registries and clusters.
+@lru_cache(maxsize=16384)
 def parse_tag(tag: str) -> Version | None:
     """The tag as a version, or None when it is not one (`latest`, `main`, `sha-…`)."""
     match = _TAG.match(tag or "")

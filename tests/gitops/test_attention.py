@@ -107,3 +107,24 @@ def test_the_rule_on_loaded_rows_reads_both_halves():
     assert not rule.unhealthy("Progressing", AT - GRACE) and not rule.unhealthy("Degraded", None)
     assert rule.out_of_sync("OutOfSync", AT) and not rule.out_of_sync("Synced", AT - GRACE)
     assert not rule.out_of_sync("OutOfSync", None)
+
+
+def test_every_app_that_needs_attention_is_a_candidate_of_the_partial_index(fleet, catalog):
+    """`Attention.candidates_q` (the partial index's predicate, which the matrix's query adds)
+    must hold wherever any part of the rule does, or the matrix would lose those problems."""
+    old = AT - timedelta(hours=2)
+    seed_app(catalog.prod_eu, "sync-failed", service=catalog.payments, now=AT, operation_phase="Error",
+             operation_finished_at=old)
+    seed_app(catalog.prod_eu, "sync-running", service=catalog.payments, now=AT, operation_phase="Running",
+             operation_started_at=old)
+    seed_app(catalog.prod_eu, "rule-disagrees", service=catalog.payments, now=AT,
+             health_disagreement="Certificate web: not ready", health_disagreement_since=old)
+    rule = Attention.at(AT)
+    parts = (rule.unhealthy_q(), rule.out_of_sync_q(), rule.stuck_q(), rule.sync_failed_q(), rule.disagreement_q())
+    for part in parts:
+        assert GitOpsApp.objects.filter(part).exists()  # each part finds an app here
+        assert not GitOpsApp.objects.filter(part).exclude(Attention.candidates_q()).exists()
+    # And it narrows: a healthy, synced app is none.
+    assert not GitOpsApp.objects.filter(Attention.candidates_q(), name="healthy").exists()
+    flagged = {flag.app for flags in attention_flags(AT).values() for flag in flags}
+    assert {"sync-failed", "sync-running", "rule-disagrees"} <= flagged

@@ -14,7 +14,7 @@ from django.urls import reverse
 from gitops.models import RunningVersion
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
-from portal.delivery.changes import MAX_CHANGES_PER_PR, no_pr_reasons
+from portal.delivery.changes import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
@@ -125,16 +125,20 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         return offers
     clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
-    for service_id, cluster_id, app_id in (
+    # Each application's columns come with it (`no_pr_reasons_of`): naming the thousands of
+    # applications of a large fleet's lines in a second query cost more than the page.
+    located = []
+    for service_id, cluster_id, *columns in (
         RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
         .exclude(app=None)
-        .values_list("service_id", "cluster_id", "app_id")
+        .values_list("service_id", "cluster_id", *(f"app__{column}" for column in NO_PR_COLUMNS))
         .distinct()
     ):
-        apps.setdefault((service_id, cluster_id), set()).add(app_id)
+        apps.setdefault((service_id, cluster_id), set()).add(columns[0])
+        located.append(tuple(columns))
 
     # The applications that cannot get a pull request (no Git location), with why.
-    no_pr = no_pr_reasons(sorted({a for ids in apps.values() for a in ids}))
+    no_pr = no_pr_reasons_of(located)
     for row, environment, line, current, target in behind:
         service = row.service
         found = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})

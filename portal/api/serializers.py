@@ -355,8 +355,9 @@ class AppSerializer(serializers.Serializer):
     operation_message = serializers.CharField(allow_blank=True)
     operation_started_at = OffsetDateTimeField(allow_null=True)
     operation_finished_at = OffsetDateTimeField(allow_null=True)
-    reconciled_at = OffsetDateTimeField(allow_null=True, help_text="Argo CD status.reconciledAt; Flux: the last "
-                                        "reconciliation in its history")
+    reconciled_at = OffsetDateTimeField(allow_null=True, help_text="Argo CD status.reconciledAt, as of the last poll "
+                                        "that found the app otherwise changed (a poll skips an app whose only "
+                                        "change is a new reconciledAt); Flux: the last reconciliation in its history")
     health_message = serializers.CharField(allow_blank=True)
     warnings = serializers.ListField(child=serializers.CharField(), help_text="what the portal could not read of "
                                      "the object, and why")

@@ -44,7 +44,16 @@ from forges.hosts import forge_for, parse
 from forges.pins import pin_format, scan
 from gitops.findings import Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import GitOpsApp
-from gitops.pinsource import BRANCH, DEFAULT, PinSource, in_own_columns, pin_source, ref_name, revision_kind
+from gitops.pinsource import (
+    BRANCH,
+    DEFAULT,
+    PinSource,
+    in_own_columns,
+    pin_source,
+    pin_sources,
+    ref_name,
+    revision_kind,
+)
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index
 from portal.delivery import placements
@@ -98,7 +107,18 @@ def readable_apps() -> QuerySet[GitOpsApp]:
 def pin_place(app: GitOpsApp) -> PinSource:
     """Where `app`'s pins are read: its pin source, with the folder of the pins ("" is refused:
     a whole repository is not read for one application)."""
-    source = pin_source(app)
+    return _placed(app, pin_source(app))
+
+
+def pin_places(apps: Iterable[GitOpsApp]) -> dict[int, PinSource]:
+    """`pin_place` of many applications (app id -> place), their pin sources asked together
+    (`gitops.pinsource.pin_sources`: a number of queries that does not grow with the batch)."""
+    batch = list(apps)
+    sources = pin_sources(batch)
+    return {app.pk: _placed(app, sources[app.pk]) for app in batch}
+
+
+def _placed(app: GitOpsApp, source: PinSource) -> PinSource:
     if source.found and not _clean_path(source.path):
         return PinSource(unknown=f"{app.name} has its pins at the root of {source.repository}: not read")
     return source
@@ -139,8 +159,10 @@ def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL
             key = keys[(repository, revision)] = batch_key(repository, revision)
         grouped[key].append((app_id, repository, revision))
     unknown: dict[str, list[int]] = defaultdict(list)
-    for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"):
-        source = pin_place(app)
+    others = list(GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"))
+    places = pin_places(others)
+    for app in others:
+        source = places[app.pk]
         if not source.found:
             unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
             continue
@@ -158,15 +180,16 @@ def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[G
     an application whose pins are elsewhere than its own columns."""
     wanted = batch_key(repository, revision)
     columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
-    rows = readable_apps().filter(pk__in=list(app_ids)).order_by("id")
-    found: list[GitOpsApp] = []
-    for app in rows.only(*columns):
-        if not in_own_columns(app.tool, app.kind, app.chart, app.path):
-            app = GitOpsApp.objects.select_related("cluster").get(pk=app.pk)
-        source = pin_place(app)
-        if source.found and batch_key(source.repository, source.revision) == wanted:
-            found.append(app)
-    return found
+    rows = list(readable_apps().filter(pk__in=list(app_ids)).order_by("id").only(*columns))
+    elsewhere = [app.pk for app in rows if not in_own_columns(app.tool, app.kind, app.chart, app.path)]
+    loaded = {app.pk: app for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster")}
+    apps = [loaded.get(app.pk, app) for app in rows]
+    places = pin_places(apps)
+    return [
+        app
+        for app in apps
+        if places[app.pk].found and batch_key(places[app.pk].repository, places[app.pk].revision) == wanted
+    ]
 
 
 def unreadable_reason(repository: str) -> str:
@@ -200,7 +223,7 @@ def read_pins(
     if not apps:
         return {}
     _ensure_status_rows([app.pk for app in apps])
-    places = {app.pk: pin_place(app) for app in apps}
+    places = pin_places(apps)
     reports: dict[int, PinReadReport] = {}
     lost = [app for app in apps if not places[app.pk].found]
     for app in lost:

@@ -67,6 +67,14 @@ def helm_release_reads(files: MappingType[str, str], app: App, path: str | None,
     and the files of its values layers (`valuesFrom` ConfigMaps' generator files, a chart in
     Git's values) — the layers `helm_release_edits` edits, not its neighbours'."""
     result = EditResult()
+    chart = (app.spec.get("chart") or {}).get("spec") or {}
+    if isinstance(chart, dict) and (chart.get("sourceRef") or {}).get("kind") == "GitRepository":
+        # A chart kept in Git (the pin source is its folder): its values.yaml, or the
+        # `valuesFiles` that replace it, paths from the source's root.
+        listed = [str(name).strip().removeprefix("./") for name in chart.get("valuesFiles") or []]
+        in_git = helm.read_chart(files, str(chart.get("chart") or ""))
+        defaults = [in_git.defaults.path] if in_git is not None and in_git.defaults is not None else []
+        reads.add_files(files, listed or defaults)
     built = _release_build(files, app, path, result)
     if built is not None:
         generated = kustomize.generated_files(built)

@@ -195,3 +195,31 @@ def test_chart_only_applications_in_one_parent_folder_each_have_their_own_manife
         {"service": "cart", "version": "2.1.0", "path": shop, "line": line_of(files, shop, '"2.1.0"')}]
     assert git_pins(children["web"]) == [
         {"service": "web", "version": "5.0.0", "path": shop, "line": line_of(files, shop, '"5.0.0"')}]
+
+
+def test_a_helmrelease_whose_chart_is_in_git_reads_that_charts_values(catalog, monkeypatch):
+    # The chart from a GitRepository: pin_source points at its folder; its values.yaml is the
+    # pin (not its templates, not another chart's values beside it).
+    files = {
+        "charts/podinfo/Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 6.7.0\nappVersion: 6.7.0\n",
+        "charts/podinfo/values.yaml": "image:\n  repository: ghcr.io/stefanprodan/podinfo\n  tag: 6.7.0\n",
+        "charts/podinfo/templates/deployment.yaml": "image: ghcr.io/stefanprodan/podinfo:{{ .Values.image.tag }}\n",
+        "charts/other/values.yaml": "image:\n  repository: ghcr.io/stefanprodan/podinfo\n  tag: 1.0.0\n",
+    }
+    podinfo = Service.objects.create(name="podinfo", image_repository="ghcr.io/stefanprodan/podinfo")
+    with serving("github", monkeypatch, files=files) as github:
+        raw = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+               "metadata": {"name": "podinfo", "namespace": "podinfo"},
+               "spec": {"chart": {"spec": {"chart": "./charts/podinfo",
+                                           "sourceRef": {"kind": "GitRepository", "name": "flux-system",
+                                                         "namespace": "flux-system"}}}}}
+        app = seed_app(catalog.prod_us, "podinfo", service=podinfo, version="6.7.0", tool="flux",
+                       kind="HelmRelease", namespace="podinfo", repo_url=github.repository, path="./charts/podinfo",
+                       chart="./charts/podinfo", target_revision="main", raw=raw,
+                       sources=[{"repo_url": github.repository, "path": "./charts/podinfo", "chart": "./charts/podinfo",
+                                 "target_revision": "main", "ref": "GitRepository/flux-system/flux-system"}])
+        [batch] = due_batches()
+        assert all(r.ok for r in read_pins(batch_apps(batch.repository, batch.revision, batch.app_ids)).values())
+
+    assert git_pins(app) == [
+        {"service": "podinfo", "version": "6.7.0", "path": "charts/podinfo/values.yaml", "line": 3}]

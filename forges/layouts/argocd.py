@@ -33,6 +33,7 @@ from forges.layouts.apps import (
 )
 from forges.layouts.changes import EditResult, edit_version, is_exact_version
 from forges.layouts.documents import descend, file_sites, plain_documents, positioned_documents
+from forges.layouts.reads import Reads
 from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
 from forges.pinsites import image_name
 
@@ -78,13 +79,8 @@ def _source_edits(
     from_tag: str,
     result: EditResult,
 ) -> tuple[list[kustomize.Candidate], list[helm.Target]]:
-    folder = (source.path or "").strip("/").removeprefix("./")
-    folder = "" if folder == "." else folder
-    has_kustomization = kustomize.kustomization_file(files, folder) is not None
-    is_helm = bool(source.chart) or (
-        f"{folder}/Chart.yaml".lstrip("/") in files and not has_kustomization and not source.plugin
-    )
-    if is_helm:
+    folder = source_folder(source)
+    if is_helm_source(files, source, folder):
         return [], _helm_source_edits(files, app, source, folder, value_refs, image, from_tag, result)
     built = kustomize.build(files, folder, recurse=bool(source.directory.get("recurse")))
     pins, targets = flux.build_edits(files, built, image, from_tag, result)
@@ -92,6 +88,69 @@ def _source_edits(
     if overrides is None:
         return [], []  # the effective tag is set outside this repository
     return (overrides, []) if overrides else (pins, targets)
+
+
+def source_folder(source: Source) -> str:
+    folder = (source.path or "").strip("/").removeprefix("./")
+    return "" if folder == "." else folder
+
+
+def is_helm_source(files: MappingType[str, str], source: Source, folder: str) -> bool:
+    """A chart from a Helm repository, or a folder with a Chart.yaml and no kustomization
+    (and no plugin): what Argo CD renders with Helm."""
+    has_kustomization = kustomize.kustomization_file(files, folder) is not None
+    return bool(source.chart) or (
+        f"{folder}/Chart.yaml".lstrip("/") in files and not has_kustomization and not source.plugin
+    )
+
+
+def application_reads(
+    files: MappingType[str, str], app: App, repository: str | None, path: str | None, reads: Reads
+) -> None:
+    """What an Application's sources read from `files` (only those of `repository`, when
+    given): what each kustomize or directory source builds; a Helm source's values.yaml,
+    its value files (`$ref/...` ones too) and `.argocd-source-<app>.yaml`; and, in the build
+    of `path` (where its parent deploys it from), the Application's own manifest, whose
+    helm.values / valuesObject / parameters and kustomize.images set its images."""
+
+    def here(url: str) -> bool:
+        return repository is None or same_repository(url, repository)
+
+    value_refs = {source.ref: "" for source in app.sources if source.ref and here(source.repo_url)}
+    for source in app.sources:
+        if source.ref and source.path is None and not source.chart:
+            continue  # a values-only source is read through `$ref/...`
+        if not here(source.repo_url):
+            _value_file_reads(files, source, None, value_refs, reads)
+            continue
+        folder = source_folder(source)
+        if is_helm_source(files, source, folder):
+            chart = helm.read_chart(files, folder) if not source.chart else None
+            if chart is not None and chart.defaults is not None:
+                reads.add_files(files, [chart.defaults.path])
+            _value_file_reads(files, source, folder, value_refs, reads)
+        else:
+            reads.add_build(files, kustomize.build(files, folder, recurse=bool(source.directory.get("recurse"))))
+        reads.add_files(files, [f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")])
+    if path is not None:
+        for manifest in kustomize.objects(files, kustomize.build(files, path), APPLICATION):
+            if manifest.name == app.name:
+                for file, document in manifest.documents:
+                    reads.add_document(files, file, document)
+
+
+def _value_file_reads(
+    files: MappingType[str, str], source: Source, folder: str | None, value_refs: dict[str, str], reads: Reads
+) -> None:
+    # `folder` None: the chart is in another repository; only its `$ref/...` files are here.
+    for entry in source.helm.get("valueFiles") or []:
+        if folder is None and not str(entry).startswith("$"):
+            continue
+        resolved, why = helm.resolve_value_file(folder or "", str(entry), value_refs)
+        if resolved is None:
+            reads.skipped.append(why)
+        else:
+            reads.add_files(files, [resolved])
 
 
 def _kustomize_image_overrides(

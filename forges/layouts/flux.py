@@ -21,6 +21,7 @@ from forges.layouts import helm, kustomize
 from forges.layouts.apps import HELM_RELEASE, KUSTOMIZATION, App, definitions, flux_path, read_app
 from forges.layouts.changes import EditResult, edit_version, is_exact_version
 from forges.layouts.documents import descend, file_sites, plain_documents, scalar_value
+from forges.layouts.reads import Reads
 from forges.pinformats import Mapping, Node, Scalar, Sequence
 from forges.pinsites import KUSTOMIZE, image_name
 
@@ -49,6 +50,43 @@ def helm_release_edits(
     if built is None:
         return [], []
     return build_edits(files, built, image, from_tag, result, release=app.name)
+
+
+def kustomization_reads(files: MappingType[str, str], app: App, reads: Reads) -> None:
+    """What a Flux Kustomization reads: every file its path builds."""
+    folder, why = flux_path(files, app)
+    if folder is None:
+        reads.skipped.append(why)
+        return
+    reads.add_build(files, kustomize.build(files, folder))
+
+
+def helm_release_reads(files: MappingType[str, str], app: App, path: str | None, reads: Reads) -> None:
+    """What one HelmRelease's values are made of, in the path its Kustomization builds: its own
+    documents (its definition and the patches that target it: `spec.values`, the chart version)
+    and the files of its values layers (`valuesFrom` ConfigMaps' generator files, a chart in
+    Git's values) — the layers `helm_release_edits` edits, not its neighbours'."""
+    result = EditResult()
+    chart = (app.spec.get("chart") or {}).get("spec") or {}
+    if isinstance(chart, dict) and (chart.get("sourceRef") or {}).get("kind") == "GitRepository":
+        # A chart kept in Git (the pin source is its folder): its values.yaml, or the
+        # `valuesFiles` that replace it, paths from the source's root.
+        listed = [str(name).strip().removeprefix("./") for name in chart.get("valuesFiles") or []]
+        in_git = helm.read_chart(files, str(chart.get("chart") or ""))
+        defaults = [in_git.defaults.path] if in_git is not None and in_git.defaults is not None else []
+        reads.add_files(files, listed or defaults)
+    built = _release_build(files, app, path, result)
+    if built is not None:
+        generated = kustomize.generated_files(built)
+        for release in kustomize.objects(files, built, HELM_RELEASE):
+            if release.name != app.name:
+                continue
+            own = {file for file, _ in release.documents}
+            for file, document in release.documents:
+                reads.add_document(files, file, document)
+            layers = _release_layers(files, release, _chart_in_tree(files, release), generated, result)
+            reads.add_files(files, [layer.path for layer in layers if layer.path and layer.path not in own])
+    reads.skipped.extend(result.reasons)
 
 
 def _spec_images_overrides(

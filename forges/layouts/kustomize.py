@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
+from forges.layouts.apps import HELM_RELEASE
 from forges.layouts.documents import document_spans, plain_documents
 from forges.pinformats import FormatError, Mapping, Node, Scalar, yamltree
 from forges.pinsites import KUSTOMIZE, Site, pin_format, read_sites
@@ -83,6 +84,14 @@ class Build:
             visit(self.root)
         return found
 
+    def files(self) -> list[str]:
+        """Every file the build reads: kustomization files, resources, patches, generator files."""
+        found = list(self.plain)
+        for node in self.kustomizations():
+            found += [node.file, *node.resources, *(path for path, _ in node.patches)]
+            found += [path for entries in node.generated.values() for _, path in entries]
+        return list(dict.fromkeys(found))
+
 
 def kustomization_file(files: MappingType[str, str], directory: str) -> str | None:
     for name in KUSTOMIZATION_FILES:
@@ -110,6 +119,33 @@ def winning_pins(files: MappingType[str, str], built: Build, image: str) -> list
     if built.root is None:
         return [c for path in built.plain for c in _candidates(files, path, image)]
     return _apply(files, built.root, image, [])
+
+
+def overridden_pins(files: MappingType[str, str], built: Build) -> list[Candidate]:
+    """The pins the build reads but does not render: a base's tag that an overlay's patch or
+    `images:` transformer overrides. Pins in HelmRelease values and in the files a
+    configMapGenerator turns into values are left out: Helm, not kustomize, decides between them."""
+    values = {path for entries in generated_files(built).values() for _, path in entries}
+    paths = [path for path in built.files() if path not in values]
+    images: set[str] = set()
+    for path in paths:
+        fmt = pin_format(path)
+        if fmt is None or path not in files:
+            continue
+        try:
+            images.update(site.name for site in read_sites(files[path], fmt))
+        except ValueError:
+            continue
+    found: list[Candidate] = []
+    for image in sorted(images):
+        winners = {(c.path, c.site.node.start) for c in winning_pins(files, built, image)}
+        found += [
+            c
+            for path in paths
+            for c in _candidates(files, path, image)
+            if c.kind != HELM_RELEASE and (c.path, c.site.node.start) not in winners
+        ]
+    return found
 
 
 @dataclass

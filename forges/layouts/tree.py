@@ -20,9 +20,19 @@ from typing import Any
 from forges.layouts import argocd, flux, helm, kustomize
 from forges.layouts.apps import APPLICATION, HELM_RELEASE, KUSTOMIZATION, read_app
 from forges.layouts.changes import Edit, EditResult, edit_pins, edit_scalar
+from forges.layouts.reads import Reads
 from forges.pinsites import TAG, image_name
 
-__all__ = ["Edit", "EditResult", "chart_edit_result", "chart_edits", "tree_edit_result", "tree_edits"]
+__all__ = [
+    "Edit",
+    "EditResult",
+    "Reads",
+    "chart_edit_result",
+    "chart_edits",
+    "tree_edit_result",
+    "tree_edits",
+    "tree_reads",
+]
 
 
 def tree_edits(
@@ -130,3 +140,27 @@ def chart_edit_result(
     if not result.edits and not result.reasons:
         result.reasons.append(f"the chart {chart} is not pinned at {from_version} in this repository")
     return result
+
+
+def tree_reads(
+    files: MappingType[str, str],
+    app: MappingType[str, Any],
+    *,
+    path: str | None = None,
+    repository: str | None = None,
+) -> Reads:
+    """What `app` reads from `files`: the files and documents its images can be set in, by the
+    same readers as `tree_edits` (`forges.layouts.reads`). `path`: the folder that deploys the
+    object (a HelmRelease's Kustomization path, a chart-only Application's parent path);
+    `repository`: as for `tree_edits`."""
+    reads = Reads()
+    spec = read_app(app)
+    if spec.kind == APPLICATION:
+        argocd.application_reads(files, spec, repository, path, reads)
+    elif spec.kind == KUSTOMIZATION:
+        flux.kustomization_reads(files, spec, reads)
+    elif spec.kind == HELM_RELEASE:
+        flux.helm_release_reads(files, spec, path, reads)
+    else:
+        reads.skipped.append(f"{spec.kind or 'this object'} is not an Argo CD Application or a Flux object")
+    return reads

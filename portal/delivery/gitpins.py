@@ -1,11 +1,17 @@
 """Git pins: which version Git declares for each service, per application.
 
 Pins are read per repository and revision, never per application: one task reads the tree
-of a repository at the revision its applications follow, once, reads each file that can
-hold a pin once (however many applications include it), finds the image pins
-(`forges.pins.scan`) under each application's path and stores one `GitPin` per place that
+of a repository at the revision its applications follow, once, reads each file that an
+application builds once (however many applications build it), finds the image pins
+(`forges.pins.scan`) in what each application builds and stores one `GitPin` per place that
 pins a known service's image. A hundred applications in one repository are one task and one
 tree read. Pages then answer "why did my change not go out?": Git pins 1.7.0, runs 1.6.0.
+
+What an application builds is `forges.layouts.tree.tree_reads`, by the readers that place its
+edits (`tree_edits`), not every file under its path: in a Kustomization path `./apps` holding
+one HelmRelease per service, each HelmRelease's pins are its own documents' and its
+`valuesFrom` files', not its neighbours'; a kustomize overlay's are what `kustomize build`
+renders (a base's tag that the overlay's `images:` overrides is not one).
 
 Due-ness is per application (`GitPinRead.last_read_at`, at most every 10 minutes), and all
 the due applications of one repository and revision make one batch, so a repository is read
@@ -28,7 +34,6 @@ rows are loaded to ask `pin_source`. An application with no known Git location c
 from __future__ import annotations
 
 import logging
-import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -41,10 +46,22 @@ from django.utils import timezone
 
 from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for, parse
-from forges.pins import pin_format, scan
+from forges.layouts.reads import Reads
+from forges.layouts.tree import tree_reads
+from forges.pins import scan
 from gitops.findings import Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import GitOpsApp
-from gitops.pinsource import BRANCH, DEFAULT, PinSource, in_own_columns, pin_source, ref_name, revision_kind
+from gitops.pinsource import (
+    BRANCH,
+    DEFAULT,
+    PinSource,
+    in_own_columns,
+    pin_source,
+    pin_sources,
+    ref_name,
+    revision_kind,
+)
+from gitops.rows import ARGO
 from portal.catalog.images import normalise_name
 from portal.catalog.models import Service, service_image_index
 from portal.delivery import placements
@@ -98,7 +115,18 @@ def readable_apps() -> QuerySet[GitOpsApp]:
 def pin_place(app: GitOpsApp) -> PinSource:
     """Where `app`'s pins are read: its pin source, with the folder of the pins ("" is refused:
     a whole repository is not read for one application)."""
-    source = pin_source(app)
+    return _placed(app, pin_source(app))
+
+
+def pin_places(apps: Iterable[GitOpsApp]) -> dict[int, PinSource]:
+    """`pin_place` of many applications (app id -> place), their pin sources asked together
+    (`gitops.pinsource.pin_sources`: a number of queries that does not grow with the batch)."""
+    batch = list(apps)
+    sources = pin_sources(batch)
+    return {app.pk: _placed(app, sources[app.pk]) for app in batch}
+
+
+def _placed(app: GitOpsApp, source: PinSource) -> PinSource:
     if source.found and not _clean_path(source.path):
         return PinSource(unknown=f"{app.name} has its pins at the root of {source.repository}: not read")
     return source
@@ -139,8 +167,10 @@ def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL
             key = keys[(repository, revision)] = batch_key(repository, revision)
         grouped[key].append((app_id, repository, revision))
     unknown: dict[str, list[int]] = defaultdict(list)
-    for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"):
-        source = pin_place(app)
+    others = list(GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"))
+    places = pin_places(others)
+    for app in others:
+        source = places[app.pk]
         if not source.found:
             unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
             continue
@@ -158,15 +188,16 @@ def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[G
     an application whose pins are elsewhere than its own columns."""
     wanted = batch_key(repository, revision)
     columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
-    rows = readable_apps().filter(pk__in=list(app_ids)).order_by("id")
-    found: list[GitOpsApp] = []
-    for app in rows.only(*columns):
-        if not in_own_columns(app.tool, app.kind, app.chart, app.path):
-            app = GitOpsApp.objects.select_related("cluster").get(pk=app.pk)
-        source = pin_place(app)
-        if source.found and batch_key(source.repository, source.revision) == wanted:
-            found.append(app)
-    return found
+    rows = list(readable_apps().filter(pk__in=list(app_ids)).order_by("id").only(*columns))
+    elsewhere = [app.pk for app in rows if not in_own_columns(app.tool, app.kind, app.chart, app.path)]
+    loaded = {app.pk: app for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster")}
+    apps = [loaded.get(app.pk, app) for app in rows]
+    places = pin_places(apps)
+    return [
+        app
+        for app in apps
+        if places[app.pk].found and batch_key(places[app.pk].repository, places[app.pk].revision) == wanted
+    ]
 
 
 def unreadable_reason(repository: str) -> str:
@@ -200,7 +231,7 @@ def read_pins(
     if not apps:
         return {}
     _ensure_status_rows([app.pk for app in apps])
-    places = {app.pk: pin_place(app) for app in apps}
+    places = pin_places(apps)
     reports: dict[int, PinReadReport] = {}
     lost = [app for app in apps if not places[app.pk].found]
     for app in lost:
@@ -211,10 +242,19 @@ def read_pins(
         return reports
     first = places[apps[0].pk]
     branch = (first.revision or "").strip() or "HEAD"
+    objects = _objects(apps)
     try:
         forge = forge or forge_for(first.repository)
         branch = followed_branch(forge, first.revision)
-        files = _pin_files(forge, branch, [_clean_path(places[app.pk].path) for app in apps])
+        # One tree read; each file is read the first time an application's build asks for it.
+        _entries, tree = forge.tree_files(branch)
+        reads = {
+            app.pk: tree_reads(
+                tree, objects[app.pk], path=_clean_path(places[app.pk].path), repository=places[app.pk].repository
+            )
+            for app in apps
+        }
+        files = {path: tree[path] for app in apps for path in reads[app.pk].paths}
     except NotConfigured as error:
         message = str(error)[:ERROR_MAX_CHARS]
         record_unreadable([app.pk for app in apps], message, now)
@@ -222,14 +262,14 @@ def read_pins(
     except (ForgeError, RuntimeError, OSError) as error:
         message = (str(error) or type(error).__name__)[:ERROR_MAX_CHARS]
         # One line per repository and revision, however many applications it serves.
-        log.warning("reading git pins of %s at %s failed (%d applications): %s",
-                    first.repository, branch, len(apps), message)
+        log.warning(
+            "reading git pins of %s at %s failed (%d applications): %s", first.repository, branch, len(apps), message
+        )
         GitPinRead.objects.filter(app_id__in=[app.pk for app in apps]).update(
             branch=branch[:253], last_read_at=now, last_error=message
         )
         return reports | {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
-    paths = {app.pk: _clean_path(places[app.pk].path) for app in apps}
-    return reports | _store(apps, files, branch, now, paths)
+    return reports | _store(apps, files, branch, now, reads)
 
 
 def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
@@ -249,30 +289,29 @@ def _clean_path(path: str) -> str:
     return "" if path in ("", ".") else path
 
 
-def _under(path: str, prefix: str) -> bool:
-    return not prefix or path == prefix or path.startswith(prefix + "/")
-
-
-def _pin_files(forge: Forge, branch: str, prefixes: list[str]) -> dict[str, str]:
-    """The text of every file under any of `prefixes` that can hold a pin: one tree read (at
-    the folder they share), then each file once."""
-    shared = posixpath.commonpath(prefixes) if all(prefixes) else ""
-    entries = forge.tree(shared, branch)
-    folders = set(prefixes)
-    wanted = sorted(e.path for e in entries if pin_format(e.path) is not None and _in_any(e.path, folders))
-    return forge.read_files(wanted, branch)
-
-
-def _in_any(path: str, folders: set[str]) -> bool:
-    # By the path's own ancestors (a handful), not by every folder (a hundred applications).
-    if "" in folders or path in folders:
-        return True
-    parts = path.split("/")
-    return any("/".join(parts[:depth]) in folders for depth in range(1, len(parts)))
+def _objects(apps: Sequence[GitOpsApp]) -> dict[int, dict[str, Any]]:
+    """Each application's object as its tool holds it (one query), for `tree_reads`. A row
+    stored without its sources or path (read from columns only) gets them from its columns,
+    as `pin_source` reads it."""
+    raws = dict(GitOpsApp.objects.filter(pk__in=[app.pk for app in apps]).values_list("pk", "raw"))
+    found: dict[int, dict[str, Any]] = {}
+    for app in apps:
+        stored = raws.get(app.pk)
+        raw: dict[str, Any] = stored if isinstance(stored, dict) else {}
+        metadata = {"name": app.name, "namespace": app.namespace, **(raw.get("metadata") or {})}
+        spec = dict(raw.get("spec") or {})
+        if app.tool == ARGO and not (spec.get("source") or spec.get("sources")):
+            spec["source"] = {"repoURL": app.repo_url, "path": app.path, "targetRevision": app.target_revision}
+            if app.chart:
+                spec["source"] = {**spec["source"], "chart": app.chart, "path": None}
+        elif app.kind == "Kustomization" and "path" not in spec:
+            spec["path"] = app.path
+        found[app.pk] = {"kind": app.kind, "metadata": metadata, "spec": spec}
+    return found
 
 
 def _store(
-    apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, paths: dict[int, str]
+    apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, reads: dict[int, Reads]
 ) -> dict[int, PinReadReport]:
     index = service_image_index(Service.objects.all())
     ids = dict(Service.objects.values_list("name", "id"))
@@ -280,15 +319,15 @@ def _store(
     rows_by_app: dict[int, list[GitPin]] = {}
     secrets: dict[int, Found | None] = {}
     for app in apps:
-        prefix = paths[app.pk]
-        found = scan({path: text for path, text in files.items() if _under(path, prefix)})
-        # A plain Secret among the files the portal reads is a finding: named by path, never shown.
-        secrets[app.pk] = raw_secret(app, raw_secret_files(
-            {path: text for path, text in files.items() if _under(path, prefix)}))
+        read = reads[app.pk]
+        own = {path: files[path] for path in read.paths if path in files}
+        found = scan(own)
+        # A plain Secret among the files the app builds is a finding: named by path, never shown.
+        secrets[app.pk] = raw_secret(app, [path for path in raw_secret_files(own) if path in read.whole])
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
             for pin in found.pins
-            if (service := index.get(normalise_name(pin.image))) is not None
+            if read.holds(pin.path, pin.line) and (service := index.get(normalise_name(pin.image))) is not None
         ]
     replace_git_findings(secrets, now)
     by_cluster: dict[int, list[GitOpsApp]] = defaultdict(list)

@@ -40,10 +40,10 @@ def test_pins_are_read_from_the_followed_branch_and_stored(catalog, github):
     report = read_app_pins(app)
 
     assert report.ok, report.error
+    # What `kustomize build` of the overlay renders: its `images:` entry over the base's untagged
+    # image. values.yaml and migrations.yaml sit in the folder, but the overlay does not include them.
     assert git_pins(app) == [
         {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/kustomization.yaml", "line": 7},
-        {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/migrations.yaml", "line": 8},
-        {"service": "checkout", "version": "1.6.0", "path": f"{PROD}/values.yaml", "line": 4},
     ]
     assert not GitPin.objects.filter(service=other).exists()
     status = GitPinRead.objects.get(app=app)
@@ -63,7 +63,7 @@ def test_a_failed_read_is_recorded_and_keeps_the_pins_already_stored(catalog, gi
 
     assert not report.ok and "set PORTAL_GITOPS_TOKEN" in report.error and "write" not in report.error
     assert GitPinRead.objects.get(app=app).last_error == report.error
-    assert GitPin.objects.filter(app=app).count() == 3
+    assert GitPin.objects.filter(app=app).count() == 1
 
 
 def test_a_missing_branch_is_an_error_on_that_app_only(catalog, github):
@@ -74,7 +74,7 @@ def test_a_missing_branch_is_an_error_on_that_app_only(catalog, github):
     assert not read_app_pins(broken).ok
     assert read_app_pins(fine).ok
     assert GitPinRead.objects.get(app=broken).last_error
-    assert len(git_pins(fine)) == 3 and git_pins(broken) == []
+    assert len(git_pins(fine)) == 1 and git_pins(broken) == []
 
 
 def test_each_app_is_read_at_most_every_ten_minutes(catalog, github, eager_celery):
@@ -87,7 +87,7 @@ def test_each_app_is_read_at_most_every_ten_minutes(catalog, github, eager_celer
     assert due_app_ids(now) == [read.pk]
 
     assert read_due_git_pins() == 1
-    assert GitPin.objects.filter(app=read).count() == 3
+    assert GitPin.objects.filter(app=read).count() == 1
     assert due_app_ids() == []
 
 
@@ -231,6 +231,5 @@ def test_an_argo_cd_chart_with_values_files_is_read_in_its_ref_source(catalog, g
     assert (batch.repository, batch.revision, batch.app_ids) == (github.repository, "HEAD", (app.pk,))
 
     assert read_app_pins(app).ok
-    assert {(p["path"], p["line"], p["version"]) for p in git_pins(app)} == {
-        (f"{PROD}/kustomization.yaml", 7, "1.6.0"), (f"{PROD}/migrations.yaml", 8, "1.6.0"),
-        (f"{PROD}/values.yaml", 4, "1.6.0")}
+    # Only its value file: the overlay's kustomization and Job beside it are another app's.
+    assert {(p["path"], p["line"], p["version"]) for p in git_pins(app)} == {(f"{PROD}/values.yaml", 4, "1.6.0")}

@@ -10,6 +10,11 @@ sync window that blocks the application (merging could not deploy it anyway). No
 opened: an open PR already proposes the version, or Git already pins it. A PR that
 cannot be opened (no file pins the running tag, the forge refused) is recorded in
 `AutoPRAttempt` and tried again the next day, not every 30 minutes.
+
+A workload outside GitOps (a Nomad job, a Compose or Swarm service, an ECS service whose
+portal.git.* labels name the file) follows the same rules, but for sync windows: no GitOps
+tool holds it, so none applies; without the labels the attempt fails and is recorded, as
+for an application with no known Git location.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from forges.forge import Forge
-from portal.delivery.changes import ChangeError, change_for_upgrade, open_change, window_blocks
+from portal.delivery.changes import ChangeError, change_for_upgrade, change_for_workload, open_change, window_blocks
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
+from portal.delivery.planner import UPGRADE
 from portal.delivery.policy import PolicyError
 from portal.delivery.upgrades import Behind, behind
 from portal.timestamps import utc_stamp
@@ -62,7 +68,7 @@ def run(
             if level == "none":
                 continue
             for line in behind(service=row.service, environment=environment, today=at.date()):
-                label = f"{line.service.name} {line.target} in {line.app.name} ({line.app.cluster.name})"
+                label = f"{line.service.name} {line.target} in {line.name} ({line.cluster.name})"
                 if not policy.auto_pr_allowed(environment, line.jump):
                     report.beyond_policy.append(f"{label}: a {line.jump} jump, the policy allows {level}")
                     continue
@@ -84,17 +90,22 @@ def _consider(
     if freezes:
         report.held.append(f"{label}: change freeze until {utc_stamp(freezes[0].ends_at)}")
         return
-    if window_blocks(line.app, at):
+    if line.app is not None and window_blocks(line.app, at):
         report.held.append(f"{label}: a sync window blocks {line.app.name}")
         return
-    attempt = AutoPRAttempt.objects.filter(app=line.app, service=line.service, to_version=line.target).first()
+    place = {"app": line.app} if line.app is not None else {"app": None, "workload": line.workload}
+    attempt = AutoPRAttempt.objects.filter(**place, service=line.service, to_version=line.target).first()
     if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
         return  # opened before and since closed or merged: not reopened automatically
     if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
         report.waiting.append(f"{label}: retried after {utc_stamp(attempt.retry_after)}")
         return
     try:
-        change = change_for_upgrade(line.app, line.service, line.target)
+        if line.app is not None:
+            change = change_for_upgrade(line.app, line.service, line.target)
+        else:
+            assert line.workload is not None
+            change = change_for_workload(UPGRADE, line.workload, line.service, line.target, from_version=line.running)
         forge = forge_factory(change.repository) if forge_factory else None
         result = open_change(change, None, automatic=True, forge=forge, now=now)
         ok, message = result.ok, result.message
@@ -104,7 +115,7 @@ def _consider(
     retry_after = None if ok else at + RETRY_AFTER
     if attempt is None:
         AutoPRAttempt.objects.create(
-            app=line.app,
+            **place,
             service=line.service,
             to_version=line.target,
             outcome=outcome,

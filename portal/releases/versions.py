@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_PARTS = 6
 LEVELS = ("patch", "minor", "major")  # smallest jump first
@@ -62,8 +63,7 @@ class Version:
     @property
     def key(self) -> tuple:
         """Sort key: numbers (zero-padded), then a release after any of its pre-releases."""
-        padded = self.release + (0,) * (MAX_PARTS - len(self.release))
-        return (padded, prerelease_key(self.prerelease))
+        return _sort_key(self.release, self.prerelease)
 
     @property
     def text(self) -> str:
@@ -72,6 +72,18 @@ class Version:
         return f"{numbers}-{self.prerelease}" if self.prerelease else numbers
 
 
+# A page judging every service's running versions against its releases reads the same few
+# thousand tags again and again: parsed once per process (a Version is immutable).
+TAGS_REMEMBERED = 65_536
+
+
+@lru_cache(maxsize=TAGS_REMEMBERED)
+def _sort_key(release: tuple[int, ...], prerelease: str) -> tuple:
+    padded = release + (0,) * (MAX_PARTS - len(release))
+    return (padded, prerelease_key(prerelease))
+
+
+@lru_cache(maxsize=TAGS_REMEMBERED)
 def parse_tag(tag: str) -> Version | None:
     """The tag as a version, or None when it is not one (`latest`, `main`, `sha-…`)."""
     match = _TAG.match(tag or "")

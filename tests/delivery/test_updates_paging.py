@@ -152,7 +152,7 @@ def test_a_page_reads_only_its_lines_and_no_application_json(catalog):
     assert [line.app for line in page] == [f"checkout-{n:03d}" for n in range(20, 25)]
     names = [q["sql"] for q in queries.captured_queries if f'"{APP_TABLE}"."name"' in q["sql"]]
     assert len(names) == 1
-    read = {int(pk) for pk in re.findall(r"\d+", names[0].rsplit(" IN ", 1)[-1])}
+    read = {int(pk) for pk in re.findall(r"(?<!\w)\d+(?!\w)", names[0].split(" WHERE ", 1)[1])}
     assert read == set(GitOpsApp.objects.filter(cluster=catalog.prod_eu).values_list("pk", flat=True))
     sql = [q["sql"] for q in queries.captured_queries]
     assert not any(f'"{APP_TABLE}"."{column}"' in s for s in sql for column in ("running", "raw", "history"))

@@ -130,3 +130,27 @@ def test_a_freeze_holds_a_workload_outside_gitops_too(vault, github):
 
     assert github.model.pulls == [] and len(report.held) == 2 and not AutoPRAttempt.objects.exists()
     assert all("change freeze" in line for line in report.held)
+
+
+def test_a_merged_pr_for_a_workload_counts_as_deployed_when_the_workload_runs_it(vault):
+    from portal.delivery.deployments import OUTSIDE_WHY, not_deployed_why, track
+
+    now = timezone.now()
+    cluster = vault["labelled"].cluster
+    Workload.objects.filter(name="vault-new").delete()  # judged per cluster: none runs 1.18.0 there yet
+    pr = PullRequest.objects.create(
+        kind="upgrade", services=["vault"], environment="prod", clusters=[cluster.name],
+        repository="https://github.com/acme/gitops", forge_kind="github", number=7,
+        url="https://github.com/acme/gitops/pull/7", title="Update vault to 1.18.0 in prod",
+        branch="portal/vault-1.18.0-prod", base_branch="main", state="merged", from_version="1.17.2",
+        to_version="1.18.0", opened_at=now - timedelta(hours=3), merged_at=now - timedelta(hours=2))
+
+    track(now)
+    pr.refresh_from_db()
+    assert pr.running_at is None
+    assert not_deployed_why([pr], now)[pr.pk] == f"{cluster.name}: {OUTSIDE_WHY}"
+
+    RunningVersion.objects.filter(workload__in=[vault["labelled"], vault["unlabelled"]]).update(version="1.18.0")
+    track(now)
+    pr.refresh_from_db()
+    assert pr.running_at is not None

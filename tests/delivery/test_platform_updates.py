@@ -154,3 +154,31 @@ def test_a_merged_pr_for_a_workload_counts_as_deployed_when_the_workload_runs_it
     track(now)
     pr.refresh_from_db()
     assert pr.running_at is not None
+
+
+def test_delivery_offers_a_promotion_into_the_production_workloads_labelled_file(client, users, vault, github):
+    """vault 1.18.0 runs on a staging Nomad cluster, 1.17.2 in the production job: the Delivery
+    page's Open PR → prod previews the change of the production job file; the unlabelled
+    production workload says why it gets none."""
+    from portal.catalog.models import Cluster
+
+    staging = Environment.objects.create(name="staging", order=2)
+    cluster = Cluster.objects.create(name="nomad-staging", environment=staging, connection=Cluster.Connection.NOMAD)
+    job = Workload.objects.create(cluster=cluster, kind=NOMAD_JOB, namespace="default", name="vault",
+                                  git_repo=github.repository, git_path="jobs/staging/vault.nomad.hcl")
+    RunningVersion.objects.create(cluster=cluster, workload=job, service=vault["service"], container="vault",
+                                  image="hashicorp/vault:1.18.0", version="1.18.0")
+    Workload.objects.filter(name="vault-new").delete()  # production runs only the older version
+
+    client.force_login(users["member"])
+    page = client.get(reverse("delivery")).content.decode()
+    row = page[page.index('<tr class="promotion" data-service="vault"'):]
+    row = row[: row.index("</tr>")]
+    assert "Open PR → prod" in row
+    assert "No pull request: vault-edge names no Git location" in row
+    link = row[row.index('href="/pr/preview') + 6:]
+    link = html.unescape(link[: link.index('"')])
+    assert f"item=w{vault['labelled'].pk}%3Avault%3A1.18.0%3A1.17.2" in link
+    preview = html.unescape(client.get(link).content.decode())
+    assert '+        image = "hashicorp/vault:1.18.0" # pinned by hand, bumped by the portal' in preview
+    assert JOB in preview

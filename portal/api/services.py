@@ -151,10 +151,12 @@ def services_context(page: list[Service], absolute: Any) -> dict[str, Any]:
         env = behind.environment
         key = (behind.service.pk, env)
         newest[key] = sort_tags([v for v in (newest.get(key), behind.target) if v])[-1]
-        app = behind.app
-        query = urlencode({"kind": "upgrade", "service": behind.service.name, "app": app.pk, "to": behind.target})
+        place = behind.app or behind.workload  # an application, or a workload outside GitOps
+        assert place is not None
+        query = urlencode({"kind": "upgrade", "service": behind.service.name, "app": behind.ref, "to": behind.target})
         offers[behind.service.pk].append({
-            "kind": "upgrade", "environment": env, "cluster": app.cluster.name, "app": f"{app.namespace}/{app.name}",
+            "kind": "upgrade", "environment": env, "cluster": behind.cluster.name,
+            "app": f"{place.namespace}/{place.name}",
             "from_version": behind.running, "to_version": behind.target, "jump": behind.jump,
             "pinned_at_target": behind.pinned_at_target,
             "open_pull_request": behind.open_pr.url if behind.open_pr is not None and behind.open_pr.url else None,

@@ -15,6 +15,11 @@ Chart versions too (`upgrades.charts_behind`): an application pinning a chart be
 version its first service's policy accepts gets the chart upgrade PR (only the version line
 changes) under the same level, holds and records (`_consider`, one path for both); its
 attempt is recorded as `chart=<name>:<version>`, so it never collides with an image tag.
+
+A workload outside GitOps (a Nomad job, a Compose or Swarm service, an ECS service whose
+portal.git.* labels name the file) follows the same rules, but for sync windows: no GitOps
+tool holds it, so none applies; without the labels the attempt fails and is recorded, as
+for an application with no known Git location.
 """
 
 from __future__ import annotations
@@ -29,18 +34,19 @@ from django.db.models import F
 from django.utils import timezone
 
 from forges.forge import Forge
-from gitops.models import GitOpsApp
+from gitops.models import GitOpsApp, Workload
 from portal.catalog.models import Service
 from portal.delivery.changes import (
     ChangeError,
     change_for_chart_upgrade,
     change_for_upgrade,
+    change_for_workload,
     open_change,
     window_blocks,
 )
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
-from portal.delivery.planner import Change
+from portal.delivery.planner import UPGRADE, Change
 from portal.delivery.policy import PolicyError
 from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
 from portal.timestamps import utc_stamp
@@ -95,7 +101,9 @@ def run(
 class _Wanted:
     """One automatic PR a policy may ask for: an image tag (`Behind`) or a chart version (`ChartBehind`)."""
 
-    app: GitOpsApp
+    app: GitOpsApp | None  # None for a workload outside GitOps (`workload`)
+    workload: Workload | None
+    environment: str
     service: Service
     target: str
     jump: str
@@ -106,11 +114,17 @@ class _Wanted:
 
 
 def _image(line: Behind) -> _Wanted:
+    change: Callable[[], Change]
+    if line.app is not None:
+        change = partial(change_for_upgrade, line.app, line.service, line.target)
+    else:
+        assert line.workload is not None
+        change = partial(change_for_workload, UPGRADE, line.workload, line.service, line.target,
+                         from_version=line.running)
     return _Wanted(
-        line.app, line.service, line.target, line.jump,
-        f"{line.service.name} {line.target} in {line.app.name} ({line.app.cluster.name})",
-        line.target, line.open_pr is not None or line.pinned_at_target,
-        partial(change_for_upgrade, line.app, line.service, line.target),
+        line.app, line.workload, line.environment, line.service, line.target, line.jump,
+        f"{line.service.name} {line.target} in {line.name} ({line.cluster.name})",
+        line.target, line.open_pr is not None or line.pinned_at_target, change,
     )
 
 
@@ -118,7 +132,7 @@ def _chart(line: ChartBehind) -> _Wanted:
     assert line.target is not None and line.service is not None
     chart = line.pin.ref.chart
     return _Wanted(
-        line.app, line.service, line.target, line.jump,
+        line.app, None, line.environment, line.service, line.target, line.jump,
         f"the {chart} chart {line.target} in {line.app.name} ({line.app.cluster.name})",
         f"chart={chart}:{line.target}", line.open_pr is not None,
         partial(change_for_chart_upgrade, line.app, line.target),
@@ -135,14 +149,15 @@ def _consider(
     label = line.label
     if line.done:
         return
-    freezes = freezes_in_effect(line.app.cluster.environment.name, at)
+    freezes = freezes_in_effect(line.environment, at)
     if freezes:
         report.held.append(f"{label}: change freeze until {utc_stamp(freezes[0].ends_at)}")
         return
-    if window_blocks(line.app, at):
+    if line.app is not None and window_blocks(line.app, at):
         report.held.append(f"{label}: a sync window blocks {line.app.name}")
         return
-    attempt = AutoPRAttempt.objects.filter(app=line.app, service=line.service, to_version=line.attempt_key).first()
+    place = {"app": line.app} if line.app is not None else {"app": None, "workload": line.workload}
+    attempt = AutoPRAttempt.objects.filter(**place, service=line.service, to_version=line.attempt_key).first()
     if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
         return  # opened before and since closed or merged: not reopened automatically
     if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
@@ -159,7 +174,7 @@ def _consider(
     retry_after = None if ok else at + RETRY_AFTER
     if attempt is None:
         AutoPRAttempt.objects.create(
-            app=line.app,
+            **place,
             service=line.service,
             to_version=line.attempt_key,
             outcome=outcome,

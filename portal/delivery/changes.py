@@ -120,10 +120,16 @@ def current_version(app: GitOpsApp, service: Service, pinned: str | None = None)
     return ordered[0]
 
 
-def no_pr_reason(app: GitOpsApp) -> str:
+def no_pr_reason(app: GitOpsApp | Workload) -> str:
     """Why no pull request can be proposed for `app` ("" when one can): no Git location of
-    its pins is known (`gitops.pinsource.pin_source` says why). The one answer for every page
-    that offers "Open PR" and for the preview."""
+    its pins is known (`gitops.pinsource.pin_source` says why); for a workload no GitOps tool
+    deploys, its portal.git.repo and portal.git.path labels are missing. The one answer for
+    every page that offers "Open PR" and for the preview."""
+    if isinstance(app, Workload):
+        if app.git_repo and app.git_path:
+            return ""
+        return (f"{app.name} names no Git location: add the portal.git.repo and portal.git.path labels "
+                "(the service page shows the lines)")
     source = pin_source(app)
     return "" if source.found else (source.unknown or f"{app.name} names no Git repository")
 
@@ -307,10 +313,9 @@ def change_for_workload(
     tool to say what last deployed well: a person moves the version back with an upgrade."""
     if kind == ROLLBACK:
         raise ChangeError(f"{workload.name} has no GitOps tool: no rollback offer; propose the older version instead")
-    if not workload.git_repo or not workload.git_path:
-        raise ChangeError(
-            f"{workload.name} names no Git location: add the portal.git.repo and portal.git.path labels "
-            "(the service page shows the lines)")
+    reason = no_pr_reason(workload)
+    if reason:
+        raise ChangeError(reason)
     if workload.cluster.environment is None:
         raise ChangeError(f"{workload.cluster.name} is in no environment")
     running = sorted(set(RunningVersion.objects.filter(workload=workload, service=service)

@@ -16,6 +16,10 @@ tool has not synced a commit since the merge, or it is rolling out / failing to 
 ready. There is no stored "not deployed" flag: the page and the task both derive it from
 the same rows with `progress`, so they never disagree. One hour after the merge a PR
 still not running raises one "merged, not deployed" event (key per PR).
+
+A workload no GitOps tool deploys (a Nomad job, a Compose or Swarm service, an ECS service:
+its PR names its cluster) counts the same way, by what runs there; while it does not, the
+reason says that no GitOps tool will roll it out, whoever deploys the workload must.
 """
 
 from __future__ import annotations
@@ -130,6 +134,10 @@ def why_not(app: AppFacts, merged_at: datetime, now: datetime) -> str:
     return f"{tool} synced {app.name} after the merge; the version does not run yet ({app.health_status}{message})"
 
 
+OUTSIDE_WHY = ("runs outside GitOps: no GitOps tool rolls it out, so whoever deploys the workload must "
+               "(then the next poll sees the version)")
+
+
 def progress(
     services: Sequence[str],
     environment: str,
@@ -139,8 +147,11 @@ def progress(
     apps: Iterable[AppFacts],
     running: set[tuple[str, str, str]],
     now: datetime,
+    outside: Iterable[tuple[str, str]] = (),
 ) -> Progress:
-    """Where a merged change runs, and why not elsewhere. `running`: {(service, cluster, version)}. Pure."""
+    """Where a merged change runs, and why not elsewhere. `running`: {(service, cluster, version)};
+    `outside`: {(service, cluster)} where a workload outside GitOps runs the service. Pure."""
+    outside = set(outside)
     wanted = set(services)
     deploying = [a for a in apps if wanted & set(a.services)]
     if clusters:
@@ -153,6 +164,9 @@ def progress(
         present = {s for s in wanted if any(s in a.services for a in here)} or wanted
         if all((service, cluster, version) in running for service in present):
             result.running.append(cluster)
+            continue
+        if not here and any((service, cluster) in outside for service in present):
+            result.waiting.append(Waiting(cluster, OUTSIDE_WHY))
             continue
         if not here:
             result.waiting.append(Waiting(cluster, "no application on this cluster deploys it"))
@@ -176,6 +190,7 @@ class Fleet:
 
     apps: list[AppFacts]
     running: set[tuple[str, str, str]]
+    outside: set[tuple[str, str]] = field(default_factory=set)  # (service, cluster) run outside GitOps
 
     @classmethod
     def for_pull_requests(cls, prs: Sequence[PullRequest]) -> Fleet:
@@ -203,12 +218,16 @@ class Fleet:
                 "service__name", "cluster__name", "version"
             )
         )
-        return cls(apps, running)
+        outside = set(
+            RunningVersion.objects.filter(service__name__in=services, app=None, workload__isnull=False)
+            .filter(where).values_list("service__name", "cluster__name")
+        )
+        return cls(apps, running, outside)
 
     def progress(self, pr: PullRequest, now: datetime) -> Progress:
         return progress(
             pr.services or [], pr.environment, pr.clusters or [], pr.to_version, pr.merged_at or now, self.apps,
-            self.running, now,
+            self.running, now, self.outside,
         )
 
 

@@ -243,13 +243,17 @@ class PullRequest(models.Model):
 
 
 class AutoPRAttempt(models.Model):
-    """An automatic pull request tried for one service, application and version, and how it went."""
+    """An automatic pull request tried for one service, application (or workload outside GitOps)
+    and version, and how it went."""
 
     class Outcome(models.TextChoices):
         OPENED = "opened"
         FAILED = "failed"
 
-    app = models.ForeignKey("gitops.GitOpsApp", on_delete=models.CASCADE, related_name="+")
+    app = models.ForeignKey("gitops.GitOpsApp", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # A workload no GitOps tool deploys (gitops.platforms), when `app` is None.
+    workload = models.ForeignKey("gitops.Workload", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
     to_version = models.CharField(max_length=200)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
@@ -261,6 +265,10 @@ class AutoPRAttempt(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["app", "service", "to_version"], name="delivery_autopr_unique"),
+            models.UniqueConstraint(fields=["workload", "service", "to_version"], condition=models.Q(app=None),
+                                    name="delivery_autopr_workload_unique"),
+            models.CheckConstraint(condition=models.Q(app__isnull=False) | models.Q(workload__isnull=False),
+                                   name="delivery_autopr_app_or_workload"),
         ]
 
     def __str__(self) -> str:

@@ -40,7 +40,7 @@ from portal.delivery.changes import group_key
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import PROMOTION, UPGRADE, Change, branch_name
 from portal.delivery.prtitles import names_change
-from portal.delivery.upgrades import BehindLines
+from portal.delivery.upgrades import Behind, BehindLines
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,11 @@ def offered_changes(today: datetime | None = None) -> list[Change]:
     apps = GitOpsApp.objects.select_related("cluster__environment").in_bulk(app_ids) if app_ids else {}
     for behind in lines.load(apps=apps):
         start = behind.pinned[0] if len(behind.pinned) == 1 else behind.running
-        change = _change(UPGRADE, behind.app, behind.service.name, behind.service.image_repository,
-                         start, behind.target)
+        if behind.app is None:
+            change = _outside_change(behind) if behind.workload is not None and not behind.no_pr else None
+        else:
+            change = _change(UPGRADE, behind.app, behind.service.name, behind.service.image_repository,
+                             start, behind.target)
         if change is not None:
             changes.append(change)
     images = _images({p.service for p in promoting})
@@ -111,6 +114,19 @@ def _change(kind: str, app: GitOpsApp, service: str, image: str, start: str, tar
         to_version=target,
         clusters=(app.cluster.name,),
         apps=(app.pk,),
+    )
+
+
+def _outside_change(behind: Behind) -> Change:
+    """A workload outside GitOps: the change where its portal.git.* labels say, as
+    `changes.change_for_workload` builds it (without reading the notes)."""
+    workload = behind.workload
+    assert workload is not None
+    return Change(
+        kind=UPGRADE, services=(behind.service.name,), environment=behind.environment,
+        repository=workload.git_repo, base_branch=workload.git_branch, path=workload.git_path,
+        image=behind.service.image_repository, from_version=behind.running, to_version=behind.target,
+        clusters=(workload.cluster.name,),
     )
 
 

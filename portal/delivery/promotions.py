@@ -44,6 +44,7 @@ class Running:
     app_id: int | None
     app: str
     first_seen: datetime | None = None  # the app's first sight: "at least since" when no change is recorded
+    workload_id: int | None = None  # a workload outside GitOps (no app): its PR goes where its labels say
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,15 @@ class Target:
     app_id: int | None
     app: str
     current: str
+    workload_id: int | None = None  # a workload outside GitOps, when `app_id` is None
+
+    @property
+    def ref(self) -> str | None:
+        """How a preview's URL names where the PR lands (`12`, or `w31` for a workload outside
+        GitOps); None: a cluster whose application the portal does not know."""
+        if self.app_id is not None:
+            return str(self.app_id)
+        return f"w{self.workload_id}" if self.workload_id is not None else None
 
 
 @dataclass
@@ -118,13 +128,14 @@ def waiting(
         for service in sorted(staged):
             newest = max(staged[service], key=lambda r: parse(r.version).key).version  # type: ignore[union-attr]
             on = [r for r in staged[service] if r.version == newest]
-            targets: dict[tuple[str, int | None], Target] = {}
+            targets: dict[tuple[str, int | None, int | None], Target] = {}
             for row in prod_rows.get(service, []):
                 if _newer(newest, row.version, parse):
-                    key = (row.cluster, row.app_id)
+                    key = (row.cluster, row.app_id, row.workload_id if row.app_id is None else None)
                     # A cluster running two versions of the service: promote from the older one.
                     if key not in targets or _newer(targets[key].current, row.version, parse):
-                        targets[key] = Target(row.cluster, row.app_id, row.app, row.version)
+                        targets[key] = Target(row.cluster, row.app_id, row.app, row.version,
+                                              row.workload_id if row.app_id is None else None)
             if not targets:
                 continue
             times = [arrivals[(service, r.cluster, newest)] for r in on if (service, r.cluster, newest) in arrivals]
@@ -194,13 +205,15 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
         return [], []
     names = set(pairs) | set(pairs.values())
     rows = [
-        Running(service, version, cluster, environment, app_id, app or "", first_seen)
-        for service, version, cluster, environment, app_id, app, first_seen in RunningVersion.objects.filter(
+        Running(service, version, cluster, environment, app_id, app or workload or "", first_seen,
+                workload_id if app_id is None else None)
+        for service, version, cluster, environment, app_id, app, first_seen, workload_id, workload
+        in RunningVersion.objects.filter(
             cluster__environment__name__in=names, cluster__enabled=True, service__name__in=candidates
         )
         .values_list(
             "service__name", "version", "cluster__name", "cluster__environment__name", "app_id", "app__name",
-            "app__first_seen",
+            "app__first_seen", "workload_id", "workload__name",
         )
         .distinct()
     ]
@@ -229,7 +242,7 @@ def ran_before(service: str, version: str, production: str) -> Promotion | None:
     )
 
 
-def preview_url(app_id: int, moves: Sequence[tuple[str, str, str]], back: str = "") -> str:
+def preview_url(app_id: int | str, moves: Sequence[tuple[str, str, str]], back: str = "") -> str:
     """The preview page of a promotion PR into production application `app_id`, one item per
     (service, from, to); several items make one pull request. A GET: following it writes nothing."""
     params: list[tuple[str, str]] = [("kind", "promotion"), ("mode", "grouped")]

@@ -5,23 +5,30 @@ pull requests), in a constant number of queries whatever the fleet size, so the
 Updates page, the service panel and the automatic-PR task share one answer. A line whose
 application has no known Git location carries the reason (`changes.no_pr_reasons`) for the
 pages to show instead of a button.
+
+A workload no GitOps tool deploys (a Nomad job, a Compose or Swarm service, an ECS service:
+`gitops.platforms`; a running version with a workload and no application) is a line of its
+own, found by the same SQL: its change goes where its portal.git.* labels say
+(`changes.change_for_workload`), and without them the line says so (`changes.no_pr_reason`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from django.db.models import CharField, Exists, OuterRef, Q, Value
+from django.db import connection
+from django.db.models import BooleanField, CharField, Model, Q, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from gitops.models import GitOpsApp, RunningVersion
-from portal.catalog.models import Service
-from portal.delivery.changes import no_pr_reasons
+from gitops.models import GitOpsApp, RunningVersion, Workload
+from portal.catalog.models import Cluster, Service
+from portal.delivery.changes import no_pr_reason, no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
@@ -35,9 +42,10 @@ MAX_PUT_OFF_DAYS = 366
 
 @dataclass
 class Behind:
-    """One service in one application that runs older than its newest acceptable release."""
+    """One service in one application (or one workload outside GitOps, `workload`, with `app`
+    None) that runs older than its newest acceptable release."""
 
-    app: GitOpsApp
+    app: GitOpsApp | None
     service: Service
     running: str  # the oldest version it runs (the one a PR moves away from)
     target: str  # newest acceptable release
@@ -50,10 +58,32 @@ class Behind:
     pr_why: str = ""  # a merged PR's "not deployed" reason, when a page asked (deployments.not_deployed_why)
     notes_url: str | None = None  # the target's release notes on the forge, when known
     no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
+    workload: Workload | None = None  # the workload no GitOps tool deploys, when `app` is None
+
+    @property
+    def cluster(self) -> Cluster:
+        place = self.app if self.app is not None else self.workload
+        assert place is not None, "a line is in an application or a workload"
+        return place.cluster
+
+    @property
+    def name(self) -> str:
+        """The application's name, or the workload's."""
+        place = self.app if self.app is not None else self.workload
+        assert place is not None, "a line is in an application or a workload"
+        return place.name
+
+    @property
+    def ref(self) -> str:
+        """How a pull request preview's URL names where the change lands: `12` or `w31`."""
+        if self.app is not None:
+            return str(self.app.pk)
+        assert self.workload is not None, "a line is in an application or a workload"
+        return self.workload.git_ref
 
     @property
     def environment(self) -> str:
-        return self.app.cluster.environment.name
+        return self.cluster.environment.name
 
     @property
     def pinned_at_target(self) -> bool:
@@ -74,8 +104,9 @@ class Behind:
 
     @property
     def key(self) -> str:
-        """How a tick on the Updates page names this line: `app id:service:version`."""
-        return f"{self.app.pk}:{self.service.name}:{self.target}"
+        """How a tick on the Updates page names this line: `app id:service:version` (`w<id>` for
+        a workload outside GitOps)."""
+        return f"{self.ref}:{self.service.name}:{self.target}"
 
 
 def _policies(services: list[Service]) -> dict[int, VersionPolicy]:
@@ -196,15 +227,16 @@ UNSHOWN_APP_FIELDS = ("raw", "history", "conditions", "sources", "synced_revisio
 
 @dataclass(frozen=True, slots=True)
 class _Line:
-    """A line behind before its application is loaded: what orders and counts it."""
+    """A line behind before its application (or workload) is loaded: what orders and counts it."""
 
     service: Service
     environment_order: int | None
     cluster: str
-    app: str
-    app_id: int
+    app: str  # the application's name, or the workload's
+    app_id: int | None  # None: a workload outside GitOps, `workload_id`
     running: str
     target: str
+    workload_id: int | None = None
 
     @property
     def order(self) -> tuple[str, int, str, str]:
@@ -221,21 +253,55 @@ def _key(*parts: Any) -> Concat:
     return Concat(*joined, output_field=CharField())
 
 
-class BehindLines:
-    """Every (application, service) that runs older than its newest acceptable release,
-    found in SQL from light rows (which versions run where) and ordered there by service,
-    environment order, cluster and application: `len()` counts them and `page` reads one
-    slice of them (LIMIT/OFFSET), so a page of the Updates list reads fifty lines however
-    many are behind, and never an application's JSON columns; `load` turns a slice into
-    `Behind` lines with their applications, pins and pull requests. The queries are a
-    fixed handful, whatever the fleet size.
+def _among(model: type[Model], ids: Collection[int]) -> Q | RawSQL:
+    """Rows of `model` whose id is in `ids`: on PostgreSQL as one array parameter, where an IN
+    list of thousands of placeholders cost more to build and send than the query to run."""
+    if connection.vendor != "postgresql":
+        return Q(pk__in=list(ids))
+    quote = connection.ops.quote_name
+    column = f"{quote(model._meta.db_table)}.{quote(model._meta.pk.column)}"  # type: ignore[union-attr]
+    return RawSQL(f"{column} = ANY(%s)", (list(ids),), output_field=BooleanField())  # noqa: S611
 
-    Only the versions that have a newer acceptable release select applications, so a
-    fleet where nothing is behind reads no application at all. The version a line moves
-    away from is the oldest readable one its application runs of the service (two
-    containers may run two): a row of a moving version is a line unless the same
-    application runs an older readable version of the service, which SQL is told as the
-    list of "service:version:older version" keys."""
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A line as `BehindLines._find` leaves it: the ids of its running-version row, unordered."""
+
+    service_id: int
+    cluster_id: int
+    app_id: int | None  # None: a workload outside GitOps
+    workload_id: int | None
+    version: str
+
+    @property
+    def place(self) -> tuple[int | None, int | None]:
+        """(app id, None), or (None, workload id) for a workload outside GitOps."""
+        return (self.app_id, None) if self.app_id is not None else (None, self.workload_id)
+
+
+class BehindLines:
+    """Every (application, service) that runs older than its newest acceptable release, and
+    every workload outside GitOps that does (a running version with a workload and no
+    application: `gitops.platforms`), found from light rows (which versions run where) and
+    ordered by service, environment order, cluster and application (or workload) name:
+    `len()` counts them and `page` reads one slice of them, so a page of the Updates list
+    reads fifty lines however many are behind, and never an application's JSON columns;
+    `load` turns a slice into `Behind` lines with their applications (or workloads), pins and
+    pull requests. The queries are a fixed handful, whatever the fleet size.
+
+    Only the versions that have a newer acceptable release select rows, so a fleet where
+    nothing is behind reads no application at all. The version a line moves away from is
+    the oldest readable one its application (or workload) runs of the service (two
+    containers may run two): a place is a line when that oldest version is one with
+    somewhere to go. SQL returns only the rows at such versions and at the readable versions
+    that sort before one (which may veto it), and the oldest is picked here, from the
+    service's versions sorted once.
+
+    The order is kept here too, by code point (as the databases' C and binary collations
+    sort): the clusters' names and environment orders are one query of the lines' clusters,
+    and the names of applications only of the lines sharing a service and cluster with the
+    page asked for, since only those can sort among its lines. Ordered and sliced in SQL,
+    joined to four tables, the page cost more than the lines' search."""
 
     def __init__(
         self,
@@ -247,12 +313,14 @@ class BehindLines:
     ) -> None:
         self.targets: UpgradeTargets | None = None
         self._by_id: dict[int, Service] = {}
-        self._ids: list[int] = []  # a running-version row per line, unordered
+        self._rows: list[_Row] = []  # a running-version row per line, unordered, then in order
+        self._clusters: dict[int, tuple[str, int | None]] = {}  # id -> (name, environment order)
+        self._sorted = False
         self._services: set[int] = set()
         self._find(service, environment, app_ids, today or timezone.now().date())
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._rows)
 
     def __getitem__(self, wanted: slice) -> list[_Line]:
         """A slice of the lines, as a Paginator takes its page (steps are not supported)."""
@@ -268,33 +336,68 @@ class BehindLines:
         """The services with a line behind, in the lines' order."""
         return sorted((self._by_id[pk] for pk in self._services), key=lambda svc: (svc.name, svc.pk))
 
+    def _group(self, row: _Row) -> tuple[str, int, bool, int, str]:
+        """Where a line sorts, but for its application's name: service, environment, cluster."""
+        cluster, order = self._clusters[row.cluster_id]
+        # An environment-less cluster's lines last, as PostgreSQL sorts a NULL order.
+        return (self._by_id[row.service_id].name, row.service_id, order is None, order or 0, cluster)
+
     def page(self, start: int = 0, stop: int | None = None) -> list[_Line]:
-        """The lines from `start` to `stop`, ordered and sliced in SQL (LIMIT/OFFSET) over
-        the lines' own rows, whose number the planner then knows."""
-        if not self._ids or self.targets is None or (stop is not None and stop <= start):
+        """The lines from `start` to `stop`, in order (see the class docstring)."""
+        rows = self._rows
+        stop = len(rows) if stop is None else min(stop, len(rows))
+        if self.targets is None or start >= stop:
             return []
-        rows = RunningVersion.objects.filter(pk__in=self._ids).values_list(
-            "app_id", "service_id", "version", "app__name", "cluster__name", "cluster__environment__order"
-        ).order_by("service__name", "service_id", "cluster__environment__order", "cluster__name", "app__name",
-                   "app_id")
-        rows = rows[start:stop] if stop is not None else rows[start:]
+        if not self._sorted:
+            rows.sort(key=self._group)
+            self._sorted = True
+        low, high = start, stop
+        while low > 0 and self._group(rows[low - 1]) == self._group(rows[start]):
+            low -= 1
+        while high < len(rows) and self._group(rows[high]) == self._group(rows[stop - 1]):
+            high += 1
+        window = rows[low:high]
+        names = self._names(window)
+
+        def place(row: _Row) -> tuple[str, int, int]:
+            return (names.get(row.place, ""), row.app_id or 0, row.workload_id or 0)
+
+        window.sort(key=lambda row: (self._group(row), place(row)))
         targets, by_id = self.targets, self._by_id
         lines = []
-        for app_id, service_id, version, app, cluster, order in rows:
-            target = targets.target(service_id, version)
+        for row in window[start - low:stop - low]:
+            target = targets.target(row.service_id, row.version)
             if target is not None:  # moving: judged when the rows were chosen
-                lines.append(_Line(by_id[service_id], order, cluster, app, app_id, version, target))
+                cluster, order = self._clusters[row.cluster_id]
+                lines.append(_Line(by_id[row.service_id], order, cluster, names.get(row.place, ""),
+                                   row.app_id, row.version, target, row.workload_id if row.app_id is None else None))
         return lines
+
+    @staticmethod
+    def _names(rows: list[_Row]) -> dict[tuple[int | None, int | None], str]:
+        """(app id, None) or (None, workload id) -> its name, of these lines (a query each kind)."""
+        apps = {row.app_id for row in rows if row.app_id is not None}
+        workloads = {row.workload_id for row in rows if row.app_id is None and row.workload_id is not None}
+        names: dict[tuple[int | None, int | None], str] = {}
+        if apps:
+            names.update(((pk, None), name) for pk, name in
+                         GitOpsApp.objects.filter(_among(GitOpsApp, apps)).values_list("pk", "name"))
+        if workloads:
+            names.update(((None, pk), name) for pk, name in
+                         Workload.objects.filter(_among(Workload, workloads)).values_list("pk", "name"))
+        return names
 
     def _find(self, service: Service | None, environment: str | None, app_ids: list[int] | None,
               today: date) -> None:
-        placed = RunningVersion.objects.exclude(app=None)
+        if app_ids is not None:
+            placed = RunningVersion.objects.filter(app_id__in=app_ids)
+        else:
+            # In an application, or outside GitOps: in a workload no application deploys.
+            placed = RunningVersion.objects.filter(Q(app__isnull=False) | Q(workload__isnull=False))
         if service is not None:
             placed = placed.filter(service=service)
         if environment is not None:
             placed = placed.filter(cluster__environment__name=environment)
-        if app_ids is not None:
-            placed = placed.filter(app_id__in=app_ids)
         versions: dict[int, set[str]] = defaultdict(set)
         for service_id, version in placed.values_list("service_id", "version").distinct():
             versions[service_id].add(version)
@@ -303,36 +406,41 @@ class BehindLines:
         services = list(Service.objects.filter(pk__in=versions))
         self.targets = targets = UpgradeTargets(services, today)
         self._by_id = {svc.pk: svc for svc in services}
-        # The versions with somewhere to go: only applications running one of them can be behind;
-        # and for each, the readable versions of its service that sort before it.
-        moving: list[str] = []
-        older: list[str] = []
+        # The versions with somewhere to go, and the readable versions sorting before one (which
+        # may make a place's oldest version another): only rows at these can be lines or veto one.
+        rank: dict[int, dict[str, int]] = {}
+        wanted: list[str] = []
         for svc in services:
             readable = sort_tags([v for v in versions[svc.pk] if parse_tag(v) is not None])
-            for position, version in enumerate(readable):
-                if targets.target(svc.pk, version):
-                    moving.append(f"{svc.pk}:{version}")
-                    older.extend(f"{svc.pk}:{version}:{before}" for before in readable[:position])
-        if not moving:
+            rank[svc.pk] = {version: position for position, version in enumerate(readable)}
+            moving = [position for position, version in enumerate(readable) if targets.target(svc.pk, version)]
+            if moving:
+                wanted.extend(f"{svc.pk}:{version}" for version in readable[:moving[-1] + 1])
+        if not wanted:
             return
         # The (service, version) pairs are matched as one "id:version" key each, a single IN
         # list that PostgreSQL hashes, where one condition per service made it test every
         # row against each in turn.
-        rows = placed.annotate(pair=_key("service_id", "version")).filter(pair__in=sorted(moving))
-        if older:
-            runs_older = RunningVersion.objects.filter(app_id=OuterRef("app_id"), service_id=OuterRef("service_id"))
-            runs_older = runs_older.annotate(
-                triple=_key("service_id", OuterRef("version"), "version")).filter(triple__in=sorted(older))
-            rows = rows.exclude(Exists(runs_older))
-        # A row per line: two containers of one app running the service at one version are one.
-        # Only the keys are read here; a page reads its lines by these ids (`page`), as an IN
-        # list: joined and ordered in this query, the planner, blind to how many pairs match,
-        # chose nested loops that cost seconds at 50,000 apps.
-        lines: dict[tuple[int, int], int] = {}
-        for pk, app_id, service_id in rows.values_list("pk", "app_id", "service_id"):
-            lines.setdefault((app_id, service_id), pk)
-        self._ids = list(lines.values())
-        self._services = {service_id for _, service_id in lines}
+        rows = placed.annotate(pair=_key("service_id", "version")).filter(pair__in=sorted(wanted))
+        oldest: dict[tuple[str, int, int], tuple[int, int, _Row]] = {}  # place -> (rank, row id, row)
+        for pk, app_id, workload_id, service_id, cluster_id, version in rows.values_list(
+                "pk", "app_id", "workload_id", "service_id", "cluster_id", "version"):
+            where = ("app", app_id, service_id) if app_id is not None else ("workload", workload_id, service_id)
+            candidate = (rank[service_id][version], pk, _Row(service_id, cluster_id, app_id, workload_id, version))
+            if where not in oldest or candidate[:2] < oldest[where][:2]:
+                oldest[where] = candidate
+        found = [row for _, _, row in oldest.values() if targets.target(row.service_id, row.version)]
+        if not found:
+            return
+        self._clusters = {
+            pk: (name, order) for pk, name, order in
+            Cluster.objects.filter(pk__in={row.cluster_id for row in found})
+            .values_list("pk", "name", "environment__order")
+        }
+        # A workload outside GitOps is a line only where its cluster is in an environment, the
+        # one its pull request is for (an application's line names its destination's).
+        self._rows = [row for row in found if row.app_id is not None or self._clusters[row.cluster_id][1] is not None]
+        self._services = {row.service_id for row in self._rows}
 
     def load(self, start: int = 0, stop: int | None = None, *,
              apps: Mapping[int, GitOpsApp] | None = None, lines: list[_Line] | None = None) -> list[Behind]:
@@ -343,31 +451,39 @@ class BehindLines:
         if not chosen or self.targets is None:
             return []
         targets = self.targets
-        ids = {line.app_id for line in chosen}
+        ids = {line.app_id for line in chosen if line.app_id is not None}
         known = dict(apps or {})
         missing = ids - set(known)
         if missing:
             known.update(GitOpsApp.objects.select_related("cluster__environment").defer(*UNSHOWN_APP_FIELDS)
                          .in_bulk(missing))
         apps = known
+        outside_ids = {line.workload_id for line in chosen if line.workload_id is not None}
+        workloads = (Workload.objects.select_related("cluster__environment").defer("containers")
+                     .in_bulk(outside_ids)) if outside_ids else {}
         pins = pinned_versions(ids)
         no_pr = no_pr_reasons(ids)
         found = []
         for line in chosen:
-            app = apps.get(line.app_id)
-            if app is None:  # removed since the lines were found
+            app = apps.get(line.app_id) if line.app_id is not None else None
+            workload = workloads.get(line.workload_id) if line.workload_id is not None else None
+            if app is None and workload is None:  # removed since the lines were found
+                continue
+            environment = (app or workload).cluster.environment  # type: ignore[union-attr]
+            if environment is None:  # its cluster left its environment since
                 continue
             found.append(Behind(
                 app=app,
+                workload=workload,
                 service=line.service,
                 running=line.running,
                 target=line.target,
                 jump=jump(line.running, line.target) or "patch",
-                pinned=pins.get((app.pk, line.service.name), []),
-                open_pr=targets.open_pr(line.service.name, app.cluster.environment.name, line.target),
-                past_pr=targets.past_pr(line.service.name, app.cluster.environment.name, line.target),
+                pinned=pins.get((app.pk, line.service.name), []) if app is not None else [],
+                open_pr=targets.open_pr(line.service.name, environment.name, line.target),
+                past_pr=targets.past_pr(line.service.name, environment.name, line.target),
                 notes_url=targets.notes.get((line.service.pk, line.target)),
-                no_pr=no_pr.get(app.pk, ""),
+                no_pr=no_pr.get(app.pk, "") if app is not None else no_pr_reason(workload),  # type: ignore[arg-type]
             ))
         return found
 

@@ -63,8 +63,7 @@ class Version:
     @property
     def key(self) -> tuple:
         """Sort key: numbers (zero-padded), then a release after any of its pre-releases."""
-        padded = self.release + (0,) * (MAX_PARTS - len(self.release))
-        return (padded, prerelease_key(self.prerelease))
+        return _sort_key(self.release, self.prerelease)
 
     @property
     def text(self) -> str:
@@ -73,10 +72,19 @@ class Version:
         return f"{numbers}-{self.prerelease}" if self.prerelease else numbers
 
 
-# Pages read the same few hundred tags thousands of times per request (every matrix line,
-# every release a policy weighs); a Version is immutable, so each tag is parsed once. Bounded:
+# Pages read the same few thousand tags again and again (every matrix line, every release a
+# policy weighs); a Version is immutable, so each tag is parsed once per process. Bounded:
 # tags come from registries and clusters.
-@lru_cache(maxsize=16384)
+TAGS_REMEMBERED = 65_536
+
+
+@lru_cache(maxsize=TAGS_REMEMBERED)
+def _sort_key(release: tuple[int, ...], prerelease: str) -> tuple:
+    padded = release + (0,) * (MAX_PARTS - len(release))
+    return (padded, prerelease_key(prerelease))
+
+
+@lru_cache(maxsize=TAGS_REMEMBERED)
 def parse_tag(tag: str) -> Version | None:
     """The tag as a version, or None when it is not one (`latest`, `main`, `sha-…`)."""
     match = _TAG.match(tag or "")

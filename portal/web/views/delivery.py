@@ -21,9 +21,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from gitops.models import Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
-from portal.delivery.changes import no_pr_reasons
+from portal.delivery.changes import no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
@@ -124,6 +125,14 @@ def _open_promotions() -> dict[tuple[str, str, str], PullRequest]:
     return found
 
 
+def _why_not(target: promotions.Target, no_pr: dict[int, str], outside: dict[int, Workload]) -> str:
+    """Why no promotion PR can be proposed for this production target ("" when one can)."""
+    if target.app_id is not None:
+        return no_pr.get(target.app_id, "")
+    workload = outside.get(target.workload_id) if target.workload_id is not None else None
+    return no_pr_reason(workload) if workload is not None else ""
+
+
 def promotion_offers(
     back: str, found: list[promotions.Promotion], groups: list[promotions.AppPromotion]
 ) -> tuple[list[tuple[promotions.Promotion, list[Offer]]], list[tuple[promotions.AppPromotion, str]]]:
@@ -133,6 +142,9 @@ def promotion_offers(
     no_pr = no_pr_reasons(
         [t.app_id for p in found for t in p.targets if t.app_id is not None] + [g.app_id for g in groups]
     )
+    # A production workload outside GitOps: the PR goes where its portal.git.* labels say.
+    outside = Workload.objects.select_related("cluster").in_bulk(
+        [t.workload_id for p in found for t in p.targets if t.workload_id is not None])
     waiting = []
     for promotion in found:
         offers = [
@@ -140,11 +152,11 @@ def promotion_offers(
                 label=f"Open PR → {promotion.production}",
                 cluster=target.cluster,
                 current=target.current,
-                url=promotions.preview_url(target.app_id, [(promotion.service, target.current, promotion.version)],
+                url=promotions.preview_url(target.ref, [(promotion.service, target.current, promotion.version)],
                                            back)
-                if target.app_id is not None and target.app_id not in no_pr else None,
+                if target.ref is not None and not _why_not(target, no_pr, outside) else None,
                 open_pr=pending.get((promotion.service, target.cluster, promotion.version)),
-                no_pr=no_pr.get(target.app_id, "") if target.app_id is not None else "",
+                no_pr=_why_not(target, no_pr, outside),
             )
             for target in promotion.targets
         ]

@@ -73,7 +73,8 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     pinned = pinned_versions([app.pk for app in apps], service)
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
-    upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps})}
+    # A workload outside GitOps has its own table below (`_outside`), not a panel.
+    upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps}) if b.app is not None}
     why = not_deployed_why([b.past_pr for b in upgrades.values()], now)  # "merged, not deployed — why"
     for b in upgrades.values():
         b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""

@@ -20,6 +20,13 @@ and a number of queries that does not grow with the batch: the parents of chart-
 Applications are looked up by name for the whole batch at once, and every Application's
 `status.resources` is indexed once per batch (`Parents`), not scanned again per application —
 at 50,000 applications a scan per application would be quadratic.
+
+A chart version is declared elsewhere than the image tag when an Argo CD Application takes
+its values from a `ref` source: the tag is in `$values/...`, but the chart's `targetRevision`
+is in the Application manifest itself, where its parent deploys it from. `chart_pin_sources`
+says where each application's chart version is declared (a HelmRelease: beside the object, as
+its tag; an Argo CD Application: the repository that defines it, else the one of its values),
+or why that is not known.
 """
 
 from __future__ import annotations
@@ -117,6 +124,46 @@ def pin_sources(apps: Iterable[GitOpsApp]) -> dict[int, PinSource]:
         parents.prefetch(level)
         level = [parent for app in level if (parent := parents.parent(app)) is not None and _needs_parent(parent)]
     return {app.pk: _pin_source(app, parents) for app in batch}
+
+
+def chart_pin_sources(apps: Iterable[GitOpsApp]) -> dict[int, PinSource]:
+    """Where each application's chart version is declared (app id -> answer): a Flux
+    HelmRelease's beside the object (its `pin_source`); an Argo CD Application's in its own
+    manifest, in the repository its app-of-apps parent deploys it from. Parents are looked up
+    together, as `pin_sources` does."""
+    batch = list(apps)
+    found = pin_sources([app for app in batch if app.tool != ARGO])
+    parents = Parents()
+    level = [app for app in batch if app.tool == ARGO]
+    for _ in range(MAX_PARENTS):
+        if not level:
+            break
+        parents.prefetch(level)
+        level = [parent for app in level if (parent := parents.parent(app)) is not None and _needs_parent(parent)]
+    for app in batch:
+        if app.tool == ARGO:
+            found[app.pk] = _manifest_source(app, parents)
+    return found
+
+
+def _manifest_source(app: GitOpsApp, parents: Parents) -> PinSource:
+    """Where the Application's own manifest is declared: where its parent deploys it from."""
+    parent = parents.parent(app)
+    if parent is not None:
+        found = _application(parent, 1, parents)
+        if found.found:
+            return PinSource(found.repository, found.revision, found.path, via=f"the Application {parent.name}")
+    # No parent known: the manifest usually sits in the repository of its values (a `ref`
+    # source); the preview looks for it there and says so when it is not.
+    own = _application(app, 0, parents)
+    if own.found:
+        return own
+    return PinSource(
+        unknown=(
+            f"the chart version of {app.name} is pinned in its Application manifest, and no Git repository "
+            "that defines it is known (no app-of-apps parent lists it, no tracking annotation names one)"
+        )
+    )
 
 
 def _pin_source(app: GitOpsApp, parents: Parents) -> PinSource:

@@ -40,6 +40,7 @@ from gitops.pinsource import (
     NAME,
     RANGE,
     TAG,
+    chart_pin_sources,
     in_own_columns,
     pin_source,
     pin_sources,
@@ -170,6 +171,24 @@ def no_pr_reasons_of(rows: Iterable[tuple[int, str, str, str, str, str]]) -> dic
     return reasons
 
 
+def no_chart_pr_reasons(apps: Iterable[GitOpsApp]) -> dict[int, str]:
+    """Why no pull request can change the chart version of each of `apps`: app id -> reason,
+    only for those that cannot get one. The chart version is not always where the image tag is
+    (`gitops.pinsource.chart_pin_sources`), so a chart offer asks this, not `no_pr_reasons`."""
+    ids = [app.pk for app in apps]
+    if not ids:
+        return {}
+    # Loaded again with their clusters, in one query, whatever the caller loaded.
+    sources = chart_pin_sources(GitOpsApp.objects.filter(pk__in=ids).select_related("cluster"))
+    return {pk: source.unknown or "no Git repository declares the chart version"
+            for pk, source in sources.items() if not source.found}
+
+
+def no_chart_pr_reason(app: GitOpsApp) -> str:
+    """`no_chart_pr_reasons` of one application ("" when a pull request can be proposed)."""
+    return no_chart_pr_reasons([app]).get(app.pk, "")
+
+
 def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_version: str, **extra) -> Change:
     reason = no_pr_reason(app)
     if reason:
@@ -251,15 +270,21 @@ def change_for_chart(
             f"{app.name} {pin.follows} of the chart {pin.ref.chart}: a range is not a pin, so there is nothing "
             "to change"
         )
-    reason = no_pr_reason(app)
-    if reason:
-        raise ChangeError(reason)
+    if pin.ref.repository:
+        source = chart_pin_sources([app])[app.pk]
+        if not source.found:
+            raise ChangeError(source.unknown or "no Git repository declares the chart version")
+    else:
+        # A dependency of a chart kept in Git: its Chart.yaml is where the app's pins are.
+        reason = no_pr_reason(app)
+        if reason:
+            raise ChangeError(reason)
+        source = pin_source(app)
     start = from_version or pin.version
     if not to_version or start == to_version:
         raise ChangeError(f"the chart {pin.ref.chart} is already at {to_version} in {app.name}")
     if app.cluster.environment is None:
         raise ChangeError(f"{app.cluster.name} is an unregistered destination: add it to an environment first")
-    source = pin_source(app)
     return Change(
         kind=kind,
         services=(),

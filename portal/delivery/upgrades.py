@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.catalog.models import Cluster, Service
-from portal.delivery.changes import no_pr_reason, no_pr_reasons
+from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
@@ -588,7 +588,7 @@ def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None
         target = newest_acceptable(pin.version, offered.get(pin.ref, []), policy, today)
         if target and target != pin.version:
             found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch", service=service))
-    reasons = no_pr_reasons([line.app.pk for line in found if line.target])
+    reasons = no_chart_pr_reasons([line.app for line in found if line.target])
     prs = _open_prs() if any(line.target for line in found) else []
     for line in found:
         line.no_pr = reasons.get(line.app.pk, "")

@@ -104,3 +104,34 @@ def test_the_demo_offers_the_notifications_chart_promotion_to_prod(demo, client,
     assert "Promote the notifications chart 0.3.2 to prod" in page
     assert RELEASE in page and "Could not read the repository" not in page
     assert '-      version: &quot;0.3.1&quot;' in page and '+      version: &quot;0.3.2&quot;' in page
+
+
+def test_an_argo_chart_whose_manifest_is_in_no_repository_says_so_in_its_preview(demo):
+    """prod-eu-1's notifications-prod takes its values from `$values/...` in the demo GitOps
+    repository, but its chart's targetRevision is in the Application manifest, which no parent
+    lists: the portal looks for it in the repository of its values and the preview says it is
+    not there, changing nothing."""
+    argo_prod = GitOpsApp.objects.get(cluster__name="prod-eu-1", name="notifications-prod")
+    delivery = preview_change(change_for_chart(PROMOTION, argo_prod, "0.3.2", from_version="0.3.1"))
+    assert delivery.preview is not None and delivery.preview.edits == []
+    assert delivery.preview.problems == ["no manifest of the Application notifications-prod is in this repository"]
+
+
+def test_an_argo_chart_with_a_parent_is_changed_where_the_parent_deploys_its_manifest(demo):
+    from gitops.pinsource import chart_pin_sources
+    from gitops.rows import ARGO
+
+    argo_prod = GitOpsApp.objects.get(cluster__name="prod-eu-1", name="notifications-prod")
+    parent = GitOpsApp.objects.filter(tool=ARGO, kind="Application", cluster=argo_prod.cluster).exclude(
+        pk=argo_prod.pk).exclude(repo_url="").exclude(path="").first()
+    assert parent is not None and parent.path
+    raw = dict(parent.raw)
+    raw["status"] = {**raw.get("status", {}), "resources": [
+        {"group": "argoproj.io", "kind": "Application", "name": argo_prod.name,
+         "namespace": argo_prod.raw["metadata"]["namespace"]}]}
+    GitOpsApp.objects.filter(pk=parent.pk).update(raw=raw)
+
+    source = chart_pin_sources([argo_prod])[argo_prod.pk]
+    assert (source.repository, source.path, source.via) == (parent.repo_url, parent.path.strip("/"),
+                                                              f"the Application {parent.name}")
+    assert [line.no_pr for line in charts_behind() if line.app == argo_prod] == [""]

@@ -21,10 +21,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from gitops.models import Workload
+from gitops.models import GitOpsApp, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
-from portal.delivery.changes import no_pr_reason, no_pr_reasons
+from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
@@ -186,7 +186,10 @@ def chart_promotion_offers(back: str, service: str = "") -> list[tuple[promotion
     found = promotions.chart_promotions()[:MAX_CHART_PROMOTIONS]
     if service:
         found = [p for p in found if p.chart == service]
-    no_pr = no_pr_reasons([app_id for p in found for app_id, *_ in p.targets])
+    # Where each chart version is declared (not always where the image tag is).
+    no_pr = no_chart_pr_reasons(
+        GitOpsApp.objects.filter(pk__in={app_id for p in found for app_id, *_ in p.targets}).select_related("cluster")
+    )
     return [
         (
             p,

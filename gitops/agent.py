@@ -23,6 +23,7 @@ snapshot: a read made while an older one waits replaces it.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import logging
@@ -106,7 +107,14 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
 
 
 def encode(snapshot: dict[str, Any]) -> bytes:
-    return gzip.compress(json.dumps(snapshot, separators=(",", ":")).encode(), compresslevel=6)
+    """The snapshot as gzip'd JSON, its text as UTF-8 rather than \\u escapes: smaller, and the
+    portal walks a snapshot's every string (gitops.fields.storable_text) only when its text holds
+    an escape that may be NUL or a surrogate, which escaped emoji or Hangul would always be."""
+    try:
+        text = json.dumps(snapshot, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate no source let through: escaped, the portal replaces it
+        text = json.dumps(snapshot, separators=(",", ":")).encode()
+    return gzip.compress(text, compresslevel=6)
 
 
 class SnapshotError(ValueError):
@@ -118,10 +126,19 @@ class SnapshotError(ValueError):
 
 
 def decode(chunks: Iterable[bytes], *, limit: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> dict[str, Any]:
-    """A pushed body (gzip) back to a snapshot, never inflating more than `limit` bytes.
+    """A pushed body (gzip) back to a snapshot, never inflating more than `limit` bytes."""
+    return decode_body(chunks, limit=limit)[0]
+
+
+def decode_body(chunks: Iterable[bytes], *, limit: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> tuple[dict[str, Any], bool]:
+    """A pushed body (gzip) back to a snapshot, and whether parts nested too deep were cut out of
+    it (only then may an object hold a cut part: `ReplaySource(..., cut=...)`).
 
     Decoded with the sources' bounded JSON reader: the objects came from a cluster and are as
-    untrusted as a list page read directly."""
+    untrusted as a list page read directly. The garbage collector is paused while it runs: a
+    decoded JSON document holds no reference cycles, so a collection has nothing to free in it,
+    and left on it walks the growing document again and again (most of the decoding's cost for
+    a whole cluster's snapshot in one document)."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     parts: list[bytes] = []
     size = 0
@@ -141,25 +158,35 @@ def decode(chunks: Iterable[bytes], *, limit: int = DEFAULT_MAX_SNAPSHOT_BYTES) 
         raise SnapshotError(413, f"snapshot larger than {limit:,} bytes uncompressed")
     if not inflater.eof:
         raise SnapshotError(400, "snapshot ends before its gzip stream does")
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        snapshot, _cut = _load_json(b"".join(parts) + tail)
+        snapshot, cut = _load_json(b"".join(parts) + tail)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SnapshotError(400, f"snapshot is not JSON ({exc})") from None
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
         raise SnapshotError(400, f"not a {FORMAT} document")
     if not isinstance(snapshot.get("calls"), dict) or not isinstance(snapshot.get("sequence"), int):
         raise SnapshotError(400, "snapshot lacks its calls or sequence")
     if not isinstance(snapshot.get("cluster"), str):
         raise SnapshotError(400, "snapshot does not name its cluster")
-    return snapshot
+    return snapshot, cut
 
 
 class ReplaySource:
-    """The cluster as its agent read it: each list call answered from the snapshot."""
+    """The cluster as its agent read it: each list call answered from the snapshot.
 
-    def __init__(self, name: str, snapshot: dict[str, Any]) -> None:
+    `cut`: whether decoding cut parts nested too deep out of the snapshot (`decode_body`); only
+    then is each object walked for one, as a list page read directly is. Without a cut no value
+    can be the marker: the decoder replaced every NUL, which the marker begins with."""
+
+    def __init__(self, name: str, snapshot: dict[str, Any], *, cut: bool = True) -> None:
         self._name = name
         self._calls: dict[str, Any] = snapshot["calls"]
+        self._cut = cut
 
     @property
     def name(self) -> str:
@@ -188,7 +215,7 @@ class ReplaySource:
         for item in items:
             if not isinstance(item, dict):
                 warnings.append(f"{what}: an item that is not an object was skipped")
-            elif _holds_cut(item):
+            elif self._cut and _holds_cut(item):
                 warnings.append(_too_deep_warning(what, item))
             else:
                 kept.append(item)

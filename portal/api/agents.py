@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from gitops.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, decode
+from gitops.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, decode_body
 from gitops.polling import poll
 from portal.audit.models import record
 from portal.catalog import agents
@@ -73,17 +73,18 @@ def receive_snapshot(request: HttpRequest, cluster: str) -> JsonResponse:
         return _error(409, "a newer snapshot is already stored")
     limit = settings.PORTAL_AGENT_MAX_SNAPSHOT_BYTES
     try:
-        snapshot = decode(_body(request, limit), limit=limit)
+        snapshot, cut = decode_body(_body(request, limit), limit=limit)
     except SnapshotError as exc:
         return _error(exc.status, str(exc))
     if snapshot["cluster"] != cluster or snapshot["sequence"] != sequence:
         return _error(400, "the snapshot's cluster or sequence differs from the request's")
-    report = poll(target, source=ReplaySource(cluster, snapshot))
+    report = poll(target, source=ReplaySource(cluster, snapshot, cut=cut))
     if report.skipped:
         return _error(503, report.skipped, **{"Retry-After": "5"})
     # Only a stored snapshot moves the sequence on, so one lost mid-push is sent again and taken.
     now = timezone.now()
     AgentToken.objects.filter(pk=token.pk, last_sequence__lt=sequence).update(last_sequence=sequence, last_used_at=now)
     return JsonResponse({"cluster": cluster, "ok": report.ok, "seconds": round(report.seconds, 3),
-                         "unavailable": report.unavailable, "warnings": len(report.warnings)})
+                         "unavailable": report.unavailable, "warnings": len(report.warnings),
+                         "unchanged": report.unchanged, "collected": report.collected})
 

@@ -30,6 +30,7 @@ from django.urls import reverse
 
 from gitops.models import RunningVersion, VersionChange
 from portal.catalog.models import Environment
+from portal.delivery.models import VersionLine
 from portal.releases.versions import Version, parse_tag
 
 
@@ -174,13 +175,16 @@ def groups(promotions: Iterable[Promotion]) -> list[AppPromotion]:
 
 def _waiting_services(pairs: dict[str, str]) -> set[str]:
     """The services whose newest version in a staging environment is newer than a version
-    they run in its production environment: only those can wait, so only their rows are read
-    (one query over which versions run where, a row per service, environment and version)."""
+    they run in its production environment: only those can wait, so only their rows are read.
+    Which versions run where is the matrix's read model (`VersionLine`: per service and
+    environment, the versions its enabled clusters run, kept equal to RunningVersion in the
+    store's own transaction): a few hundred lines where RunningVersion has a row per
+    container of every staging and production application."""
     versions: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for service, environment, version in RunningVersion.objects.filter(
-        cluster__environment__name__in=set(pairs) | set(pairs.values()), cluster__enabled=True
-    ).values_list("service__name", "cluster__environment__name", "version").distinct():
-        versions[(service, environment)].add(version)
+    for service, environment, joined in VersionLine.objects.filter(
+        environment__name__in=set(pairs) | set(pairs.values())
+    ).values_list("service__name", "environment__name", "versions"):
+        versions[(service, environment)].update(joined.split(","))  # placements.joined's spelling
     services = {service for service, _ in versions}
     found = set()
     for production, staging in pairs.items():
@@ -204,7 +208,9 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
     if not candidates:
         return [], []
     names = set(pairs) | set(pairs.values())
-    rows = [
+    # Two containers of one application running one version are one row: made distinct here,
+    # where a DISTINCT over the joined rows cost PostgreSQL a sort or hash of all of them.
+    rows = list(dict.fromkeys(
         Running(service, version, cluster, environment, app_id, app or workload or "", first_seen,
                 workload_id if app_id is None else None)
         for service, version, cluster, environment, app_id, app, first_seen, workload_id, workload
@@ -215,8 +221,8 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
             "service__name", "version", "cluster__name", "cluster__environment__name", "app_id", "app__name",
             "app__first_seen", "workload_id", "workload__name",
         )
-        .distinct()
-    ]
+        .order_by()
+    ))
     staged = {(r.service, r.cluster, r.version) for r in rows if r.environment in pairs.values()}
     arrivals: dict[tuple[str, str, str], datetime] = {}
     if staged:

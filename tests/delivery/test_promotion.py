@@ -166,3 +166,25 @@ def test_a_promotion_pr_body_says_since_when_the_version_ran_in_the_environment_
     VersionChange.objects.all().delete()
     later = change_for_promotion(prod, catalog.checkout, "1.7.0", release_notes="")
     assert not later.ran_since_exact and "has run in `staging` at least since" in describe([later], [], [], [])
+
+
+@pytest.mark.django_db
+def test_load_asks_the_read_model_which_services_can_wait_and_sorts_no_running_rows_in_sql(catalog):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    # A second container at the same version: still one row, one offer.
+    RunningVersion.objects.create(cluster=catalog.staging_cluster, app=staging, service=catalog.checkout,
+                                  container="sidecar", image="ghcr.io/acme/checkout:1.7.0", version="1.7.0")
+    with CaptureQueriesContext(connection) as queries:
+        found, _ = load()
+
+    assert [(p.service, p.version, [t.cluster for t in p.targets]) for p in found] == [
+        ("checkout", "1.7.0", [catalog.prod_eu.name])]
+    assert found[0].staging_clusters == [catalog.staging_cluster.name]
+    running = [q["sql"] for q in queries.captured_queries if 'FROM "gitops_runningversion"' in q["sql"]]
+    assert len(running) == 1, "which services can wait is read from VersionLine, not every running row"
+    assert "DISTINCT" not in running[0]
+    assert any('FROM "delivery_versionline"' in q["sql"] for q in queries.captured_queries)

@@ -77,3 +77,61 @@ def test_the_service_page_queries_do_not_grow_with_its_clusters(client, users, c
     assert len(many.captured_queries) == len(few.captured_queries)
     raw = [q["sql"] for q in many.captured_queries if '"gitops_gitopsapp"."raw"' in q["sql"]]
     assert not raw, "the page never reads the applications' raw objects"
+
+
+def test_compact_rows_are_drawn_without_the_template_engine_and_escape_what_clusters_say(
+        client, users, catalog, monkeypatch):
+    from django.template.base import Variable
+
+    lookups = []
+    resolve = Variable._resolve_lookup
+
+    def counted(self, context):
+        lookups.append(self.var)
+        return resolve(self, context)
+
+    monkeypatch.setattr(Variable, "_resolve_lookup", counted)
+    clusters = prod_clusters(catalog, PANELS_SHOWN + 3)
+    for n, cluster in enumerate(clusters):
+        seed_app(cluster, f"checkout-{n:02d}", service=catalog.checkout, version="1.6.0")
+    seed_app(prod_clusters(catalog, 1, start=90)[0], 'x"><script>alert(1)</script>',
+             service=catalog.checkout, version="<b>1.6</b>", manual_sync=True)
+    client.force_login(users["viewer"])
+    html = client.get(reverse("service", args=["checkout"])).content.decode()
+    with_four = len(lookups)
+    for n, cluster in enumerate(prod_clusters(catalog, 10, start=40)):
+        seed_app(cluster, f"checkout-{40 + n:02d}", service=catalog.checkout, version="1.6.0")
+    lookups.clear()
+    more = client.get(reverse("service", args=["checkout"])).content.decode()
+
+    assert len(compact_rows(html)) == 4 and len(compact_rows(more)) == 14
+    assert len(lookups) == with_four, "the template engine resolves nothing per compact row"
+    assert "<script>alert(1)</script>" not in html
+    row = re.search(r'<tr data-app="x&quot;&gt;&lt;script&gt;.*?</tr>', html, re.S)
+    assert row is not None, "the hostile app is a compact row, its name escaped"
+    assert 'prod-90 · <span class="mono">argocd/x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;</span>' in row.group(0)
+    assert '<span class="badge manual" title="No automated sync' in row.group(0)
+    assert '<td class="mono">&lt;b&gt;1.6&lt;/b&gt;</td>' in row.group(0)
+    assert '<span class="badge ok">Synced</span>' in row.group(0)
+
+
+def test_the_rows_of_every_application_read_no_json_column_but_what_they_show(client, users, catalog):
+    for n, cluster in enumerate(prod_clusters(catalog, PANELS_SHOWN + 5)):
+        seed_app(cluster, f"checkout-{n:02d}", service=catalog.checkout)
+    client.force_login(users["viewer"])
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(reverse("service", args=["checkout"])).content.decode()
+
+    assert len(compact_rows(html)) == 5
+    apps = [q["sql"] for q in queries.captured_queries
+            if q["sql"].startswith('SELECT "gitops_gitopsapp"."id"') and '"gitops_gitopsapp"."namespace"' in q["sql"]]
+    every, full = [sql for sql in apps if "gitops_gitopsapp_services" in sql], [sql for sql in apps if " IN (" in sql]
+    assert len(every) == 1 and len(full) == 1
+    for column in ("raw", "history", "conditions", "sources", "images", "warnings", "synced_revisions",
+                   "health_rules", "flux_alerts", "repo_url"):
+        assert f'"gitops_gitopsapp"."{column}"' not in every[0], column
+    assert len(re.findall(r"\b\d+\b", full[0].split(" IN (")[1].split(")")[0])) == PANELS_SHOWN, \
+        "the full panels alone are read with what a panel shows"
+    workloads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "gitops_workload"')]
+    assert len(workloads) == 1 and len(re.findall(r"\b\d+\b", workloads[0].split(" IN (")[1].split(")")[0])) \
+        == PANELS_SHOWN, "workloads are read for the full panels only"

@@ -18,7 +18,7 @@ from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
 from portal.accounts.roles import Role, has_role, requires_role
-from portal.catalog.models import Service
+from portal.catalog.models import Environment, Service
 from portal.delivery import policies
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
@@ -26,6 +26,7 @@ from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for, finding_badges
+from portal.web.compact_rows import render_rows
 from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 
@@ -46,30 +47,55 @@ class Outside:
 
 @dataclass
 class Panel:
+    """An application's panel; a compact row reads only `app`'s ROW_FIELDS, `badges`, `runs`
+    and `upgrade`. `full`: read again with all a full panel shows, and its links (`_complete`)."""
+
     app: GitOpsApp
     badges: list[Badge]
     attention: bool
-    commit_url: str | None
-    compare_url: str | None
-    argocd: ArgoCDLinks | None  # "via Argo CD <instance>" and the app's deep link (Argo CD apps)
-    workloads: list[Workload] = field(default_factory=list)
     pin_note: str = ""  # "Git pins 1.7.0, runs 1.6.0" when Git and the cluster disagree
     upgrade: Behind | None = None  # the newest acceptable release, when it runs older
     runs: list[str] = field(default_factory=list)  # the versions of the service it runs
+    full: bool = False
+    commit_url: str | None = None
+    compare_url: str | None = None
+    argocd: ArgoCDLinks | None = None  # "via Argo CD <instance>" and the app's deep link (Argo CD apps)
+    workloads: list[Workload] = field(default_factory=list)
 
 
-def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Panel]]], list[Outside]]:
+# What decides whether a panel folds and what its compact row shows: the columns read for
+# every application of the service (a service on 500 clusters has hundreds). The full panels,
+# a few dozen, are read again with what they show (everything but PANEL_UNSHOWN).
+ROW_FIELDS = (
+    "cluster__name", "cluster__stale_since", "cluster__environment__name", "cluster__environment__order",
+    "tool", "kind", "namespace", "name", "sync_status", "sync_since", "health_status", "health_since",
+    "operation_phase", "operation_started_at", "operation_finished_at", "operation_message",
+    "health_disagreement", "health_disagreement_since", "manual_sync", "suspended",
+    "sync_blocked", "sync_blocked_until", "sync_window", "running",
+)
+
+
+@dataclass
+class EnvironmentPanels:
+    """One environment's part of the page: its full panels, then its compact rows (drawn in
+    Python: portal.web.compact_rows)."""
+
+    environment: Environment
+    panels: list[Panel]
+    compact: list[Panel]
+    compact_html: str = ""
+
+
+def _panels(service: Service, can_act: bool) -> tuple[list[EnvironmentPanels], list[Outside]]:
     now = timezone.now()
     # A panel never shows the raw object, its history or conditions: a service on hundreds of
     # clusters need not decode them (its sources stay: the synced commit's link reads them).
-    apps = (
+    apps = list(
         GitOpsApp.objects.filter(services=service)
-        .defer(*PANEL_UNSHOWN)
-        .select_related("cluster", "cluster__environment", "argocd_instance")
-        .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
+        .select_related("cluster__environment")
+        .only(*ROW_FIELDS)
         .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
     )
-    apps = list(apps)
     pinned = pinned_versions([app.pk for app in apps], service)
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
@@ -84,23 +110,45 @@ def _panels(service: Service) -> tuple[list[tuple[object, list[Panel], list[Pane
     for app in apps:
         env = app.cluster.environment
         envs[env.id] = env
+        runs = (app.running or {}).get(service.name, [])
         by_env[env.id].append(
             Panel(
                 app=app,
                 badges=badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
                 attention=app.needs_attention(now),
-                commit_url=weblinks.commit_url(app.repo_url, app.synced_commit()),
-                compare_url=weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit()),
-                argocd=argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None,
-                workloads=list(app.workloads.all()),
-                pin_note=pin_summary(pinned.get((app.pk, service.name), []), (app.running or {}).get(service.name, [])),
+                pin_note=pin_summary(pinned.get((app.pk, service.name), []), runs),
                 upgrade=upgrades.get(app.pk),
-                runs=(app.running or {}).get(service.name, []),
+                runs=runs,
             )
         )
-    unmanaged = _outside(service, found.targets)
     ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
-    return [(env, *_fold(by_env[env.id])) for env in ordered], unmanaged
+    shown = [EnvironmentPanels(env, *_fold(by_env[env.id])) for env in ordered]
+    _complete([panel for part in shown for panel in part.panels])
+    for part in shown:
+        part.panels = [panel for panel in part.panels if panel.full]  # one removed since the first read
+        part.compact_html = render_rows(part.compact, service.name, can_act)
+    return shown, _outside(service, found.targets)
+
+
+def _complete(panels: list[Panel]) -> None:
+    """Read the full panels' applications with what a full panel shows, and their workloads
+    (two queries however many there are), and give each its links."""
+    full = (
+        GitOpsApp.objects.filter(pk__in=[panel.app.pk for panel in panels])
+        .defer(*PANEL_UNSHOWN)
+        .select_related("cluster", "cluster__environment", "argocd_instance")
+        .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
+        .in_bulk()
+    )
+    for panel in panels:
+        app = full.get(panel.app.pk)
+        if app is None:
+            continue
+        panel.app, panel.full = app, True
+        panel.commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
+        panel.compare_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
+        panel.argocd = argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None
+        panel.workloads = list(app.workloads.all())
 
 
 def _outside(service: Service, targets: UpgradeTargets | None) -> list[Outside]:
@@ -157,14 +205,15 @@ def _policy_context(service: Service, user: object, form: PolicyForm | None = No
 def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm | None = None,
             status: int = 200) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
-    environments, unmanaged = _panels(service)
+    can_act = has_role(request.user, Role.MEMBER)
+    environments, unmanaged = _panels(service, can_act)
     context = {
         "service": service,
         "environments": environments,
         "unmanaged": unmanaged,
         # Rollbacks are offered on full panels: a compact row needs no attention.
-        "rollbacks": offers_for_page(request.user, (panel.app for _, panels, _ in environments for panel in panels)),
-        "can_act": has_role(request.user, Role.MEMBER),
+        "rollbacks": offers_for_page(request.user, (panel.app for part in environments for panel in part.panels)),
+        "can_act": can_act,
         "source_url": weblinks.repository_url(service.source_repository),
     }
     if template == "web/service.html":

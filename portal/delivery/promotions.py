@@ -185,6 +185,13 @@ def _waiting_services(pairs: dict[str, str]) -> set[str]:
         environment__name__in=set(pairs) | set(pairs.values())
     ).values_list("service__name", "environment__name", "versions"):
         versions[(service, environment)].update(joined.split(","))  # placements.joined's spelling
+    # Workloads outside GitOps (Nomad, Docker, ECS) are not in the matrix's read model; they are
+    # few, and their rows are found by the app column's index (IS NULL).
+    for service, environment, version in RunningVersion.objects.filter(
+        app__isnull=True, workload__isnull=False, cluster__enabled=True,
+        cluster__environment__name__in=set(pairs) | set(pairs.values()),
+    ).values_list("service__name", "cluster__environment__name", "version").distinct():
+        versions[(service, environment)].add(version)
     services = {service for service, _ in versions}
     found = set()
     for production, staging in pairs.items():

@@ -263,17 +263,25 @@ def _strings(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
-def admitted(tags: Iterable[str], policy: VersionPolicy, today: date) -> list[Version]:
-    """The tags the policy admits whatever version runs: readable versions inside its range,
-    matching its allowed patterns and none of its ignored ones, not put off today. Judged once
-    per service, however many running versions then pick among them (`among_admitted`)."""
+def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> list[str]:
+    """Every tag newer than `current` that the policy accepts, oldest first."""
+    now = parse_tag(current)
+    if now is None:
+        return []
+    limit = LEVELS.index(policy.max_jump())
     semver_range = parse_range(policy.range) if policy.range else None
     allow = [re.compile(pattern) for pattern in policy.allow_tags]
     ignore = [re.compile(pattern) for pattern in policy.ignore_tags]
     found = []
     for tag in tags:
         candidate = parse_tag(tag)
-        if candidate is None:
+        if candidate is None or candidate.family != now.family or candidate.key <= now.key:
+            continue
+        if candidate.is_prerelease and policy.ignore_prereleases and candidate.release != now.release:
+            # A pre-release is only taken on the way to the release the service already runs a pre-release of.
+            continue
+        level = jump(current, tag)
+        if level is None or LEVELS.index(level) > limit:
             continue
         if semver_range is not None and not semver_range.contains(candidate):
             continue
@@ -284,38 +292,9 @@ def admitted(tags: Iterable[str], policy: VersionPolicy, today: date) -> list[Ve
         if any(p.covers(candidate, today) for p in policy.put_off):
             continue
         found.append(candidate)
-    return found
-
-
-def among_admitted(current: str, candidates: Iterable[Version], policy: VersionPolicy) -> list[str]:
-    """Of tags `admitted` already, every one newer than `current` that a move from it may take
-    (same family, a jump the policy accepts, a pre-release only towards the running release),
-    oldest first."""
-    now = parse_tag(current)
-    if now is None:
-        return []
-    limit = LEVELS.index(policy.max_jump())
-    found = []
-    for candidate in candidates:
-        if candidate.family != now.family or candidate.key <= now.key:
-            continue
-        if candidate.is_prerelease and policy.ignore_prereleases and candidate.release != now.release:
-            # A pre-release is only taken on the way to the release the service already runs a pre-release of.
-            continue
-        level = jump(current, candidate.tag)
-        if level is None or LEVELS.index(level) > limit:
-            continue
-        found.append(candidate)
     # Same version spelled twice (`v1.5.0` and `1.5.0`): the current spelling sorts last, so it wins.
     found.sort(key=lambda v: (v.key, v.prefixed == now.prefixed, v.tag))
     return [v.tag for v in found]
-
-
-def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> list[str]:
-    """Every tag newer than `current` that the policy accepts, oldest first."""
-    if parse_tag(current) is None:
-        return []
-    return among_admitted(current, admitted(tags, policy, today), policy)
 
 
 def newest_acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> str | None:

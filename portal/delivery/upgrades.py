@@ -31,11 +31,11 @@ from portal.catalog.models import Cluster, Service
 from portal.delivery.changes import no_pr_reason, no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
-from portal.delivery.policy import PolicyError, VersionPolicy, admitted, among_admitted, newest_acceptable
+from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.links import safe_http_url
 from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of
 from portal.releases.models import ChartVersion, Release
-from portal.releases.versions import Version, jump, parse_tag, sort_tags
+from portal.releases.versions import jump, parse_tag, sort_tags
 
 MAX_PUT_OFF_DAYS = 366
 
@@ -175,7 +175,6 @@ class UpgradeTargets:
         self.past = _past_prs()
         self._judged: dict[tuple[int, str], str | None] = {}
         self._newest_keys: dict[int, dict[tuple, tuple]] = {}
-        self._admitted: dict[int, list[Version]] = {}
 
     @staticmethod
     def current(versions: list[str]) -> str | None:
@@ -197,16 +196,7 @@ class UpgradeTargets:
             # no tag can be accepted, so the policy need not look at each one.
             return None
         policy = self.policies.get(service_id, VersionPolicy())
-        found = among_admitted(current, self._admitted_of(service_id, policy), policy)
-        return found[-1] if found else None
-
-    def _admitted_of(self, service_id: int, policy: VersionPolicy) -> list[Version]:
-        """The service's tags its policy admits whatever runs (`policy.admitted`), judged once
-        per service: its hundreds of running versions then only pick among them."""
-        found = self._admitted.get(service_id)
-        if found is None:
-            found = self._admitted[service_id] = admitted(self.tags.get(service_id, []), policy, self.today)
-        return found
+        return newest_acceptable(current, self.tags.get(service_id, []), policy, self.today)
 
     def _newest(self, service_id: int) -> dict[tuple, tuple]:
         """Per version family, the key of the newest tag the service has released."""

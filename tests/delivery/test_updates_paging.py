@@ -179,34 +179,6 @@ def test_a_line_moves_from_the_oldest_version_its_application_runs(catalog):
         ("checkout-a", "1.5.0", "1.5.1"), ("checkout-c", "1.6.0", "1.6.1")]
 
 
-def test_each_release_is_judged_against_the_policy_once_per_service(catalog, monkeypatch):
-    """What a policy rules out whatever runs (a put-off version here) is judged once per tag
-    and service, not again for every running version that picks among the tags."""
-    from datetime import timedelta
-
-    from portal.delivery.models import ServicePolicy
-    from portal.delivery.policy import PutOff
-
-    tags = ["1.4.0", "1.4.1", "1.5.0", "1.5.1", "1.6.0", "1.6.1", "1.7.0"]
-    releases(catalog.checkout, *tags)
-    until = (timezone.now().date() + timedelta(days=7)).isoformat()
-    ServicePolicy.objects.create(service=catalog.checkout, accept="minor",
-                                 put_off=[{"version": "1.7.0", "until": until}])
-    for n, version in enumerate(["1.4.0", "1.4.1", "1.5.0", "1.5.1", "1.6.0"]):
-        seed_app(catalog.prod_eu, f"checkout-{n}", service=catalog.checkout, version=version)
-    judged = []
-    covers = PutOff.covers
-    monkeypatch.setattr(PutOff, "covers", lambda self, candidate, today: judged.append(candidate.tag)
-                        or covers(self, candidate, today))
-
-    lines = BehindLines().lines
-
-    # 1.7.0 is put off: every running version moves to 1.6.1 (five versions, five lines) ...
-    assert [(line.running, line.target) for line in lines] == [
-        ("1.4.0", "1.6.1"), ("1.4.1", "1.6.1"), ("1.5.0", "1.6.1"), ("1.5.1", "1.6.1"), ("1.6.0", "1.6.1")]
-    # ... and the put-off entry looked at each released tag once, not once per running version.
-    assert sorted(judged) == sorted(tags)
-
 
 def test_a_line_is_made_once_per_place_not_per_running_version_row_read(catalog, monkeypatch):
     """Every running-version row at a wanted version is read, but only each place's oldest is

@@ -422,14 +422,17 @@ class BehindLines:
         # list that PostgreSQL hashes, where one condition per service made it test every
         # row against each in turn.
         rows = placed.annotate(pair=_key("service_id", "version")).filter(pair__in=sorted(wanted))
-        oldest: dict[tuple[str, int, int], tuple[int, int, _Row]] = {}  # place -> (rank, row id, row)
+        # place -> (rank, row id, the row's columns): a `_Row` is made only of each place's oldest,
+        # once all its rows are read (thousands of rows, a frozen dataclass each cost more than the SQL).
+        oldest: dict[tuple[bool, int, int], tuple[int, int, tuple[int, int, int | None, int | None, str]]] = {}
         for pk, app_id, workload_id, service_id, cluster_id, version in rows.values_list(
                 "pk", "app_id", "workload_id", "service_id", "cluster_id", "version"):
-            where = ("app", app_id, service_id) if app_id is not None else ("workload", workload_id, service_id)
-            candidate = (rank[service_id][version], pk, _Row(service_id, cluster_id, app_id, workload_id, version))
-            if where not in oldest or candidate[:2] < oldest[where][:2]:
-                oldest[where] = candidate
-        found = [row for _, _, row in oldest.values() if targets.target(row.service_id, row.version)]
+            where = (True, app_id, service_id) if app_id is not None else (False, workload_id, service_id)
+            position = rank[service_id][version]
+            known = oldest.get(where)
+            if known is None or (position, pk) < known[:2]:
+                oldest[where] = (position, pk, (service_id, cluster_id, app_id, workload_id, version))
+        found = [_Row(*columns) for _, _, columns in oldest.values() if targets.target(columns[0], columns[4])]
         if not found:
             return
         self._clusters = {

@@ -177,3 +177,29 @@ def test_a_line_moves_from_the_oldest_version_its_application_runs(catalog):
     # Patches only: 1.5.0 goes to 1.5.1 and 1.6.0 to 1.6.1; nothing newer of 1.4 was released.
     assert [(line.app, line.running, line.target) for line in lines] == [
         ("checkout-a", "1.5.0", "1.5.1"), ("checkout-c", "1.6.0", "1.6.1")]
+
+
+
+def test_a_line_is_made_once_per_place_not_per_running_version_row_read(catalog, monkeypatch):
+    """Every running-version row at a wanted version is read, but only each place's oldest is
+    kept as a line: three containers at moving versions make one `_Row`, not three."""
+    from gitops.models import RunningVersion, Workload
+    from portal.delivery import upgrades
+
+    releases(catalog.checkout, "1.4.0", "1.5.0", "1.6.0", "1.7.0")
+    app = seed_app(catalog.prod_eu, "checkout-a", service=catalog.checkout, version="1.6.0")
+    workload = Workload.objects.get(app=app)
+    for container, version in (("sidecar", "1.4.0"), ("init", "1.5.0")):
+        RunningVersion.objects.create(cluster=app.cluster, workload=workload, app=app, service=catalog.checkout,
+                                      container=container, image=f"ghcr.io/acme/checkout:{version}",
+                                      version=version)
+    seed_app(catalog.prod_eu, "checkout-b", service=catalog.checkout, version="1.5.0")
+    made = []
+    row = upgrades._Row
+    monkeypatch.setattr(upgrades, "_Row", lambda *columns: made.append(columns) or row(*columns))
+
+    lines = BehindLines().lines
+
+    assert [(line.app, line.running, line.target) for line in lines] == [
+        ("checkout-a", "1.4.0", "1.7.0"), ("checkout-b", "1.5.0", "1.7.0")]
+    assert len(made) == 2  # four rows read, one line each place

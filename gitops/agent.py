@@ -23,7 +23,6 @@ snapshot: a read made while an older one waits replaces it.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import logging
@@ -158,15 +157,10 @@ def decode_body(chunks: Iterable[bytes], *, limit: int = DEFAULT_MAX_SNAPSHOT_BY
         raise SnapshotError(413, f"snapshot larger than {limit:,} bytes uncompressed")
     if not inflater.eof:
         raise SnapshotError(400, "snapshot ends before its gzip stream does")
-    collecting = gc.isenabled()
-    gc.disable()
     try:
         snapshot, cut = _load_json(b"".join(parts) + tail)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SnapshotError(400, f"snapshot is not JSON ({exc})") from None
-    finally:
-        if collecting:
-            gc.enable()
     if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
         raise SnapshotError(400, f"not a {FORMAT} document")
     if not isinstance(snapshot.get("calls"), dict) or not isinstance(snapshot.get("sequence"), int):

@@ -54,6 +54,7 @@ from gitops.unchanged import (
     changed_apps,
     claims_digest,
     context_digest,
+    meanings,
     objects_digest,
     with_catalog,
 )
@@ -397,6 +398,13 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             versions = None if apps_now is None else ObjectVersions(
                 context_digest(every, kinds_read, listing.unavailable, catalog) or "", apps_now)
             changed = previous.changed(versions, at) if not listing.warnings else None
+            if changed is not None and versions is not None:
+                changed = versions.changed_in_meaning(previous.versions, listing.objects, changed)
+                if not changed:
+                    # Only stamps moved (Argo CD's reconciliation): nothing to collect or write.
+                    versions.claims = previous.claims
+                    return _record_changed(cluster, at, time.monotonic() - started, StoreResult(), digest,
+                                           versions, listing.unavailable, 0)
             partial = collect_changed(cluster, listing, changed, previous.claims) if changed is not None else None
             if partial is not None:
                 state, snapshot = partial
@@ -419,6 +427,8 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             if versions is not None:
                 versions.context = context_digest(every, kinds_read, listing.unavailable, catalog) or ""
                 versions.claims = claims
+                if partial is None:
+                    versions.meanings = meanings(listing.objects)
         except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
             # Whatever stopped this poll (a bug, an object no collector foresaw, the
             # database), the cluster must show as stale with a reason, never as "ok".
@@ -492,14 +502,17 @@ def _previous_poll(cluster: Cluster) -> PreviousPoll:
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
     which image is which service, which cluster is which destination (the catalog's clusters,
-    Argo CD instances, and the instance's own cluster list when its source answered one), and
+    this cluster's Argo CD instance, and its own cluster list when its source answered one), and
     the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
     services = Service.objects.order_by("pk").values_list("pk", "name", "image_repository", "image_aliases")
     clusters = Cluster.objects.order_by("pk").values_list(
         "pk", "name", "api_url", "environment_id", "connection", "discovered", "argocd_aliases"
     )
-    instances = ArgoCDInstance.objects.order_by("pk").values_list("pk", "name", "cluster_id", "namespace",
-                                                                  "agent_mapping")
+    # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
+    # every other cluster's first poll records one, which would make every poll of the fleet
+    # a full one while it is first swept.
+    instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(
+        "pk", "name", "cluster_id", "namespace", "agent_mapping")
     rules = HealthRule.objects.order_by("pk").values_list("pk", "updated_at", "enabled")
     placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
         count=Count("id"), last=Max("updated_at")

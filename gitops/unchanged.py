@@ -25,15 +25,27 @@ cluster Secrets), the health-rule inputs, what could not be listed, and the cata
 same context and the same set of apps, only the apps whose resourceVersion moved are collected
 again (`changed_apps`); anything else — an app added or deleted, any other kind changed, an app
 whose claims changed — is a full poll. Conservative on purpose: a full poll is always right.
+
+Most of those changed apps did not change at all, though, only their stamps: the new
+resourceVersion and reconciledAt of a reconciliation that found nothing to do. Each app's
+*meaning* — a digest of its object without those stamps, and without the fields no collector
+reads (managedFields, kubectl's last-applied copy) — is kept beside its resourceVersion, and an
+app whose meaning is as stored is not collected again: its row would be the one stored (the
+collectors are pure, and the context is unchanged), down to the fingerprint the store compares
+(`gitops.derive.apps.fingerprint` digests the same stamp-free object). Only its new
+resourceVersion is kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+
+from gitops.fields import trimmed
 
 FULL_POLL_EVERY = timedelta(minutes=10)
 
@@ -124,6 +136,44 @@ def claims_digest(resources: Iterable[Any]) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
+def without_stamps(raw: Any) -> Any:
+    """The object without the stamps of a reconciliation that changed nothing: its
+    metadata.resourceVersion and status.reconciledAt (shallow copies only)."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    metadata, status = raw.get("metadata"), raw.get("status")
+    if isinstance(metadata, dict) and "resourceVersion" in metadata:
+        out["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
+    if isinstance(status, dict) and "reconciledAt" in status:
+        out["status"] = {k: v for k, v in status.items() if k != "reconciledAt"}
+    return out
+
+
+def meaning(obj: Mapping[str, Any]) -> str:
+    """A digest of what the collectors can read of an app object: the object as stored
+    (`gitops.fields.trimmed`) without its stamps. Keys are not sorted: the API server writes
+    them in the same order every time, and a digest that differs by order alone only costs a
+    collector run."""
+    text = json.dumps(without_stamps(trimmed(obj)), separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def meanings(objects: Mapping[str, list[dict]], only: Mapping[str, set[str]] | None = None) -> dict[str, str]:
+    """uid -> `meaning` of every app object, or of those `only` names (kind -> uids)."""
+    out: dict[str, str] = {}
+    for kind in APP_KINDS:
+        wanted = None if only is None else only.get(kind)
+        if only is not None and not wanted:
+            continue
+        for item in objects.get(kind, ()):
+            metadata = item.get("metadata") if isinstance(item, dict) else None
+            uid = metadata.get("uid") if isinstance(metadata, dict) else None
+            if isinstance(uid, str) and (wanted is None or uid in wanted):
+                out[uid] = meaning(item)
+    return out
+
+
 @dataclass
 class ObjectVersions:
     """What a poll stored, object by object: kept on the cluster (`Cluster.listing_versions`)."""
@@ -131,18 +181,31 @@ class ObjectVersions:
     context: str
     apps: AppVersions
     claims: dict[str, str] = field(default_factory=dict)  # app uid -> claims_digest
+    meanings: dict[str, str] = field(default_factory=dict)  # app uid -> meaning
 
     def as_json(self) -> dict[str, Any]:
-        return {"context": self.context, "apps": self.apps, "claims": self.claims}
+        return {"context": self.context, "apps": self.apps, "claims": self.claims, "meanings": self.meanings}
 
     @classmethod
     def from_json(cls, value: Any) -> ObjectVersions | None:
         if not isinstance(value, dict) or not isinstance(value.get("context"), str):
             return None
-        apps, claims = value.get("apps"), value.get("claims")
-        if not isinstance(apps, dict) or not isinstance(claims, dict):
+        apps, claims, kept = value.get("apps"), value.get("claims"), value.get("meanings", {})
+        if not isinstance(apps, dict) or not isinstance(claims, dict) or not isinstance(kept, dict):
             return None
-        return cls(value["context"], apps, claims)
+        return cls(value["context"], apps, claims, kept)
+
+    def changed_in_meaning(self, previous: ObjectVersions | None, objects: Mapping[str, list[dict]],
+                           changed: dict[str, set[str]]) -> dict[str, set[str]]:
+        """Of the `changed` apps (kind -> uids, from `changed_apps`), those whose objects changed
+        in more than their stamps; every app's meaning is kept as of now. An app whose meaning
+        the previous poll did not keep counts as changed."""
+        before = previous.meanings if previous is not None else {}
+        now = meanings(objects, changed)
+        self.meanings = {**before, **now}
+        out = {kind: {uid for uid in uids if uid not in before or before[uid] != now.get(uid)}
+               for kind, uids in changed.items()}
+        return {kind: uids for kind, uids in out.items() if uids}
 
 
 def changed_apps(previous: ObjectVersions | None, current: ObjectVersions) -> dict[str, set[str]] | None:

@@ -26,6 +26,7 @@ from gitops.models import PROBLEM_RANK, RANK_OK, AppProject, GitOpsApp, VersionC
 from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
 from gitops.stored import ClusterState
 from gitops.topology import Unregistered
+from gitops.unchanged import without_stamps
 from gitops.windowstate import window_state
 from portal.catalog.images import parse_image
 
@@ -88,25 +89,12 @@ def fingerprint(values: dict[str, Any]) -> str:
     and a digest that differs by order alone costs one needless write, nothing more.
     """
     digested = {k: v for k, v in values.items() if k not in _NOT_DIGESTED}
-    digested["raw"] = _without_stamps(values.get("raw"))
+    digested["raw"] = without_stamps(values.get("raw"))
     text = json.dumps(digested, cls=DjangoJSONEncoder, separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 _NOT_DIGESTED = frozenset({"updated_at", "reconciled_at", "raw"})
-
-
-def _without_stamps(raw: Any) -> Any:
-    """The raw object without its resourceVersion and status.reconciledAt (shallow copies only)."""
-    if not isinstance(raw, dict):
-        return raw
-    out = dict(raw)
-    metadata, status = raw.get("metadata"), raw.get("status")
-    if isinstance(metadata, dict) and "resourceVersion" in metadata:
-        out["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
-    if isinstance(status, dict) and "reconciledAt" in status:
-        out["status"] = {k: v for k, v in status.items() if k != "reconciledAt"}
-    return out
 
 
 def plain(obj: Any) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def test_a_lone_surrogate_is_sent_escaped_and_replaced_by_the_portal():
 
 
 @pytest.mark.django_db
-def test_a_push_gets_the_polls_shortcuts_unchanged_and_only_the_restamped_app(kube_emulator, prod, client):  # noqa: F811
+def test_a_push_gets_the_polls_shortcuts_unchanged_restamped_and_only_the_changed_app(kube_emulator, prod, client):  # noqa: F811
     shop, cart = fleet_objects("shop"), fleet_objects("cart")
     serve(kube_emulator, shop + cart)
     _cluster, token = agent_cluster("edge", prod)
@@ -173,6 +173,12 @@ def test_a_push_gets_the_polls_shortcuts_unchanged_and_only_the_restamped_app(ku
     restamped = copy.deepcopy(cart[0])
     restamped["status"]["reconciledAt"] = "2026-11-29T09:03:00Z"
     kube_emulator.add(restamped)
+    answer = push()  # a reconciliation that found nothing to do: its stamps alone moved
+    assert answer["unchanged"] is False and answer["collected"] == 0
+    degraded = copy.deepcopy(restamped)
+    degraded["status"]["health"] = {"status": "Degraded", "message": "back-off restarting"}
+    kube_emulator.add(degraded)
     answer = push()
     assert answer["unchanged"] is False and answer["collected"] == 1
     assert GitOpsApp.objects.count() == 2
+    assert GitOpsApp.objects.get(name="cart-web").health_status == "Degraded"

@@ -67,10 +67,36 @@ def gitops_writes(queries) -> list[str]:
     return [sql for sql in writes(queries.captured_queries) if '"gitops_' in sql]
 
 
-def test_restamped_apps_are_collected_alone_and_write_nothing(cluster, collector_runs, app_rows, kube_emulator,
-                                                              stored_signals):
+def test_restamped_apps_are_not_even_collected(cluster, collector_runs, app_rows, kube_emulator, stored_signals):
+    """Argo CD's reconciliation moved only their stamps: their meaning is as stored."""
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
+    before = {a.name: (a.updated_at, a.fingerprint) for a in GitOpsApp.objects.filter(read_from=cluster)}
+    app_rows.clear()
+    stored_signals.clear()
+    kube_emulator.add_all(restamped(app) for app in applications()[:4])
+
+    with CaptureQueriesContext(connection) as queries:
+        report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert report.ok and not report.unchanged and report.collected == 0
+    assert app_rows == [] and len(collector_runs) == 1, "no collector ran"
+    written = writes(queries.captured_queries)
+    assert written and all('"catalog_cluster"' in sql for sql in written), "only that the cluster was read"
+    assert stored_signals == []
+    after = {a.name: (a.updated_at, a.fingerprint) for a in GitOpsApp.objects.filter(read_from=cluster)}
+    assert after == before
+    assert polling.poll(cluster, at=at + timedelta(minutes=2)).unchanged
+
+
+def test_restamped_apps_without_a_kept_meaning_are_collected_alone_and_write_nothing(
+        cluster, collector_runs, app_rows, kube_emulator, stored_signals):
+    """What a poll stored before meanings were kept (or lost them): those apps are collected
+    again, and the store's fingerprint finds their rows unchanged."""
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    kept = Cluster.objects.get(pk=cluster.pk).listing_versions
+    Cluster.objects.filter(pk=cluster.pk).update(listing_versions={k: v for k, v in kept.items() if k != "meanings"})
     apps = applications()
     assert len(app_rows) == len(apps) == 12
     before = {a.name: (a.updated_at, a.fingerprint) for a in GitOpsApp.objects.filter(read_from=cluster)}
@@ -217,7 +243,7 @@ def test_a_full_poll_still_runs_every_ten_minutes(cluster, collector_runs, kube_
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
     kube_emulator.add(restamped(applications()[0]))
-    assert polling.poll(cluster, at=at + timedelta(minutes=1)).collected == 1
+    assert polling.poll(cluster, at=at + timedelta(minutes=1)).collected == 0, "only its stamps moved"
     kube_emulator.add(restamped(applications()[0], minutes=6))
 
     report = polling.poll(cluster, at=at + FULL_POLL_EVERY)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from gitops import kinds, polling
 from gitops.models import GitOpsApp
+from gitops.stored import instance_of
 from gitops.unchanged import FULL_POLL_EVERY, listing_digest
 from portal.catalog.fleetfile import load_fleet
 from portal.catalog.models import Cluster, Service
@@ -103,6 +104,19 @@ def test_a_new_service_is_seen_by_the_next_poll(cluster, collector_runs):
 
     assert not report.unchanged
     assert len(collector_runs) == 2
+
+
+def test_another_clusters_argo_cd_being_recorded_is_no_change_here(cluster, collector_runs):
+    """Each Argo CD cluster's first poll records its instance: while a fleet is first swept, that
+    must not make every other cluster's next poll a full one."""
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    other = Cluster.objects.exclude(pk=cluster.pk).first()
+    assert other is not None
+    instance_of(other)
+
+    assert polling.poll(cluster, at=at + timedelta(minutes=1)).unchanged
+    assert len(collector_runs) == 1
 
 
 def test_a_full_poll_runs_at_least_every_ten_minutes(cluster, collector_runs):

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models import F
 from django.utils import timezone
 
 from gitops.models import AppProject, GitOpsApp
@@ -65,7 +66,11 @@ def poll_all() -> int:
     readable = Cluster.objects.filter(enabled=True).exclude(
         connection__in=[Cluster.Connection.NONE, Cluster.Connection.AGENT]
     )
-    for cluster_id in readable.order_by("id").values_list("id", flat=True):
+    # Longest unread first: when the workers cannot keep up, the polls a tick could not start
+    # expire and the next tick queues everyone again; in a fixed order the same clusters would
+    # always be first and the last ones never read.
+    oldest_first = readable.order_by(F("last_poll_at").asc(nulls_first=True), "id")
+    for cluster_id in oldest_first.values_list("id", flat=True):
         # The message's expiry is fixed before the claim is taken, so it never outlives it.
         expires = timezone.now() + timedelta(seconds=seconds)
         token = store.take(poll_claim_key(cluster_id), seconds)

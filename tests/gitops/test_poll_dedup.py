@@ -189,6 +189,23 @@ def test_poll_all_queues_every_cluster_the_portal_reads_and_no_other(memory_brok
                         .values_list("name", flat=True))
 
 
+@pytest.mark.django_db(transaction=True)
+def test_poll_all_queues_the_longest_unread_clusters_first(memory_broker: MemoryBroker, fleet):
+    """Under a backlog the polls a tick could not start expire and the next tick queues them all
+    again: the clusters read longest ago go first, so none is starved by a fixed order."""
+    readable = Cluster.objects.filter(enabled=True).exclude(connection=Cluster.Connection.NONE).order_by("id")
+    ids = list(readable.values_list("pk", flat=True))
+    assert len(ids) >= 3
+    now = timezone.now()
+    never, *polled = ids[::-1]  # the highest id has never been read; the others were, lowest id last
+    for minutes, pk in enumerate(polled):
+        Cluster.objects.filter(pk=pk).update(last_poll_at=now - timedelta(minutes=10 + minutes))
+    Cluster.objects.filter(pk=never).update(last_poll_at=None)
+
+    assert poll_all() == len(ids)
+    assert [q.args[0] for q in memory_broker.take("poll")] == [never, *reversed(polled)]
+
+
 def test_a_claim_left_by_a_dead_worker_expires_and_the_cluster_is_queued_again(
     memory_broker: MemoryBroker, fleet, settings
 ):

@@ -13,10 +13,14 @@ one HelmRelease per service, each HelmRelease's pins are its own documents' and 
 `valuesFrom` files', not its neighbours'; a kustomize overlay's are what `kustomize build`
 renders (a base's tag that the overlay's `images:` overrides is not one).
 
-Due-ness is per application (`GitPinRead.last_read_at`, at most every 10 minutes), and all
-the due applications of one repository and revision make one batch, so a repository is read
-at most every 10 minutes, and an application that just appeared is read within a minute
-without re-reading its neighbours early. A batch already queued or being read is not queued
+Due-ness is per repository and revision: one falls due when its least recently read
+application was read 10 minutes ago (`GitPinRead.last_read_at`), and then every application
+under it is read, so they all stay on one schedule and the repository is read once per 10
+minutes however its applications appeared. An application that just appeared (never read)
+makes its repository due a minute after its last read (`NEW_APP_WAIT`): a new service shows its
+pins within a minute or two, and a fleet being swept for the first time, its clusters' apps
+appearing minute by minute, costs a repository a read a minute at most, only while it lasts.
+Applications with no known Git location keep a due-ness of their own. A batch already queued
 again (a claim, `portal.celery.claims`). Nothing is queued for a repository no configured
 forge token can read: its applications carry the reason once ("no token for github.com …:
 set PORTAL_GITOPS_TOKEN") on their `GitPinRead`, written without a log line. A failed read
@@ -70,6 +74,7 @@ from portal.delivery.models import GitPin, GitPinRead
 log = logging.getLogger(__name__)
 
 READ_INTERVAL = timedelta(minutes=10)
+NEW_APP_WAIT = timedelta(minutes=1)
 ERROR_MAX_CHARS = 1000
 
 
@@ -147,39 +152,60 @@ def due_app_ids(now: datetime | None = None, interval: timedelta = READ_INTERVAL
 
 
 def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[PinBatch]:
-    """The due applications grouped by the repository and revision of their pin source (one
-    query, plus `pin_source`'s few for each application whose pins are not in its own columns).
-    Applications with no known Git location come as batches with `unknown` set, one per reason."""
+    """The repositories and revisions due a read (see the module's docstring), each with every
+    application whose pins are there (one query over the readable applications, plus
+    `pin_source`'s few for those whose pins are not in their own columns). Due applications with
+    no known Git location come as batches with `unknown` set, one per reason."""
+    now = now or timezone.now()
+    cutoff, newcomers_after = now - interval, now - NEW_APP_WAIT
     rows = (
-        _due(now or timezone.now(), interval)
+        readable_apps()
         .order_by("id")
-        .values_list("id", "tool", "kind", "chart", "path", "repo_url", "target_revision")
+        .values_list("id", "tool", "kind", "chart", "path", "repo_url", "target_revision", "git_pin_read__last_read_at")
     )
     grouped: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    reads: dict[str, list[datetime | None]] = defaultdict(list)  # batch key -> each app's last read
     keys: dict[tuple[str, str], str] = {}  # thousands of applications share a handful of spellings
-    elsewhere: list[int] = []
-    for app_id, tool, kind, chart, path, repository, revision in rows:
+    elsewhere: dict[int, datetime | None] = {}
+    for app_id, tool, kind, chart, path, repository, revision, read_at in rows:
         if not in_own_columns(tool, kind, chart, path):
-            elsewhere.append(app_id)
+            elsewhere[app_id] = read_at
             continue
         key = keys.get((repository, revision))
         if key is None:
             key = keys[(repository, revision)] = batch_key(repository, revision)
         grouped[key].append((app_id, repository, revision))
+        reads[key].append(read_at)
     unknown: dict[str, list[int]] = defaultdict(list)
-    others = list(GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster").order_by("id"))
+    others = list(GitOpsApp.objects.filter(pk__in=list(elsewhere)).select_related("cluster").order_by("id"))
     places = pin_places(others)
     for app in others:
         source = places[app.pk]
+        read_at = elsewhere[app.pk]
         if not source.found:
-            unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
+            if read_at is None or read_at <= cutoff:
+                unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
             continue
-        grouped[batch_key(source.repository, source.revision)].append((app.pk, source.repository, source.revision))
+        key = batch_key(source.repository, source.revision)
+        grouped[key].append((app.pk, source.repository, source.revision))
+        reads[key].append(read_at)
     batches = [
         PinBatch(repository=apps[0][1], revision=apps[0][2], app_ids=tuple(app_id for app_id, _, _ in apps))
-        for apps in grouped.values()
+        for key, apps in grouped.items()
+        if _repository_due(reads[key], cutoff, newcomers_after)
     ]
     return batches + [PinBatch("", "", tuple(ids), unknown=reason) for reason, ids in unknown.items()]
+
+
+def _repository_due(reads: list[datetime | None], cutoff: datetime, newcomers_after: datetime) -> bool:
+    """A repository's applications' last reads: due when the oldest is older than `cutoff`, or
+    one was never read and the newest read is older than `newcomers_after`."""
+    done = [read_at for read_at in reads if read_at is not None]
+    if not done:
+        return True
+    if min(done) <= cutoff:
+        return True
+    return len(done) < len(reads) and max(done) <= newcomers_after
 
 
 def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[GitOpsApp]:

@@ -133,3 +133,31 @@ def test_no_token_queues_nothing_and_says_so_once_without_a_log_line_per_app(
     assert memory_broker.sizes()["forge"] == 0
     assert [r for r in caplog.records if r.name.startswith("portal.delivery")] == []
     assert set(GitPinRead.objects.values_list("last_error", flat=True)) == reasons
+
+
+def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, github, memory_broker: MemoryBroker):
+    """Due-ness is the repository's: its applications are read together and stay on one schedule,
+    so clusters appearing one by one (a fleet's first sweep) never make a read per application."""
+    from portal.delivery.gitpins import NEW_APP_WAIT, READ_INTERVAL, due_batches
+
+    first = [seed_app(catalog.prod_eu, f"shop-{i:03}", service=catalog.checkout, repo_url=github.repository,
+                      path=overlay(i)) for i in range(3)]
+    [batch] = due_batches()
+    assert read_repository_pins.apply(args=(batch.repository, batch.revision, list(batch.app_ids))).get()["ok"]
+    assert tree_reads(github) == 1
+    read_at = GitPinRead.objects.get(app=first[0]).last_read_at
+
+    newcomer = seed_app(catalog.prod_us, "shop-003", service=catalog.checkout, repo_url=github.repository,
+                        path=overlay(3))
+    assert due_batches(read_at + NEW_APP_WAIT / 2) == [], "not a read a minute per new application"
+    [batch] = due_batches(read_at + NEW_APP_WAIT)
+    assert sorted(batch.app_ids) == sorted(app.pk for app in [*first, newcomer]), "the whole repository"
+
+    # One application read long ago makes the whole repository due, and it is read as one.
+    GitPinRead.objects.filter(app=first[0]).update(last_read_at=read_at - READ_INTERVAL)
+    [batch] = due_batches(read_at + NEW_APP_WAIT / 2)
+    assert len(batch.app_ids) == 4
+    assert read_repository_pins.apply(args=(batch.repository, batch.revision, list(batch.app_ids))).get()["ok"]
+    assert tree_reads(github) == 2
+    assert GitPinRead.objects.values("last_read_at").distinct().count() == 1, "one schedule"
+    assert due_batches() == []

@@ -960,7 +960,7 @@ def main() -> None:
                 fleet = build_fleet(args.clusters, args.apps, place)
                 for c in fleet:
                     write_cluster(www, c)
-                compared = measure(args, tree, fleet, www, base, concurrency, 5, args.compare_minutes, 1.0,
+                compared = measure(args, tree, fleet, www, base, concurrency, 5, args.compare_minutes, args.warmup,
                                    probe=False, forge=forge)
                 report(compared, floor, "saturated (PORTAL_POLL_INTERVAL=5)")
                 rates[concurrency] = compared.sweep_rate()

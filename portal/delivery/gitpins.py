@@ -210,11 +210,14 @@ def _repository_due(reads: list[datetime | None], cutoff: datetime, newcomers_af
 
 def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[GitOpsApp]:
     """The applications of `app_ids` whose pins are still in `repository` at `revision` (they
-    may have moved since the batch was queued). Loads only the columns a read uses, except for
-    an application whose pins are elsewhere than its own columns."""
+    may have moved since the batch was queued), and every never-read application whose pins
+    are there too: one that appeared while the batch waited in the queue is read with it
+    rather than making its repository due again a minute later. Loads only the columns a read
+    uses, except for an application whose pins are elsewhere than its own columns."""
     wanted = batch_key(repository, revision)
     columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
-    rows = list(readable_apps().filter(pk__in=list(app_ids)).order_by("id").only(*columns))
+    never_read = Q(git_pin_read__isnull=True) | Q(git_pin_read__last_read_at__isnull=True)
+    rows = list(readable_apps().filter(Q(pk__in=list(app_ids)) | never_read).order_by("id").only(*columns))
     elsewhere = [app.pk for app in rows if not in_own_columns(app.tool, app.kind, app.chart, app.path)]
     loaded = {app.pk: app for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster")}
     apps = [loaded.get(app.pk, app) for app in rows]

@@ -161,3 +161,26 @@ def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, git
     assert tree_reads(github) == 2
     assert GitPinRead.objects.values("last_read_at").distinct().count() == 1, "one schedule"
     assert due_batches() == []
+
+
+def test_an_app_that_appears_while_its_batch_waits_is_read_with_it(catalog, github, memory_broker: MemoryBroker):
+    """A fleet's first sweep adds applications while the repository's read waits in the forge
+    queue: the read takes them too, so the repository is not due again a minute later."""
+    from portal.delivery.gitpins import NEW_APP_WAIT, due_batches
+
+    seed_app(catalog.prod_eu, "shop-000", service=catalog.checkout, repo_url=github.repository, path=overlay(0))
+    assert read_due_git_pins() == 1
+    (task,) = memory_broker.take("forge")
+    late = seed_app(catalog.prod_us, "shop-001", service=catalog.checkout, repo_url=github.repository.replace("/acme/gitops", "/Acme/GitOps"),
+                    path=overlay(1))
+    elsewhere = seed_app(catalog.prod_us, "shop-002", service=catalog.checkout,
+                         repo_url="https://github.com/acme/other.git", path=overlay(2))
+
+    report = read_repository_pins.apply(args=task.args, kwargs=task.kwargs).get()
+
+    assert report["ok"] and report["apps"] == 2, report
+    assert git_pins(late) == [{"service": "checkout", "version": "1.6.1",
+                               "path": f"{overlay(1)}/kustomization.yaml", "line": 7}]
+    assert not GitPinRead.objects.filter(app=elsewhere, last_read_at__isnull=False).exists()
+    read_at = GitPinRead.objects.get(app=late).last_read_at
+    assert [batch.repository for batch in due_batches(read_at + NEW_APP_WAIT)] == [elsewhere.repo_url]

@@ -31,7 +31,7 @@ def queued_seconds() -> float:
     return settings.PORTAL_POLL_INTERVAL * QUEUED_SHARE
 
 
-@shared_task(name="gitops.poll_cluster", ignore_result=False)
+@shared_task(name="gitops.poll_cluster")
 def poll_cluster(cluster_id: int, claim: str = "") -> dict:
     key = poll_claim_key(cluster_id)
     try:

@@ -47,7 +47,7 @@ def read_repository_pins(repository: str, revision: str, app_ids: list[int], cla
             claims().release(key, claim)
 
 
-@shared_task(name="delivery.read_git_pins", ignore_result=True)
+@shared_task(name="delivery.read_git_pins")
 def read_git_pins(app_id: int) -> dict:
     """What older versions queued per application. Its application is read with its
     repository's batch now; a message still queued from before an upgrade is dropped here
@@ -93,7 +93,7 @@ def open_automatic_prs() -> dict:
     return {"opened": len(report.opened), "held": len(report.held), "failed": len(report.failed)}
 
 
-@shared_task(name="delivery.summarise_release_notes", ignore_result=True)
+@shared_task(name="delivery.summarise_release_notes")
 def summarise_release_notes() -> int:
     """Release-note summaries of every upgrade on offer (the Updates page's lines), each asked
     at most once a day (portal.releases.summaries); nothing at all unless an endpoint is set."""
@@ -118,7 +118,7 @@ def refresh_placements() -> int:
     return mended
 
 
-@shared_task(name="delivery.track_pull_requests", ignore_result=True)
+@shared_task(name="delivery.track_pull_requests")
 def track_pull_requests() -> dict[str, int]:
     """Every open portal PR's state, merge time and checks, read from its forge (every 30 minutes)."""
     from portal.delivery.tracking import refresh_open
@@ -126,7 +126,7 @@ def track_pull_requests() -> dict[str, int]:
     return asdict(refresh_open())
 
 
-@shared_task(name="delivery.scan_outside_prs", ignore_result=True)
+@shared_task(name="delivery.scan_outside_prs")
 def scan_outside_prs() -> dict[str, object]:
     """Renovate's, Dependabot's and people's open PRs matched to the changes the portal would
     offer (every 30 minutes): one list call per repository, not one per application."""
@@ -135,7 +135,7 @@ def scan_outside_prs() -> dict[str, object]:
     return asdict(scan())
 
 
-@shared_task(name="delivery.track_deployments", ignore_result=True)
+@shared_task(name="delivery.track_deployments")
 def track_deployments() -> dict[str, int]:
     """Merged PRs whose version now runs get running_at; those still waiting an hour after their
     merge raise "merged, not deployed" once; new rollback offers are announced once. Reads only

@@ -513,6 +513,14 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every process on this machine has used since boot (/proc/stat, all but idle
+    and iowait): beside the portal's own, what PostgreSQL, Redis, nginx and the bench cost."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(value) for value in fields]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mib(pids: list[int]) -> dict[int, float]:
     peaks = {}
     for pid in pids:
@@ -550,6 +558,9 @@ class Run:
     cpu: float = 0.0  # the portal's: celery workers + beat, and in agent mode gunicorn too
     cpu_web: float = 0.0  # of which gunicorn's (master and workers)
     cpu_agents: float = 0.0  # the agents' own processes (not the portal's)
+    cpu_background: float = 0.0  # of `cpu`, the forge/registry/notification worker's
+    cpu_machine: float = 0.0  # every process on the machine (the portal, PostgreSQL, Redis, nginx, the bench)
+    roles: dict[int, str] = field(default_factory=dict)  # pid -> "poll", "background", "web"
     depth: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     rss: dict[int, float] = field(default_factory=dict)
     change_seconds: float | None = None
@@ -718,7 +729,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
         started = time.monotonic()
         mutator.start()
         seen: dict[str, object] = {}
-        cpu_at_start: tuple[float, float, float] | None = None
+        cpu_at_start: tuple[float, ...] | None = None
         forge_at_start: dict[str, dict[str, int]] = {}
         measure_from = started + warmup * 60
         probe_at = measure_from + (minutes * 60) / 2
@@ -731,7 +742,11 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
             portal_pids, web_pids, agent_pids = _pids(workers + web), _pids(web), _pids(agents)
             rows = list(Cluster.objects.values_list("name", "last_ok_at"))
             if now >= measure_from:
-                cpu_now = (cpu_seconds(portal_pids), cpu_seconds(web_pids), cpu_seconds(agent_pids))
+                background_pids = _pids(workers[1:])
+                cpu_now = (cpu_seconds(portal_pids), cpu_seconds(web_pids), cpu_seconds(agent_pids),
+                           cpu_seconds(background_pids), machine_busy_seconds())
+                run.roles = {pid: "poll" for pid in _pids(workers[:1])} | {pid: "background" for pid in background_pids}
+                run.roles |= {pid: "web" for pid in web_pids}
                 if cpu_at_start is None:
                     cpu_at_start = cpu_now
                     seen = dict(rows)
@@ -747,7 +762,8 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
                 run.ages.extend((wall - last_ok).total_seconds() if last_ok else float("inf")
                                 for _, last_ok in rows)
                 run.depth.append((now - started, queue_depths(redis_url)))
-                run.cpu, run.cpu_web, run.cpu_agents = (a - b for a, b in zip(cpu_now, cpu_at_start, strict=True))
+                (run.cpu, run.cpu_web, run.cpu_agents, run.cpu_background, run.cpu_machine) = (
+                    a - b for a, b in zip(cpu_now, cpu_at_start, strict=True))
                 run.measured_seconds = now - measure_from
                 run.rss = peak_rss_mib(portal_pids)
             if probe and probe_written is None and now >= probe_at:
@@ -825,6 +841,12 @@ def report(run: Run, floor: float, label: str) -> None:
         else:
             print(f"portal's CPU (both celery workers, beat included; not PostgreSQL, Redis or nginx): "
                   f"{run.cpu:.0f} s = {per_sweep:.1f} s per sweep = {per_sweep / floor:.1f}x the floor")
+            polls = (run.cpu - run.cpu_background) / sweeps
+            print(f"  of which the poll worker (beat included) {polls:.1f} s per sweep = {polls / floor:.1f}x the "
+                  f"floor, the forge/registry/notification worker {run.cpu_background / sweeps:.1f} s per sweep")
+        cores = os.cpu_count() or 1
+        print(f"the whole machine's CPU in the window (the portal, PostgreSQL, Redis, nginx, the bench): "
+              f"{run.cpu_machine:.0f} s of {run.measured_seconds * cores:.0f} s on {cores} cores")
     if run.depth:
         peak = max(sum(d.values()) for _, d in run.depth)
         print(f"queue depth: max {peak} (all queues); over time:")
@@ -833,8 +855,12 @@ def report(run: Run, floor: float, label: str) -> None:
             shown = ", ".join(f"{q}={n}" for q, n in sorted(depths.items())) or "empty"
             print(f"  t+{at:4.0f} s: {shown}")
     if run.rss:
-        print(f"peak RSS per portal process: "
-              f"{', '.join(f'{v:.0f} MiB' for v in sorted(run.rss.values(), reverse=True))}")
+        by_role: dict[str, list[float]] = {}
+        for pid, mib in run.rss.items():
+            by_role.setdefault(run.roles.get(pid, "other"), []).append(mib)
+        shown = "; ".join(f"{role} {', '.join(f'{v:.0f} MiB' for v in sorted(values, reverse=True))}"
+                          for role, values in sorted(by_role.items()))
+        print(f"peak RSS per portal process (each worker's main process and its pool's): {shown}")
     if run.change_seconds is not None:
         print(f"a Degraded app written into one cluster appeared in GET /api/v1/gitops after "
               f"{run.change_seconds:.0f} s")

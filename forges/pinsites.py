@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from forges.parsecache import parsed_list
 from forges.pinformats import BARE, PLAIN, FormatError, Mapping, Node, Scalar, Sequence, hcltree, jsontree, yamltree
 from portal.imagerefs import parse_image
 
@@ -105,6 +106,11 @@ def pin_format(file_name: str) -> str | None:
 
 
 def read_sites(text: str, fmt: str) -> list[Site]:
+    """The pin sites of a text in a format (once per text within `forges.parsecache.shared_parses`)."""
+    return parsed_list("sites", text, fmt, lambda: _read_sites(text, fmt))
+
+
+def _read_sites(text: str, fmt: str) -> list[Site]:
     reader = {YAML: yamltree.read, JSON: jsontree.read, HCL: hcltree.read}[fmt]
     trees = reader(text)
     sites: list[Site] = []

@@ -13,6 +13,7 @@ from collections.abc import Mapping as MappingType
 
 import yaml
 
+from forges.parsecache import parsed_list, parsed_plain
 from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
 from forges.pinsites import Site, pin_format, read_sites
 
@@ -27,6 +28,10 @@ def positioned_documents(files: MappingType[str, str], path: str) -> list[Node]:
 
 
 def plain_documents(text: str) -> list[object]:
+    return parsed_plain("plain", text, lambda: _plain_documents(text))
+
+
+def _plain_documents(text: str) -> list[object]:
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError:
@@ -35,6 +40,10 @@ def plain_documents(text: str) -> list[object]:
 
 def document_spans(text: str) -> list[tuple[int, int, str | None, str | None]]:
     """(start offset, end offset, kind, metadata.name) of each YAML document."""
+    return parsed_list("spans", text, "", lambda: _document_spans(text))
+
+
+def _document_spans(text: str) -> list[tuple[int, int, str | None, str | None]]:
     found: list[tuple[int, int, str | None, str | None]] = []
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))

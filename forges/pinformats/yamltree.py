@@ -12,6 +12,7 @@ from __future__ import annotations
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from forges.parsecache import parsed_list
 from forges.pinformats import BLOCK, PLAIN, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -19,7 +20,12 @@ _NULLS = {"", "~", "null", "Null", "NULL"}
 
 
 def read(text: str) -> list[Node]:
-    """One tree per YAML document; FormatError when the text is not YAML."""
+    """One tree per YAML document; FormatError when the text is not YAML. Parsed once per
+    text within `forges.parsecache.shared_parses`."""
+    return parsed_list("yamltree", text, "", lambda: _read(text))
+
+
+def _read(text: str) -> list[Node]:
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except (yaml.YAMLError, RecursionError) as error:

@@ -52,9 +52,10 @@ from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for, parse
 from forges.layouts.reads import Reads
 from forges.layouts.tree import tree_reads
+from forges.parsecache import shared_parses
 from forges.pins import scan
-from gitops.findings import Found, raw_secret, raw_secret_files, replace_git_findings
-from gitops.models import GitOpsApp
+from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
+from gitops.models import Finding, GitOpsApp
 from gitops.pinsource import (
     BRANCH,
     DEFAULT,
@@ -211,22 +212,40 @@ def _repository_due(reads: list[datetime | None], cutoff: datetime, newcomers_af
 def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[GitOpsApp]:
     """The applications of `app_ids` whose pins are still in `repository` at `revision` (they
     may have moved since the batch was queued), and every never-read application whose pins
-    are there too: one that appeared while the batch waited in the queue is read with it
-    rather than making its repository due again a minute later. Loads only the columns a read
-    uses, except for an application whose pins are elsewhere than its own columns."""
+    are in its own columns there too: one that appeared while the batch waited in the queue is
+    read with it rather than making its repository due again a minute later (one whose pins are
+    elsewhere waits for that minute). Loads only the columns a read uses, except for an
+    application whose pins are elsewhere than its own columns."""
     wanted = batch_key(repository, revision)
     columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
-    never_read = Q(git_pin_read__isnull=True) | Q(git_pin_read__last_read_at__isnull=True)
-    rows = list(readable_apps().filter(Q(pk__in=list(app_ids)) | never_read).order_by("id").only(*columns))
+    rows = list(readable_apps().filter(pk__in=list(app_ids)).order_by("id").only(*columns))
+    newcomers = readable_apps().filter(Q(git_pin_read__isnull=True) | Q(git_pin_read__last_read_at__isnull=True))
+    ref = parse(repository)
+    if ref is not None:  # every spelling of the repository's URL holds its name, in some case
+        newcomers = newcomers.filter(repo_url__icontains=ref.name)
+    keys: dict[tuple[str, str], str] = {}  # a fleet's first read sees thousands of apps, in few spellings
+    known = {app.pk for app in rows}
+    for app in newcomers.exclude(pk__in=known).order_by("id").only(*columns):
+        spelling = (app.repo_url, app.target_revision)
+        if spelling not in keys:
+            keys[spelling] = batch_key(*spelling)
+        if in_own_columns(app.tool, app.kind, app.chart, app.path) and keys[spelling] == wanted:
+            rows.append(app)
+    rows.sort(key=lambda app: app.pk)
     elsewhere = [app.pk for app in rows if not in_own_columns(app.tool, app.kind, app.chart, app.path)]
     loaded = {app.pk: app for app in GitOpsApp.objects.filter(pk__in=elsewhere).select_related("cluster")}
     apps = [loaded.get(app.pk, app) for app in rows]
     places = pin_places(apps)
-    return [
-        app
-        for app in apps
-        if places[app.pk].found and batch_key(places[app.pk].repository, places[app.pk].revision) == wanted
-    ]
+    found = []
+    for app in apps:
+        place = places[app.pk]
+        if place.found:
+            spelling = (place.repository, place.revision)
+            if spelling not in keys:
+                keys[spelling] = batch_key(*spelling)
+            if keys[spelling] == wanted:
+                found.append(app)
+    return found
 
 
 def unreadable_reason(repository: str) -> str:
@@ -272,6 +291,19 @@ def read_pins(
     first = places[apps[0].pk]
     branch = (first.revision or "").strip() or "HEAD"
     objects = _objects(apps)
+    with shared_parses():  # a hundred applications of one service read its few files: parsed once
+        return reports | _read_and_store(apps, places, objects, first, branch, forge, now)
+
+
+def _read_and_store(
+    apps: Sequence[GitOpsApp],
+    places: dict[int, PinSource],
+    objects: dict[int, dict[str, Any]],
+    first: PinSource,
+    branch: str,
+    forge: Forge | None,
+    now: datetime,
+) -> dict[int, PinReadReport]:
     try:
         forge = forge or forge_for(first.repository)
         branch = followed_branch(forge, first.revision)
@@ -287,7 +319,7 @@ def read_pins(
     except NotConfigured as error:
         message = str(error)[:ERROR_MAX_CHARS]
         record_unreadable([app.pk for app in apps], message, now)
-        return reports | {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
     except (ForgeError, RuntimeError, OSError) as error:
         message = (str(error) or type(error).__name__)[:ERROR_MAX_CHARS]
         # One line per repository and revision, however many applications it serves.
@@ -297,8 +329,8 @@ def read_pins(
         GitPinRead.objects.filter(app_id__in=[app.pk for app in apps]).update(
             branch=branch[:253], last_read_at=now, last_error=message
         )
-        return reports | {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
-    return reports | _store(apps, files, branch, now, reads)
+        return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
+    return _store(apps, files, branch, now, reads)
 
 
 def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
@@ -322,13 +354,23 @@ def _objects(apps: Sequence[GitOpsApp]) -> dict[int, dict[str, Any]]:
     """Each application's object as its tool holds it (one query), for `tree_reads`. A row
     stored without its sources or path (read from columns only) gets them from its columns,
     as `pin_source` reads it."""
-    raws = dict(GitOpsApp.objects.filter(pk__in=[app.pk for app in apps]).values_list("pk", "raw"))
+    # Only the parts a layout reads: an Argo CD Application's status (its history, its
+    # resources) is most of its object, and decoding it for a thousand apps was most of a read.
+    parts = {
+        pk: (metadata, spec)
+        for pk, metadata, spec in GitOpsApp.objects.filter(pk__in=[app.pk for app in apps]).values_list(
+            "pk", "raw__metadata", "raw__spec"
+        )
+    }
     found: dict[int, dict[str, Any]] = {}
     for app in apps:
-        stored = raws.get(app.pk)
-        raw: dict[str, Any] = stored if isinstance(stored, dict) else {}
-        metadata = {"name": app.name, "namespace": app.namespace, **(raw.get("metadata") or {})}
-        spec = dict(raw.get("spec") or {})
+        stored_metadata, stored_spec = parts.get(app.pk, (None, None))
+        metadata = {
+            "name": app.name,
+            "namespace": app.namespace,
+            **(stored_metadata if isinstance(stored_metadata, dict) else {}),
+        }
+        spec = dict(stored_spec if isinstance(stored_spec, dict) else {})
         if app.tool == ARGO and not (spec.get("source") or spec.get("sources")):
             spec["source"] = {"repoURL": app.repo_url, "path": app.path, "targetRevision": app.target_revision}
             if app.chart:
@@ -342,9 +384,15 @@ def _objects(apps: Sequence[GitOpsApp]) -> dict[int, dict[str, Any]]:
 def _store(
     apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, reads: dict[int, Reads]
 ) -> dict[int, PinReadReport]:
+    """Store what the read found. Most reads of a repository find what the last one did: only
+    the applications whose pins (or Git findings) differ from the stored ones are written, and
+    the matrix's read model refreshed for their clusters alone; every application's read
+    status says it was read. A pin row keeps the time it was first read as it is (`read_at`);
+    `GitPinRead.last_ok_at` says when it was last confirmed."""
     index = service_image_index(Service.objects.all())
     ids = dict(Service.objects.values_list("name", "id"))
     names = {pk: name for name, pk in ids.items()}
+    app_ids = [app.pk for app in apps]
     rows_by_app: dict[int, list[GitPin]] = {}
     secrets: dict[int, Found | None] = {}
     for app in apps:
@@ -358,21 +406,38 @@ def _store(
             for pin in found.pins
             if read.holds(pin.path, pin.line) and (service := index.get(normalise_name(pin.image))) is not None
         ]
-    replace_git_findings(secrets, now)
+    stored_findings = {
+        app_id: message
+        for app_id, message in Finding.objects.filter(app_id__in=app_ids, rule__in=GIT_RULES).values_list(
+            "app_id", "message"
+        )
+    }
+    changed_findings = {
+        pk: found
+        for pk, found in secrets.items()
+        if (found.message[:1000] if found else None) != stored_findings.get(pk)
+    }
+    if changed_findings:
+        replace_git_findings(changed_findings, now)
+    stored: dict[int, list[tuple[int, str, str, int]]] = defaultdict(list)
+    for row in GitPin.objects.filter(app_id__in=app_ids).values_list("app_id", "service_id", "version", "path", "line"):
+        stored[row[0]].append(row[1:])
     by_cluster: dict[int, list[GitOpsApp]] = defaultdict(list)
     for app in apps:
-        by_cluster[app.cluster_id].append(app)
+        now_pins = sorted((r.service_id, r.version, r.path, r.line) for r in rows_by_app[app.pk])
+        if now_pins != sorted(stored.get(app.pk, [])):
+            by_cluster[app.cluster_id].append(app)
     for cluster_id, cluster_apps in by_cluster.items():
-        app_ids = [app.pk for app in cluster_apps]
+        changed_ids = [app.pk for app in cluster_apps]
         rows = [row for app in cluster_apps for row in rows_by_app[app.pk]]
         with transaction.atomic():
-            before = set(GitPin.objects.filter(app_id__in=app_ids).values_list("service_id", flat=True))
-            GitPin.objects.filter(app_id__in=app_ids).delete()
+            before = {service_id for app_id in changed_ids for service_id, *_ in stored.get(app_id, [])}
+            GitPin.objects.filter(app_id__in=changed_ids).delete()
             GitPin.objects.bulk_create(rows)
             placements.refresh(cluster_id, before | {row.service_id for row in rows})
-            GitPinRead.objects.filter(app_id__in=app_ids).update(
-                branch=branch[:253], last_read_at=now, last_ok_at=now, last_error=""
-            )
+    GitPinRead.objects.filter(app_id__in=app_ids).update(
+        branch=branch[:253], last_read_at=now, last_ok_at=now, last_error=""
+    )
     return {
         app.pk: PinReadReport(
             app=app.name,
@@ -431,7 +496,7 @@ def pinned_versions(app_ids: Iterable[int], service: Service | None = None) -> d
 
 
 def pin_summary(pinned: list[str], running: list[str]) -> str:
-    """"Git pins 1.7.0, runs 1.6.0" when they differ; "" when they agree or nothing is known."""
+    """ "Git pins 1.7.0, runs 1.6.0" when they differ; "" when they agree or nothing is known."""
     if not pinned:
         return ""
     pins = ", ".join(pinned)

@@ -184,3 +184,74 @@ def test_an_app_that_appears_while_its_batch_waits_is_read_with_it(catalog, gith
     assert not GitPinRead.objects.filter(app=elsewhere, last_read_at__isnull=False).exists()
     read_at = GitPinRead.objects.get(app=late).last_read_at
     assert [batch.repository for batch in due_batches(read_at + NEW_APP_WAIT)] == [elsewhere.repo_url]
+
+
+def commit_file(github, path: str, text: str) -> None:
+    """A commit on main changing one file, as a person's merge would."""
+    model = github.model
+    files = dict(model.commits[model.branches["main"]].files)
+    files[path] = ("100644", model.put_blob(text.encode()))
+    model.branches["main"] = model.commit(files, [model.branches["main"]], f"change {path}")
+
+
+def read_batch(memory_broker: MemoryBroker) -> dict:
+    GitPinRead.objects.update(last_read_at=timezone.now() - timedelta(minutes=11))
+    assert read_due_git_pins() == 1
+    (task,) = memory_broker.take("forge")
+    return read_repository_pins.apply(args=task.args, kwargs=task.kwargs).get()
+
+
+def test_a_read_that_finds_the_stored_pins_writes_none_and_a_changed_pin_only_its_own(
+    catalog, github, memory_broker: MemoryBroker
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.delivery.models import GitPin
+
+    apps = [seed_app([catalog.prod_eu, catalog.prod_us][i % 2], f"shop-{i:03}", service=catalog.checkout,
+                     repo_url=github.repository, path=overlay(i)) for i in range(6)]
+    assert read_batch(memory_broker)["ok"]
+    rows = dict(GitPin.objects.values_list("app_id", "pk"))
+    assert len(rows) == 6
+    read_at = GitPinRead.objects.get(app=apps[0]).last_read_at
+
+    with CaptureQueriesContext(connection) as queries:
+        assert read_batch(memory_broker)["ok"]
+
+    written = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert [sql for sql in written if '"delivery_gitpinread"' not in sql] == [], "nothing but the read status"
+    assert GitPinRead.objects.get(app=apps[0]).last_read_at > read_at
+    assert dict(GitPin.objects.values_list("app_id", "pk")) == rows
+
+    commit_file(github, f"{overlay(3)}/kustomization.yaml", tree_files()[f"{overlay(3)}/kustomization.yaml"]
+                .replace('newTag: "1.6.3"', 'newTag: "1.7.0"'))
+    assert read_batch(memory_broker)["ok"]
+
+    after = dict(GitPin.objects.values_list("app_id", "pk"))
+    assert {app_id for app_id in after if after[app_id] != rows[app_id]} == {apps[3].pk}
+    assert git_pins(apps[3])[0]["version"] == "1.7.0"
+
+
+def test_each_file_is_parsed_once_however_many_apps_build_it(catalog, github, memory_broker: MemoryBroker,
+                                                              monkeypatch):
+    from forges.pinformats import yamltree
+
+    parsed: list[str] = []
+    real = yamltree._read
+
+    def counting(text: str):
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(yamltree, "_read", counting)
+    for i in range(APPS):  # two applications per folder, every folder over the one base
+        seed_app([catalog.prod_eu, catalog.prod_us][i % 2], f"shop-{i:03}", service=catalog.checkout,
+                 repo_url=github.repository, path=overlay(i % FOLDERS))
+    assert read_due_git_pins() == 1
+    (task,) = memory_broker.take("forge")
+
+    assert read_repository_pins.apply(args=task.args, kwargs=task.kwargs).get()["apps"] == APPS
+
+    assert parsed, "the positioned reader ran"
+    assert len(parsed) == len(set(parsed)) <= FOLDERS + 1

@@ -19,7 +19,7 @@ findings with `replace_git_findings`; a poll leaves those alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -331,12 +331,17 @@ def findings_for(app: GitOpsApp, *, production: bool, project: AppProject | None
 # --- storing them --------------------------------------------------------------------
 
 
-def derive_findings(cluster_id: int, at: datetime | None = None) -> int:
-    """Re-derive the findings of every app a poll of this cluster read; returns how many there are."""
+def derive_findings(cluster_id: int, at: datetime | None = None, uids: Collection[str] | None = None) -> int:
+    """Re-derive the findings of every app a poll of this cluster read, or of only the apps with
+    these uids (a poll that collected only them: each finding is one app's, judged from that app,
+    its AppProject and the context, and neither the projects nor the context moved); returns how
+    many findings were written."""
     at = at or timezone.now()
+    read_here = GitOpsApp.objects.filter(read_from_id=cluster_id)
+    if uids is not None:
+        read_here = read_here.filter(uid__in=sorted(uids))
     apps = list(
-        GitOpsApp.objects.filter(read_from_id=cluster_id).select_related("cluster__environment")
-        .defer("history", "health_rules", "images", "warnings")
+        read_here.select_related("cluster__environment").defer("history", "health_rules", "images", "warnings")
     )
     projects = {(p.cluster_id, p.name): p for p in AppProject.objects.filter(cluster_id=cluster_id)}
     context = FindingContext()
@@ -350,7 +355,10 @@ def derive_findings(cluster_id: int, at: datetime | None = None) -> int:
         rows.extend(Finding(app=app, rule=f.rule, message=f.message[:1000], at=at)
                     for f in findings_for(app, production=production, project=project, context=context))
     with transaction.atomic():
-        Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES).delete()
+        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES)
+        if uids is not None:
+            replaced = replaced.filter(app_id__in=[app.pk for app in apps])
+        replaced.delete()
         Finding.objects.bulk_create(rows)
     return len(rows)
 

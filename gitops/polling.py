@@ -412,7 +412,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
                 # Nothing changed that the store or its read models derive from (gitops.signals).
                 stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
                 if stored.created or stored.updated:
-                    _derive_findings(cluster, snapshot, at)
+                    _derive_findings(cluster, snapshot, at, uids={row.uid for row in snapshot.apps if row.uid})
                 held: list[Hold] = []
                 claims = previous.claims
             else:
@@ -521,11 +521,12 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
                            (placed_here["count"], placed_here["last"])])
 
 
-def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime) -> None:
-    """Findings said again from what this poll stored (gitops.findings). A failure there is
-    logged and named among the poll's warnings: the apps are stored all the same."""
+def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime, uids: set[str] | None = None) -> None:
+    """Findings said again from what this poll stored (gitops.findings): of every app, or of the
+    apps with `uids` only. A failure there is logged and named among the poll's warnings: the
+    apps are stored all the same."""
     try:
-        derive_findings(cluster.pk, at)
+        derive_findings(cluster.pk, at, uids)
     except Exception as exc:  # noqa: BLE001 - findings never cost a poll its data
         log.exception("findings of %s not derived", cluster.name)
         snapshot.warnings.append(f"findings not derived: {type(exc).__name__}: {str(exc)[:200]}")

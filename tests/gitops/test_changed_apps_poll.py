@@ -250,3 +250,26 @@ def test_a_full_poll_still_runs_every_ten_minutes(cluster, collector_runs, kube_
 
     assert report.collected is None and len(collector_runs) == 2
     assert Cluster.objects.get(pk=cluster.pk).listing_full_at == at + FULL_POLL_EVERY
+
+
+def test_a_changed_app_has_its_findings_said_again_alone(cluster, collector_runs, app_rows, kube_emulator):
+    """Each finding is one app's: a poll that collected one app re-derives that app's findings,
+    and every other app's stay as they were (not deleted and written again)."""
+    from gitops.models import Finding
+
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    others = set(Finding.objects.filter(app__read_from=cluster).exclude(app__name="catalog-prod")
+                 .values_list("pk", "rule", "at"))
+    assert others, "the demo cluster's apps have findings"
+    assert not Finding.objects.filter(app__name="catalog-prod", rule="self-heal-off").exists()
+    app = restamped(next(a for a in applications() if a["metadata"]["name"] == "catalog-prod"))
+    app["spec"]["syncPolicy"]["automated"]["selfHeal"] = False
+    kube_emulator.add(app)
+
+    report = polling.poll(cluster, at=at + timedelta(minutes=1))
+
+    assert report.collected == 1 and len(collector_runs) == 1
+    assert Finding.objects.filter(app__name="catalog-prod", rule="self-heal-off").exists()
+    assert set(Finding.objects.filter(app__read_from=cluster).exclude(app__name="catalog-prod")
+               .values_list("pk", "rule", "at")) == others

@@ -19,7 +19,9 @@ under it is read, so they all stay on one schedule and the repository is read on
 minutes however its applications appeared. An application that just appeared (never read)
 makes its repository due a minute after its last read (`NEW_APP_WAIT`): a new service shows its
 pins within a minute or two, and a fleet being swept for the first time, its clusters' apps
-appearing minute by minute, costs a repository a read a minute at most, only while it lasts.
+appearing minute by minute, costs a repository a read a minute at most, only while it lasts;
+one that appears while its repository's read waits in the queue is read with it (`batch_apps`).
+A read writes only what changed: most find the pins the last one stored.
 Applications with no known Git location keep a due-ness of their own. A batch already queued
 again (a claim, `portal.celery.claims`). Nothing is queued for a repository no configured
 forge token can read: its applications carry the reason once ("no token for github.com …:

@@ -52,7 +52,7 @@ def episode_key(app: GitOpsApp, start: datetime) -> str:
 
 
 def state_words(app: GitOpsApp) -> str:
-    """"degraded", "missing", "out of sync", "degraded and out of sync"."""
+    """ "degraded", "missing", "out of sync", "degraded and out of sync"."""
     words = []
     if app.health_status in ATTENTION_HEALTH:
         words.append(app.health_status.lower())
@@ -71,7 +71,7 @@ def state_title(app: GitOpsApp) -> str:
 
 
 def humanize(delta: timedelta) -> str:
-    """"less than a minute", "5 minutes", "an hour", "3 hours", "a day"."""
+    """ "less than a minute", "5 minutes", "an hour", "3 hours", "a day"."""
     seconds = max(0, int(delta.total_seconds()))
     if seconds < 60:
         return "less than a minute"
@@ -111,8 +111,11 @@ def _action_link(app: GitOpsApp, services: list[str]) -> str:
     return portal_url(reverse("gitops") + "?" + urlencode({"cluster": app.cluster.name, "q": app.name}))
 
 
-def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
-    """The alert of `app`'s episode begun at `start`, from what the store holds at `at`."""
+def build_event(
+    app: GitOpsApp, start: datetime, at: datetime, *, pinned: dict[tuple[int, str], list[str]] | None = None
+) -> Event:
+    """The alert of `app`'s episode begun at `start`, from what the store holds at `at`;
+    `pinned` is `pinned_versions` of many apps read at once (else this app's is read)."""
     services = sorted(s.name for s in app.services.all())
     versions = list(
         VersionChange.objects.filter(Q(app=app) | Q(cluster=app.cluster, service__name__in=services))
@@ -123,7 +126,7 @@ def build_event(app: GitOpsApp, start: datetime, at: datetime) -> Event:
     )
     pins = ""
     if app.sync_status == "OutOfSync":
-        pinned = pinned_versions([app.pk])
+        pinned = pinned if pinned is not None else pinned_versions([app.pk])
         notes = [pin_summary(pinned.get((app.pk, name), []), (app.running or {}).get(name, [])) for name in services]
         pins = "; ".join(note for note in notes if note)
     offer = None
@@ -147,8 +150,11 @@ def word_event(
     when Git and the cluster disagree, `rollback` the rollback on offer, if any."""
     causes = _causes(app, start, versions)
     cluster = app.cluster.name
-    argocd_url = (argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
-                  if app.tool == "argo" else None)
+    argocd_url = (
+        argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
+        if app.tool == "argo"
+        else None
+    )
     where = f"{state_words(app)} on {cluster}"
     first: list[str] = []
     if rollback is not None:
@@ -161,8 +167,9 @@ def word_event(
         first.append(f"Flux: {app.name} on {cluster} is {SUSPENDED_WORDS}")
     if app.sync_status == "OutOfSync":
         if app.tool == "argo" and app.manual_sync:
-            first.append(f"{MANUAL_SYNC_WORDS}: {app.name} on {cluster} has no automated sync"
-                         + (f" ({pins})" if pins else ""))
+            first.append(
+                f"{MANUAL_SYNC_WORDS}: {app.name} on {cluster} has no automated sync" + (f" ({pins})" if pins else "")
+            )
         elif pins:
             first.append(f"Out of sync on {cluster}: {pins}")
     causes = first + causes
@@ -228,8 +235,12 @@ def word_event(
             "git_pins": pins,
             "manual_sync": bool(app.manual_sync),
             "suspended": bool(app.suspended),
-            "rollback": None if rollback is None else {
-                "service": rollback.service, "from": rollback.current, "to": rollback.previous,
+            "rollback": None
+            if rollback is None
+            else {
+                "service": rollback.service,
+                "from": rollback.current,
+                "to": rollback.previous,
                 "preview_url": portal_url(rollbacks.preview_url(rollback)),
             },
             "version_changes": [

@@ -40,6 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, StateChange, grace_cutoff
+from portal.delivery.gitpins import pinned_versions
 from portal.notifications.events import EventKind, add_deliveries, emit, enabled_rules
 from portal.notifications.gitops_events import build_event, episode_key, is_resolved
 from portal.notifications.models import Delivery, Episode, Rule, Trouble
@@ -134,14 +135,15 @@ def _apply(rows: list[tuple]) -> None:
     _save(final, troubles)
 
 
-def _step(state: _State | None, group: list[tuple], when: datetime, current: tuple[str, str] | None,
-          changes: list[tuple]) -> _State | None:
+def _step(
+    state: _State | None, group: list[tuple], when: datetime, current: tuple[str, str] | None, changes: list[tuple]
+) -> _State | None:
     """The trouble after one poll's changes: made, updated or over."""
     sync, health = (state.sync, state.health) if state else RESOLVED
     for change in group:
         field, new = change[2], change[4]
         if field == "presence" and new == "present":
-            sync, health = _state_when_seen(current, changes[changes.index(change) + 1:])
+            sync, health = _state_when_seen(current, changes[changes.index(change) + 1 :])
         elif field == "sync":
             sync = new
         elif field == "health":
@@ -180,37 +182,58 @@ def _save(final: dict[int, _State | None], troubles: dict[int, Trouble]) -> None
     Trouble.objects.bulk_update(changed, ["sync_status", "health_status", "since", "episode"])
 
 
+# Apps worded per round: a fleet's first minutes past the grace period may hold thousands of
+# due troubles at once, and an app row with its services is what an alert is worded from.
+EPISODE_CHUNK = 200
+# What no alert's wording reads: Argo CD's whole object and its status lists are most of a row.
+_UNWORDED = ("raw", "history", "conditions", "images", "warnings", "health_rules")
+
+
 def due_troubles(at: datetime) -> list[Trouble]:
-    """Troubles without an episode that have lasted past the grace period in an attention state."""
+    """Troubles without an episode that have lasted past the grace period in an attention state
+    (their apps not loaded: `open_due_episodes` loads them a chunk at a time)."""
     waiting = Trouble.objects.filter(episode__isnull=True, since__lte=grace_cutoff(at))
-    due = [t for t in waiting.only("id", "app_id", "since", "sync_status", "health_status") if _needs_attention(t, at)]
-    if not due:
-        return []
-    apps = GitOpsApp.objects.select_related("cluster", "cluster__environment").prefetch_related("services")
-    by_id = apps.in_bulk([t.app_id for t in due])
-    for trouble in due:
-        trouble.app = by_id[trouble.app_id]
-    return due
+    return [t for t in waiting.only("id", "app_id", "since", "sync_status", "health_status") if _needs_attention(t, at)]
+
+
+def _apps_of(troubles: list[Trouble]) -> dict[int, GitOpsApp]:
+    """The troubles' apps, as alerts are worded from them (app id -> app)."""
+    apps = (
+        GitOpsApp.objects.select_related("cluster", "cluster__environment")
+        .prefetch_related("services")
+        .defer(*_UNWORDED)
+    )
+    return apps.in_bulk([t.app_id for t in troubles])
 
 
 def _needs_attention(trouble: Trouble, at: datetime) -> bool:
     # The app's state as the rows tell it, dated from the trouble's start, judged by the one rule.
-    state = GitOpsApp(sync_status=trouble.sync_status, health_status=trouble.health_status,
-                      sync_since=trouble.since, health_since=trouble.since)
+    state = GitOpsApp(
+        sync_status=trouble.sync_status,
+        health_status=trouble.health_status,
+        sync_since=trouble.since,
+        health_since=trouble.since,
+    )
     return state.needs_attention(at)
 
 
 def open_due_episodes(at: datetime, rules: list[Rule]) -> list[Episode]:
     opened = []
-    for trouble in due_troubles(at):
-        app = trouble.app
-        existing = Episode.objects.filter(key=episode_key(app, trouble.since)).first()
-        # An episode already recorded keeps its first words; only a new one is described afresh.
-        event = existing.event if existing is not None else build_event(app, trouble.since, at)
-        episode = emit(event, at=at, app_id=app.id, rules=rules)
-        # Compare-and-set on the start: a trouble replaced meanwhile keeps its own episode.
-        Trouble.objects.filter(pk=trouble.pk, since=trouble.since, episode__isnull=True).update(episode=episode)
-        opened.append(episode)
+    due = due_troubles(at)
+    for first in range(0, len(due), EPISODE_CHUNK):
+        # Held for this chunk only: the apps of the next replace them.
+        chunk = due[first : first + EPISODE_CHUNK]
+        apps = _apps_of(chunk)
+        pinned = pinned_versions([pk for pk, app in apps.items() if app.sync_status == "OutOfSync"])
+        for trouble in chunk:
+            app = apps[trouble.app_id]
+            existing = Episode.objects.filter(key=episode_key(app, trouble.since)).first()
+            # An episode already recorded keeps its first words; only a new one is described afresh.
+            event = existing.event if existing is not None else build_event(app, trouble.since, at, pinned=pinned)
+            episode = emit(event, at=at, app_id=app.id, rules=rules)
+            # Compare-and-set on the start: a trouble replaced meanwhile keeps its own episode.
+            Trouble.objects.filter(pk=trouble.pk, since=trouble.since, episode__isnull=True).update(episode=episode)
+            opened.append(episode)
     return opened
 
 
@@ -231,9 +254,9 @@ def add_deliveries_for_new_rules(at: datetime, rules: Iterable[Rule]) -> None:
         return
     episodes = list(Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True).only("id", "payload"))
     have: dict[int, set[int]] = defaultdict(set)
-    for episode_id, rule_id in Delivery.objects.filter(
-        episode__in=[e.id for e in episodes]
-    ).values_list("episode_id", "rule_id"):
+    for episode_id, rule_id in Delivery.objects.filter(episode__in=[e.id for e in episodes]).values_list(
+        "episode_id", "rule_id"
+    ):
         have[episode_id].add(rule_id)
     for episode in episodes:
         add_deliveries(episode, [r for r in candidates if r.id not in have[episode.id]], at)

@@ -86,3 +86,25 @@ def test_recovery_and_removal_end_their_episodes(catalog, rule):
     emit_gitops_events(T0 + timedelta(minutes=3))
     assert set(Episode.objects.values_list("ended_at", flat=True)) == {T0 + timedelta(minutes=3)}
     assert not Trouble.objects.exists()
+
+
+def test_many_due_episodes_are_worded_a_chunk_at_a_time(catalog, rule, monkeypatch):
+    """A backlog of due troubles (a fleet's first minutes past the grace period) is worded a
+    chunk of apps at a time, their Git pins read once per chunk, none of Argo CD's whole object."""
+    from portal.notifications import statechanges
+
+    monkeypatch.setattr(statechanges, "EPISODE_CHUNK", 2)
+    reads: list[list[int]] = []
+    real = statechanges.pinned_versions
+    monkeypatch.setattr(statechanges, "pinned_versions", lambda ids: reads.append(list(ids)) or real(ids))
+    apps = [seeded(catalog.prod_eu, f"shop-{i}", health="Degraded", now=T0, since=timedelta(0),
+                   first_seen=T0 - timedelta(days=2)) for i in range(5)]
+    assert emit_gitops_events(T0 + timedelta(minutes=1)) == []
+
+    with CaptureQueriesContext(connection) as queries:
+        opened = emit_gitops_events(T0 + timedelta(minutes=10))
+
+    assert sorted(e.app_id for e in opened) == sorted(app.pk for app in apps)
+    assert len(reads) == 3, "one pin read per chunk of two"
+    app_reads = [q["sql"] for q in queries.captured_queries if 'FROM "gitops_gitopsapp"' in q["sql"]]
+    assert app_reads and not any('"gitops_gitopsapp"."raw"' in sql for sql in app_reads)

@@ -171,8 +171,8 @@ def test_an_app_that_appears_while_its_batch_waits_is_read_with_it(catalog, gith
     seed_app(catalog.prod_eu, "shop-000", service=catalog.checkout, repo_url=github.repository, path=overlay(0))
     assert read_due_git_pins() == 1
     (task,) = memory_broker.take("forge")
-    late = seed_app(catalog.prod_us, "shop-001", service=catalog.checkout, repo_url=github.repository.replace("/acme/gitops", "/Acme/GitOps"),
-                    path=overlay(1))
+    late = seed_app(catalog.prod_us, "shop-001", service=catalog.checkout,
+                    repo_url=github.repository.replace("/acme/gitops", "/Acme/GitOps"), path=overlay(1))
     elsewhere = seed_app(catalog.prod_us, "shop-002", service=catalog.checkout,
                          repo_url="https://github.com/acme/other.git", path=overlay(2))
 

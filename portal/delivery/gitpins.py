@@ -219,7 +219,8 @@ def batch_apps(repository: str, revision: str, app_ids: Iterable[int]) -> list[G
     elsewhere waits for that minute). Loads only the columns a read uses, except for an
     application whose pins are elsewhere than its own columns."""
     wanted = batch_key(repository, revision)
-    columns = ("id", "cluster_id", "name", "tool", "kind", "chart", "repo_url", "path", "target_revision")
+    # `namespace` too: `_objects` names each object by it (deferred, it was a query per app).
+    columns = ("id", "cluster_id", "name", "namespace", "tool", "kind", "chart", "repo_url", "path", "target_revision")
     rows = list(readable_apps().filter(pk__in=list(app_ids)).order_by("id").only(*columns))
     newcomers = readable_apps().filter(Q(git_pin_read__isnull=True) | Q(git_pin_read__last_read_at__isnull=True))
     ref = parse(repository)

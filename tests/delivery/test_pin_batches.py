@@ -255,3 +255,26 @@ def test_each_file_is_parsed_once_however_many_apps_build_it(catalog, github, me
 
     assert parsed, "the positioned reader ran"
     assert len(parsed) == len(set(parsed)) <= FOLDERS + 1
+
+
+def test_a_batch_read_makes_no_query_per_app(catalog, github, memory_broker: MemoryBroker):
+    """What a read loads of each application is loaded with the batch: ten applications or forty
+    cost the same queries (a deferred column read per application was 1,250 queries a batch)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for(count: int) -> int:
+        for i in range(count):
+            seed_app([catalog.prod_eu, catalog.prod_us][i % 2], f"shop-{count}-{i:03}", service=catalog.checkout,
+                     repo_url=github.repository, path=overlay(i % FOLDERS))
+        assert read_due_git_pins() == 1
+        (task,) = memory_broker.take("forge")
+        with CaptureQueriesContext(connection) as queries:
+            assert read_repository_pins.apply(args=task.args, kwargs=task.kwargs).get()["ok"]
+        GitPinRead.objects.all().delete()
+        from gitops.models import GitOpsApp
+
+        GitOpsApp.objects.all().delete()
+        return len(queries.captured_queries)
+
+    assert queries_for(40) == queries_for(10)

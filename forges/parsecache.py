@@ -36,25 +36,24 @@ def shared_parses() -> Iterator[None]:
         _shared.reset(token)
 
 
-def parsed_list(parser: str, text: str, variant: str, parse: Callable[[], list[T]]) -> list[T]:
-    """`parse()`'s list for `text`, once per block; each caller gets a list of its own."""
+def _once(key: tuple[str, str, str], parse: Callable[[], list[T]]) -> list[T] | None:
+    """`parse()` once per block under `key`; None outside a block (the caller parses itself)."""
     cache = _shared.get()
     if cache is None:
-        return parse()
-    key = (parser, variant, text)
+        return None
     found = cache.get(key)
     if found is None:
         found = cache[key] = parse()
-    return list(found)  # type: ignore[call-overload]
+    return found  # type: ignore[return-value]
+
+
+def parsed_list(parser: str, text: str, variant: str, parse: Callable[[], list[T]]) -> list[T]:
+    """`parse()`'s list for `text`, once per block; each caller gets a list of its own."""
+    found = _once((parser, variant, text), parse)
+    return parse() if found is None else list(found)
 
 
 def parsed_plain(parser: str, text: str, parse: Callable[[], list[T]]) -> list[T]:
     """`parse()`'s plain documents for `text`, once per block; each caller gets its own copy."""
-    cache = _shared.get()
-    if cache is None:
-        return parse()
-    key = (parser, "", text)
-    found = cache.get(key)
-    if found is None:
-        found = cache[key] = parse()
-    return copy.deepcopy(found)  # type: ignore[arg-type]
+    found = _once((parser, "", text), parse)
+    return parse() if found is None else copy.deepcopy(found)

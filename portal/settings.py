@@ -173,6 +173,8 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 BROKER_IS_REDIS = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport with whole messages only (see portal/filebroker.py).
+    CELERY_BROKER_TRANSPORT = "portal.filebroker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

@@ -56,7 +56,11 @@ Printed, per run:
   10 minutes (target: at most 40 for 40 repositories), and every forge request by kind, in
   the measured window and over the whole run;
 - with --compare, the same with 1 and 2 worker processes on a saturating poll interval, and
-  the ratio of their sweep rates.
+  the ratio of their sweep rates, each measured from the end of the warm-up or from when every
+  cluster has been stored once, whichever is later (a first poll costs several later ones: with
+  one process the first sweep of 500 clusters outlasts a 3-minute warm-up);
+- the whole machine's CPU in the window, and PostgreSQL's part of it (its processes', and its
+  exited backends' as the postmaster counts them).
 """
 
 from __future__ import annotations
@@ -521,6 +525,29 @@ def machine_busy_seconds() -> float:
     return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def postgres_busy_seconds() -> float:
+    """CPU seconds this machine's PostgreSQL has used: every running postgres process's own, plus
+    what its backends that have exited left in the postmaster's children's times."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        if name != "postgres":
+            continue
+        fields = rest.split()
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+        parent = Path(f"/proc/{fields[1]}/comm")
+        if not (parent.exists() and parent.read_text().strip() == "postgres"):  # the postmaster
+            total += int(fields[13]) + int(fields[14])  # cutime + cstime
+    return total / ticks
+
+
 def peak_rss_mib(pids: list[int]) -> dict[int, float]:
     peaks = {}
     for pid in pids:
@@ -560,6 +587,8 @@ class Run:
     cpu_agents: float = 0.0  # the agents' own processes (not the portal's)
     cpu_background: float = 0.0  # of `cpu`, the forge/registry/notification worker's
     cpu_machine: float = 0.0  # every process on the machine (the portal, PostgreSQL, Redis, nginx, the bench)
+    cpu_postgres: float = 0.0  # of `cpu_machine`, PostgreSQL's
+    settled_after: float = 0.0  # seconds from start to the measured window
     roles: dict[int, str] = field(default_factory=dict)  # pid -> "poll", "background", "web"
     depth: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     rss: dict[int, float] = field(default_factory=dict)
@@ -656,7 +685,9 @@ def _pids(processes: list[subprocess.Popen]) -> list[int]:
 
 def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www: Path, base: str,
             concurrency: int, interval: int, minutes: float, warmup: float, probe: bool,
-            mode: str = "pull", forge: ForgeFake | None = None) -> Run:
+            mode: str = "pull", forge: ForgeFake | None = None, settle: bool = False) -> Run:
+    """One run of the portal's processes on `fleet`, measured for `minutes` after `warmup`; with
+    `settle`, measured only once every cluster has been stored once, for the same `minutes`."""
     agent = mode == "agent"
     database = fresh_database(f"bench_fleet_{mode}_{concurrency}")
     redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
@@ -736,15 +767,21 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
         probe_written = None
         probe_name = ""
         while time.monotonic() < measure_from + minutes * 60:
+            run.settled_after = measure_from - started
             now = time.monotonic()
             if any(p.poll() is not None for p in workers + web + agents):
                 raise SystemExit("a worker, gunicorn or an agent process exited; see var/bench-fleet-*.log")
             portal_pids, web_pids, agent_pids = _pids(workers + web), _pids(web), _pids(agents)
             rows = list(Cluster.objects.values_list("name", "last_ok_at"))
+            if settle and cpu_at_start is None and now >= measure_from and any(ok is None for _, ok in rows):
+                # Throughput is compared in the steady state: not while first polls, dearer than
+                # any later one, are still being made.
+                measure_from = now + 5.0
+                probe_at = measure_from + (minutes * 60) / 2
             if now >= measure_from:
                 background_pids = _pids(workers[1:])
                 cpu_now = (cpu_seconds(portal_pids), cpu_seconds(web_pids), cpu_seconds(agent_pids),
-                           cpu_seconds(background_pids), machine_busy_seconds())
+                           cpu_seconds(background_pids), machine_busy_seconds(), postgres_busy_seconds())
                 run.roles = {pid: "poll" for pid in _pids(workers[:1])} | {pid: "background" for pid in background_pids}
                 run.roles |= {pid: "web" for pid in web_pids}
                 if cpu_at_start is None:
@@ -762,7 +799,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
                 run.ages.extend((wall - last_ok).total_seconds() if last_ok else float("inf")
                                 for _, last_ok in rows)
                 run.depth.append((now - started, queue_depths(redis_url)))
-                (run.cpu, run.cpu_web, run.cpu_agents, run.cpu_background, run.cpu_machine) = (
+                (run.cpu, run.cpu_web, run.cpu_agents, run.cpu_background, run.cpu_machine, run.cpu_postgres) = (
                     a - b for a, b in zip(cpu_now, cpu_at_start, strict=True))
                 run.measured_seconds = now - measure_from
                 run.rss = peak_rss_mib(portal_pids)
@@ -846,7 +883,9 @@ def report(run: Run, floor: float, label: str) -> None:
                   f"floor, the forge/registry/notification worker {run.cpu_background / sweeps:.1f} s per sweep")
         cores = os.cpu_count() or 1
         print(f"the whole machine's CPU in the window (the portal, PostgreSQL, Redis, nginx, the bench): "
-              f"{run.cpu_machine:.0f} s of {run.measured_seconds * cores:.0f} s on {cores} cores")
+              f"{run.cpu_machine:.0f} s of {run.measured_seconds * cores:.0f} s on {cores} cores; "
+              f"of which PostgreSQL {run.cpu_postgres:.0f} s"
+              + (f" = {run.cpu_postgres / run.sweeps:.1f} s per sweep" if run.sweeps else ""))
     if run.depth:
         peak = max(sum(d.values()) for _, d in run.depth)
         print(f"queue depth: max {peak} (all queues); over time:")
@@ -987,8 +1026,9 @@ def main() -> None:
                 for c in fleet:
                     write_cluster(www, c)
                 compared = measure(args, tree, fleet, www, base, concurrency, 5, args.compare_minutes, args.warmup,
-                                   probe=False, forge=forge)
-                report(compared, floor, "saturated (PORTAL_POLL_INTERVAL=5)")
+                                   probe=False, forge=forge, settle=True)
+                report(compared, floor, f"saturated (PORTAL_POLL_INTERVAL=5), measured from t+"
+                                        f"{compared.settled_after:.0f} s: the warm-up, and every cluster stored once")
                 rates[concurrency] = compared.sweep_rate()
             if rates[1]:
                 print(f"\n2 processes sweep {rates[2] / rates[1]:.2f}x as fast as 1")

@@ -47,13 +47,13 @@ from gitops.store import StoreResult, write
 from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.unchanged import (
     APP_KINDS,
-    FULL_POLL_EVERY,
     ObjectVersions,
     app_versions,
     catalog_digest,
     changed_apps,
     claims_digest,
     context_digest,
+    full_poll_trusted_for,
     meanings,
     objects_digest,
     with_catalog,
@@ -464,6 +464,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
 class PreviousPoll:
     """What the previous poll of a cluster recorded, read when this one has listed."""
 
+    cluster_id: int
     unavailable: dict[str, str]
     listing_digest: str
     listing_full_at: datetime | None
@@ -471,7 +472,8 @@ class PreviousPoll:
 
     def trusted(self, at: datetime) -> bool:
         """The last full poll is recent enough to build on, and kept every kind it read."""
-        return (self.listing_full_at is not None and at - self.listing_full_at < FULL_POLL_EVERY
+        return (self.listing_full_at is not None
+                and at - self.listing_full_at < full_poll_trusted_for(self.cluster_id, self.listing_full_at)
                 and not held_keys(self.unavailable))
 
     def unchanged(self, digest: str | None, at: datetime) -> bool:
@@ -494,8 +496,8 @@ def _previous_poll(cluster: Cluster) -> PreviousPoll:
     row = Cluster.objects.filter(pk=cluster.pk).values(
         "unavailable", "listing_digest", "listing_full_at", "listing_versions").first()
     if row is None:
-        return PreviousPoll({}, "", None)
-    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"],
+        return PreviousPoll(cluster.pk, {}, "", None)
+    return PreviousPoll(cluster.pk, row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"],
                         ObjectVersions.from_json(row["listing_versions"]))
 
 

@@ -10,7 +10,10 @@ which service, which cluster is which destination) and what could not be listed.
 covers those too, so adding a service or registering a cluster is seen by the next poll.
 Whatever else a poll derives from the clock (sync-window verdicts) is refreshed by its own
 task. As a backstop against anything the digest misses, a full poll runs at least every
-`FULL_POLL_EVERY` whatever the digest says.
+`FULL_POLL_EVERY` whatever the digest says — at a point drawn anew after each full poll between
+half of that and all of it (`full_poll_trusted_for`), because a fleet's clusters are first
+polled within a minute or two of each other: with one fixed period every one of them would poll
+in full in the same minute, every ten minutes, and its polls would queue behind that burst.
 
 Objects without a resourceVersion (manifest folders, hand-written snapshots) cannot be
 recognised this way: a listing holding one has no digest and is always polled in full.
@@ -42,12 +45,22 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from gitops.fields import trimmed
 
 FULL_POLL_EVERY = timedelta(minutes=10)
+
+
+def full_poll_trusted_for(cluster_id: int, full_at: datetime) -> timedelta:
+    """How long the full poll of a cluster made at `full_at` is built on: between half of
+    `FULL_POLL_EVERY` and all of it, the same for every poll that asks about that full poll
+    (it is drawn from the cluster and the poll's time, not at random) and spread over that
+    range across clusters."""
+    seed = hashlib.blake2b(f"{cluster_id}@{full_at.isoformat()}".encode(), digest_size=8).digest()
+    share = int.from_bytes(seed, "big") / 2**64
+    return FULL_POLL_EVERY * (0.5 + 0.5 * share)
 
 
 def listing_digest(objects: Mapping[str, list[dict]], listed: Iterable[str], unavailable: Mapping[str, str],

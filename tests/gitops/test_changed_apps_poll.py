@@ -246,7 +246,7 @@ def test_a_full_poll_still_runs_every_ten_minutes(cluster, collector_runs, kube_
     assert polling.poll(cluster, at=at + timedelta(minutes=1)).collected == 0, "only its stamps moved"
     kube_emulator.add(restamped(applications()[0], minutes=6))
 
-    report = polling.poll(cluster, at=at + FULL_POLL_EVERY)
+    report = polling.poll(cluster, at=at + FULL_POLL_EVERY)  # the latest a full poll may fall due
 
     assert report.collected is None and len(collector_runs) == 2
     assert Cluster.objects.get(pk=cluster.pk).listing_full_at == at + FULL_POLL_EVERY

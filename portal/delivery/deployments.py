@@ -336,7 +336,7 @@ def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
 
 def announce_rollbacks(now: datetime) -> int:
     """Announce "rollback offered" once per offer (the key names the offer and its episode)."""
-    apps = rollbacks.failing_apps(now).select_related("cluster", "cluster__environment")
+    apps = rollbacks.failing_apps(now).select_related("cluster", "cluster__environment").only(*rollbacks.OFFER_FIELDS)
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:

@@ -227,6 +227,15 @@ def decide_chart(
     return _offer(app, app.services[0] if app.services else chart, *blamed, chart=chart)
 
 
+# Every column of an app (and of its cluster and environment) that `offers_for_apps` judges and
+# `app_health` words an offer from: a fleet's failing apps can be thousands of rows, whose
+# objects and histories (their JSON columns) it never reads.
+OFFER_FIELDS = (
+    "id", "name", "health_status", "health_since", "health_message", "running",
+    "cluster__name", "cluster__environment__name",
+)
+
+
 def app_health(app: GitOpsApp) -> AppHealth:
     """The pure input for one stored app (its cluster and environment already selected)."""
     running = app.running or {}

@@ -219,6 +219,20 @@ def test_rollback_offered_is_announced_once(catalog):
 
 
 @pytest.mark.django_db
+def test_announcing_reads_no_failing_apps_object_or_history(catalog):
+    """A fleet's failing apps can be thousands: their JSON objects would be most of a worker's memory."""
+    seed_broken(catalog)
+    with CaptureQueriesContext(connection) as queries:
+        assert announce_rollbacks(timezone.now()) == 1
+    [failing] = [q["sql"] for q in queries.captured_queries
+                 if q["sql"].startswith('SELECT "gitops_gitopsapp"."id"') and '"health_since" <=' in q["sql"]]
+    columns = failing.split(" FROM ")[0]
+    assert '"gitops_gitopsapp"."running"' in columns
+    for unread in ("raw", "history", "conditions", "resources", "sources", "health_rules"):
+        assert f'"gitops_gitopsapp"."{unread}"' not in columns
+
+
+@pytest.mark.django_db
 def test_gitops_query_count_does_not_grow_with_offers(client, users, catalog):
     client.force_login(users["member"])
     seed_broken(catalog)

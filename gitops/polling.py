@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
@@ -37,7 +38,7 @@ from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.findings import derive_findings
-from gitops.models import GitOpsApp, HealthRule
+from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
@@ -444,14 +445,15 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
         unavailable = listing.unavailable | {hold.key: hold.message for hold in held}
         for hold in held:
             log.warning("%s: %s", cluster.name, hold.message)
-        Cluster.objects.filter(pk=cluster.pk).update(
-            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-            last_poll_seconds=seconds,
-            # A held kind was not stored: the next poll must look again, whatever it reads.
-            listing_digest="" if held or digest is None else digest, listing_full_at=at,
-            listing_versions={} if held or versions is None else versions.as_json(),
-            poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
-        )
+        with transaction.atomic():
+            Cluster.objects.filter(pk=cluster.pk).update(
+                last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
+                last_poll_seconds=seconds,
+                # A held kind was not stored: the next poll must look again, whatever it reads.
+                listing_digest="" if held or digest is None else digest, listing_full_at=at,
+                poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
+            )
+            ClusterObjectVersions.keep(cluster.pk, {} if held or versions is None else versions.as_json())
         for warning in snapshot.warnings[:50]:
             log.warning("%s: %s", cluster.name, warning)
         return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
@@ -494,11 +496,11 @@ class PreviousPoll:
 def _previous_poll(cluster: Cluster) -> PreviousPoll:
     # Read now, not from the caller's Cluster: that may be older than the previous poll.
     row = Cluster.objects.filter(pk=cluster.pk).values(
-        "unavailable", "listing_digest", "listing_full_at", "listing_versions").first()
+        "unavailable", "listing_digest", "listing_full_at", "object_versions__versions").first()
     if row is None:
         return PreviousPoll(cluster.pk, {}, "", None)
     return PreviousPoll(cluster.pk, row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"],
-                        ObjectVersions.from_json(row["listing_versions"]))
+                        ObjectVersions.from_json(row["object_versions__versions"] or {}))
 
 
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
@@ -548,11 +550,12 @@ def _record_changed(cluster: Cluster, at: datetime, seconds: float, stored: Stor
     """A poll that collected only the apps whose objects changed: the cluster was read, and what it
     stores now is known object by object. The last full poll's time and warnings stay: this one
     did not look at the other objects again."""
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-        last_poll_seconds=seconds, listing_digest=digest or "",
-        listing_versions=versions.as_json() if versions is not None else {},
-    )
+    with transaction.atomic():
+        Cluster.objects.filter(pk=cluster.pk).update(
+            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
+            last_poll_seconds=seconds, listing_digest=digest or "",
+        )
+        ClusterObjectVersions.keep(cluster.pk, versions.as_json() if versions is not None else {})
     return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
                       collected=collected)
 

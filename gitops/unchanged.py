@@ -189,7 +189,7 @@ def meanings(objects: Mapping[str, list[dict]], only: Mapping[str, set[str]] | N
 
 @dataclass
 class ObjectVersions:
-    """What a poll stored, object by object: kept on the cluster (`Cluster.listing_versions`)."""
+    """What a poll stored, object by object: kept beside the cluster (`gitops.models.ClusterObjectVersions`)."""
 
     context: str
     apps: AppVersions

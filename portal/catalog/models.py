@@ -90,9 +90,7 @@ class Cluster(models.Model):
     # What the last full poll read (gitops.unchanged), so an identical read can skip the rest.
     listing_digest = models.CharField(max_length=32, blank=True)
     listing_full_at = models.DateTimeField(null=True, blank=True)
-    # What the last poll stored object by object (gitops.unchanged.ObjectVersions), so a poll
-    # collects again only the apps whose objects changed.
-    listing_versions = models.JSONField(default=dict, blank=True)
+    # What the last poll stored object by object is kept beside, in gitops.ClusterObjectVersions.
     # What the last full poll skipped or could only partly read, each naming its object (the
     # first few of `poll_warning_count`): a bad object never drops its cluster, and says so.
     poll_warning_count = models.PositiveIntegerField(default=0)

@@ -310,15 +310,20 @@ class ClusterObjectVersions(models.Model):
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True,
                                    related_name="object_versions")
     versions = models.JSONField(default=dict, blank=True)
+    # Until when the last full poll is built on (gitops.unchanged.full_poll_trusted_for).
+    full_poll_trusted_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"object versions of cluster {self.cluster_id}"
 
     @classmethod
-    def keep(cls, cluster_id: int, versions: dict) -> None:
-        """Replace what is kept for the cluster (one statement)."""
-        cls.objects.bulk_create([cls(cluster_id=cluster_id, versions=versions)], update_conflicts=True,
-                                unique_fields=["cluster"], update_fields=["versions"])
+    def keep(cls, cluster_id: int, versions: dict, full_poll_trusted_until: datetime | None = None) -> None:
+        """Replace what is kept for the cluster (one statement); a full poll also says until when
+        it is trusted, a partial one leaves that as it was."""
+        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until else ["versions"]
+        cls.objects.bulk_create(
+            [cls(cluster_id=cluster_id, versions=versions, full_poll_trusted_until=full_poll_trusted_until)],
+            update_conflicts=True, unique_fields=["cluster"], update_fields=fields)
 
 
 class Workload(models.Model):

@@ -453,7 +453,9 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
                 listing_digest="" if held or digest is None else digest, listing_full_at=at,
                 poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
             )
-            ClusterObjectVersions.keep(cluster.pk, {} if held or versions is None else versions.as_json())
+            ClusterObjectVersions.keep(
+                cluster.pk, {} if held or versions is None else versions.as_json(),
+                at + full_poll_trusted_for(cluster.pk, at, first=previous.versions is None))
         for warning in snapshot.warnings[:50]:
             log.warning("%s: %s", cluster.name, warning)
         return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
@@ -466,17 +468,14 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
 class PreviousPoll:
     """What the previous poll of a cluster recorded, read when this one has listed."""
 
-    cluster_id: int
     unavailable: dict[str, str]
     listing_digest: str
-    listing_full_at: datetime | None
+    trusted_until: datetime | None
     versions: ObjectVersions | None = None
 
     def trusted(self, at: datetime) -> bool:
         """The last full poll is recent enough to build on, and kept every kind it read."""
-        return (self.listing_full_at is not None
-                and at - self.listing_full_at < full_poll_trusted_for(self.cluster_id, self.listing_full_at)
-                and not held_keys(self.unavailable))
+        return self.trusted_until is not None and at < self.trusted_until and not held_keys(self.unavailable)
 
     def unchanged(self, digest: str | None, at: datetime) -> bool:
         """This poll read what the last one stored, recently enough to trust it."""
@@ -496,10 +495,12 @@ class PreviousPoll:
 def _previous_poll(cluster: Cluster) -> PreviousPoll:
     # Read now, not from the caller's Cluster: that may be older than the previous poll.
     row = Cluster.objects.filter(pk=cluster.pk).values(
-        "unavailable", "listing_digest", "listing_full_at", "object_versions__versions").first()
+        "unavailable", "listing_digest", "object_versions__full_poll_trusted_until", "object_versions__versions"
+    ).first()
     if row is None:
-        return PreviousPoll(cluster.pk, {}, "", None)
-    return PreviousPoll(cluster.pk, row["unavailable"] or {}, row["listing_digest"], row["listing_full_at"],
+        return PreviousPoll({}, "", None)
+    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"],
+                        row["object_versions__full_poll_trusted_until"],
                         ObjectVersions.from_json(row["object_versions__versions"] or {}))
 
 

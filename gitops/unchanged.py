@@ -10,10 +10,11 @@ which service, which cluster is which destination) and what could not be listed.
 covers those too, so adding a service or registering a cluster is seen by the next poll.
 Whatever else a poll derives from the clock (sync-window verdicts) is refreshed by its own
 task. As a backstop against anything the digest misses, a full poll runs at least every
-`FULL_POLL_EVERY` whatever the digest says — at a point drawn anew after each full poll between
-half of that and all of it (`full_poll_trusted_for`), because a fleet's clusters are first
-polled within a minute or two of each other: with one fixed period every one of them would poll
-in full in the same minute, every ten minutes, and its polls would queue behind that burst.
+`FULL_POLL_EVERY` whatever the digest says — at a point drawn after each full poll between half
+of that and all of it (a quarter for a cluster's first; `full_poll_trusted_for`, kept as
+`ClusterObjectVersions.full_poll_trusted_until`), because a fleet's clusters are first polled
+within minutes of each other: with one fixed period every one of them would poll in full in
+the same minutes, every ten minutes, and its polls would queue behind that burst.
 
 Objects without a resourceVersion (manifest folders, hand-written snapshots) cannot be
 recognised this way: a listing holding one has no digest and is always polled in full.
@@ -53,14 +54,16 @@ from gitops.fields import trimmed
 FULL_POLL_EVERY = timedelta(minutes=10)
 
 
-def full_poll_trusted_for(cluster_id: int, full_at: datetime) -> timedelta:
+def full_poll_trusted_for(cluster_id: int, full_at: datetime, *, first: bool = False) -> timedelta:
     """How long the full poll of a cluster made at `full_at` is built on: between half of
-    `FULL_POLL_EVERY` and all of it, the same for every poll that asks about that full poll
-    (it is drawn from the cluster and the poll's time, not at random) and spread over that
-    range across clusters."""
+    `FULL_POLL_EVERY` and all of it, drawn from the cluster and the poll's time (reproducible,
+    not random) and so spread over that range across clusters. A `first` full poll (nothing
+    was kept before it: a new cluster, a fleet's first sweep, an upgrade) is trusted for a
+    quarter of it to all of it: a first sweep is dense, and its echo is what must be spread."""
     seed = hashlib.blake2b(f"{cluster_id}@{full_at.isoformat()}".encode(), digest_size=8).digest()
     share = int.from_bytes(seed, "big") / 2**64
-    return FULL_POLL_EVERY * (0.5 + 0.5 * share)
+    shortest = 0.25 if first else 0.5
+    return FULL_POLL_EVERY * (shortest + (1 - shortest) * share)
 
 
 def listing_digest(objects: Mapping[str, list[dict]], listed: Iterable[str], unavailable: Mapping[str, str],

@@ -17,6 +17,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('cluster', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='object_versions', serialize=False, to='catalog.cluster')),
                 ('versions', models.JSONField(blank=True, default=dict)),
+                ('full_poll_trusted_until', models.DateTimeField(blank=True, null=True)),
             ],
         ),
     ]

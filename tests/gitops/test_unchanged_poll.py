@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops import kinds, polling
-from gitops.models import GitOpsApp
+from gitops.models import ClusterObjectVersions, GitOpsApp
 from gitops.stored import instance_of
 from gitops.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
 from portal.catalog.fleetfile import load_fleet
@@ -123,23 +123,30 @@ def test_another_clusters_argo_cd_being_recorded_is_no_change_here(cluster, coll
 def test_a_full_poll_runs_at_least_every_ten_minutes(cluster, collector_runs):
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok
-    trusted = full_poll_trusted_for(cluster.pk, Cluster.objects.get(pk=cluster.pk).listing_full_at)
-    assert FULL_POLL_EVERY / 2 <= trusted <= FULL_POLL_EVERY
-    assert polling.poll(cluster, at=at + trusted - timedelta(seconds=1)).unchanged
-    assert not polling.poll(cluster, at=at + trusted).unchanged
+    first = ClusterObjectVersions.objects.get(cluster=cluster).full_poll_trusted_until - at
+    assert first == full_poll_trusted_for(cluster.pk, at, first=True)
+    assert FULL_POLL_EVERY / 4 <= first <= FULL_POLL_EVERY
+    assert polling.poll(cluster, at=at + first - timedelta(seconds=1)).unchanged
+    assert not polling.poll(cluster, at=at + first).unchanged
     assert len(collector_runs) == 2
+    # The next full poll is no first one: trusted for half of the period at least.
+    again = ClusterObjectVersions.objects.get(cluster=cluster).full_poll_trusted_until - (at + first)
+    assert again == full_poll_trusted_for(cluster.pk, at + first)
+    assert FULL_POLL_EVERY / 2 <= again <= FULL_POLL_EVERY
 
 
 def test_a_fleet_first_polled_in_one_minute_is_not_polled_in_full_in_one_minute_again():
     """500 clusters whose full polls fell in the same second fall due for the next one spread
     over five minutes, and again over more after that one; each asking poll gets one answer."""
     at = timezone.now()
-    due = [at + full_poll_trusted_for(pk, at) for pk in range(1, 501)]
+    due = [at + full_poll_trusted_for(pk, at, first=True) for pk in range(1, 501)]
     per_minute = Counter(int((d - at) / timedelta(minutes=1)) for d in due)
-    assert set(per_minute) == {5, 6, 7, 8, 9}
-    assert max(per_minute.values()) < 150  # about 100 a minute; one period would put all 500 in one
+    assert set(per_minute) == {2, 3, 4, 5, 6, 7, 8, 9}
+    assert max(per_minute.values()) < 100  # about 67 a minute; one period would put all 500 in one
     again = [d + full_poll_trusted_for(pk, d) for pk, d in zip(range(1, 501), due, strict=True)]
-    assert max(again) - min(again) > timedelta(minutes=7)
+    assert max(again) - min(again) > timedelta(minutes=10)
+    later = Counter(int((d - at) / timedelta(minutes=1)) for d in again)
+    assert max(later.values()) < 100
     assert full_poll_trusted_for(7, at) == full_poll_trusted_for(7, at)
 
 

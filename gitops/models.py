@@ -320,7 +320,7 @@ class ClusterObjectVersions(models.Model):
     def keep(cls, cluster_id: int, versions: dict, full_poll_trusted_until: datetime | None = None) -> None:
         """Replace what is kept for the cluster (one statement); a full poll also says until when
         it is trusted, a partial one leaves that as it was."""
-        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until else ["versions"]
+        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until is not None else ["versions"]
         cls.objects.bulk_create(
             [cls(cluster_id=cluster_id, versions=versions, full_poll_trusted_until=full_poll_trusted_until)],
             update_conflicts=True, unique_fields=["cluster"], update_fields=fields)

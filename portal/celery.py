@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote
 
-from celery import Celery
-from celery.signals import worker_process_init
+from celery import Celery, Task
+from celery.signals import task_postrun, task_prerun, worker_process_init
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -40,6 +41,19 @@ def _freeze_startup_objects(**_: object) -> None:
     portal.wsgi does for the web's processes)."""
     gc.collect()
     gc.freeze()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(sender: Task | None = None, **_: object) -> None:
+    """A task is to a worker what a request is to the web: before and after it, database
+    connections that are past CONN_MAX_AGE, broken, or left in a failed state are closed (Django's
+    own request signals do the same), and the next use opens a fresh one. Celery's fixup no longer
+    closes them all every task (settings.CELERY_DB_REUSE_MAX). An eager task runs inside its
+    caller, whose connection (and transaction) is not the task's to close."""
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    close_old_connections()
 
 
 @app.on_after_configure.connect

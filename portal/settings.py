@@ -118,6 +118,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        # A kept connection may have been dropped by the server (a restart, a failover): checked
+        # once when a request or a task first uses it, and opened anew if so.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -198,6 +201,12 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # A task whose caller waits for its answer says so itself (portal.ping).
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fixup closes every database connection before and after each task unless this
+# is set (celery.fixups.django): at 500 polls a minute that is 8 new PostgreSQL sessions a second,
+# each a forked backend whose caches start cold. With it, the fixup recycles a process's
+# connections only every this many tasks; between those, portal.celery closes them at task
+# boundaries as Django does at request boundaries (CONN_MAX_AGE, errors, health checks).
+CELERY_DB_REUSE_MAX = 1000
 
 # Queues. Polls, forge work, registry work and notifications each have their own, and the
 # worker command lines (docker-compose.yml, portal/embedded.py, the README) run polls in a

@@ -59,7 +59,8 @@ from gitops.unchanged import (
     objects_digest,
     with_catalog,
 )
-from portal.catalog.models import ArgoCDInstance, Cluster, Service
+from portal.catalog import revision as catalog_revision
+from portal.catalog.models import ArgoCDInstance, Cluster
 from portal.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -506,13 +507,10 @@ def _previous_poll(cluster: Cluster) -> PreviousPoll:
 
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
-    which image is which service, which cluster is which destination (the catalog's clusters,
-    this cluster's Argo CD instance, and its own cluster list when its source answered one), and
+    which image is which service and which cluster is which destination (the catalog's revision,
+    moved by every change of a service or a cluster: portal.catalog.revision), this cluster's
+    Argo CD instance, its own cluster list when its source answered one, the health rules, and
     the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    services = Service.objects.order_by("pk").values_list("pk", "name", "image_repository", "image_aliases")
-    clusters = Cluster.objects.order_by("pk").values_list(
-        "pk", "name", "api_url", "environment_id", "connection", "discovered", "argocd_aliases"
-    )
     # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
     # every other cluster's first poll records one, which would make every poll of the fleet
     # a full one while it is first swept.
@@ -522,7 +520,7 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
         count=Count("id"), last=Max("updated_at")
     )
-    return catalog_digest([*services, *clusters, *instances, *rules, (repr(argocd_clusters),),
+    return catalog_digest([(catalog_revision.current(),), *instances, *rules, (repr(argocd_clusters),),
                            (placed_here["count"], placed_here["last"])])
 
 

@@ -107,6 +107,41 @@ def test_a_new_service_is_seen_by_the_next_poll(cluster, collector_runs):
     assert len(collector_runs) == 2
 
 
+def test_a_service_whose_image_changed_is_seen_by_the_next_poll(cluster, collector_runs):
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    service = Service.objects.order_by("pk").first()
+    assert service is not None
+    service.image_repository = "registry.example.com/renamed"
+    service.save()
+
+    assert not polling.poll(cluster, at=at + timedelta(minutes=1)).unchanged
+    assert len(collector_runs) == 2
+
+
+def test_a_deleted_cluster_is_seen_by_the_next_poll_of_another(cluster, collector_runs):
+    """A destination that no longer is one changes what the apps deploying to it mean."""
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    Cluster.objects.exclude(pk=cluster.pk).order_by("pk").first().delete()
+
+    assert not polling.poll(cluster, at=at + timedelta(minutes=1)).unchanged
+    assert len(collector_runs) == 2
+
+
+def test_an_unchanged_poll_reads_no_other_clusters_row_and_no_service(cluster):
+    """What a poll reads of the catalog must not grow with the fleet: 500 clusters polled every
+    minute, each reading every cluster and service, read 350,000 rows a minute."""
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+    with CaptureQueriesContext(connection) as queries:
+        assert polling.poll(cluster, at=at + timedelta(minutes=1)).unchanged
+    read = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert not [sql for sql in read if 'FROM "catalog_service"' in sql]
+    of_clusters = [sql for sql in read if 'FROM "catalog_cluster"' in sql]
+    assert of_clusters and all('"catalog_cluster"."id" = ' in sql for sql in of_clusters), of_clusters
+
+
 def test_another_clusters_argo_cd_being_recorded_is_no_change_here(cluster, collector_runs):
     """Each Argo CD cluster's first poll records its instance: while a fleet is first swept, that
     must not make every other cluster's next poll a full one."""

@@ -1,0 +1,40 @@
+"""The catalog's revision (models.CatalogRevision): read by every poll, moved by every save or
+delete of a Service or a Cluster.
+
+A save of a cluster that changes none of what its objects mean (its `enabled` switch, an admin
+note) moves it too: each such save costs every cluster one full poll, and they are rare. Polls
+themselves write their cluster with a queryset update(), which sends no signal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from portal.catalog.models import CatalogRevision
+
+ROW = 1  # the one row
+
+
+def current() -> int:
+    """The revision now; 0 before the catalog's first change."""
+    return CatalogRevision.objects.filter(pk=ROW).values_list("revision", flat=True).first() or 0
+
+
+def bump() -> None:
+    """One more change: an UPDATE of the one row, which holds its lock to the end of the writer's
+    transaction, so two writers never count as one."""
+    if CatalogRevision.objects.filter(pk=ROW).update(revision=F("revision") + 1):
+        return
+    try:
+        with transaction.atomic():  # a savepoint: a writer that raced us here must not spoil the caller's
+            CatalogRevision.objects.create(pk=ROW, revision=1)
+    except IntegrityError:
+        CatalogRevision.objects.filter(pk=ROW).update(revision=F("revision") + 1)
+
+
+def on_catalog_change(sender: Any, **kwargs: Any) -> None:
+    """post_save / post_delete of Service and Cluster (connected in CatalogConfig.ready); a
+    fixture's rows (loaddata) count as any other save."""
+    bump()

@@ -593,6 +593,7 @@ class Run:
     depth: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     rss: dict[int, float] = field(default_factory=dict)
     change_seconds: float | None = None
+    probed: bool = False  # a probe change was written (not in the --compare runs)
     forge_measured: dict[str, dict[str, int]] | None = None  # forge requests in the measured window
     forge_total: dict[str, dict[str, int]] | None = None  # forge requests over the whole run
     pushed: dict[str, int] = field(default_factory=dict)  # agent mode: snapshots stored per agent
@@ -813,6 +814,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
                         app["status"]["health"]["status"] = "Degraded"
                     write_cluster(www, target)
                 probe_written = time.monotonic()
+                run.probed = True
             if probe_written is not None and run.change_seconds is None and api_shows_degraded(client, probe_name):
                 run.change_seconds = time.monotonic() - probe_written
             time.sleep(1.0 if probe_written is not None and run.change_seconds is None else 5.0)
@@ -903,7 +905,7 @@ def report(run: Run, floor: float, label: str) -> None:
     if run.change_seconds is not None:
         print(f"a Degraded app written into one cluster appeared in GET /api/v1/gitops after "
               f"{run.change_seconds:.0f} s")
-    elif run.measured_seconds:
+    elif run.probed:
         print("the probe change did not appear in GET /api/v1/gitops before the end")
     if run.pushed:
         stopped = sum(1 for n in run.pushed.values() if n == 0)

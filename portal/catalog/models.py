@@ -266,8 +266,9 @@ class CatalogRevision(models.Model):
     objects mean may have changed (gitops.polling): read per poll, the rows themselves grow
     with the fleet (500 clusters and 200 services read 500 times a minute).
 
-    Writers of services and clusters use save(), create() or delete(): a queryset update(),
-    bulk_create() or raw SQL sends no signal and would leave polls building on the old catalog."""
+    Saves and deletes move it through signals; a queryset update() of a meaning field and a
+    bulk_create() through CatalogQuerySet. Raw SQL moves nothing and would leave polls building
+    on the old catalog."""
 
     revision = models.BigIntegerField(default=0)
 

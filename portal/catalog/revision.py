@@ -3,7 +3,8 @@ delete of a Service or a Cluster.
 
 A save of a cluster that changes none of what its objects mean (its `enabled` switch, an admin
 note) moves it too: each such save costs every cluster one full poll, and they are rare. Polls
-themselves write their cluster with a queryset update(), which sends no signal."""
+themselves write their cluster's status with a queryset update(), which moves it only for a
+meaning field (models.CatalogQuerySet)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,15 @@ from collections.abc import Iterable
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.tree import Edit, EditResult, chart_edit_result, chart_edits, tree_edit_result, tree_edits
+from forges.layouts.tree import (
+    NOT_PINNED_TAIL,
+    Edit,
+    EditResult,
+    chart_edit_result,
+    chart_edits,
+    tree_edit_result,
+    tree_edits,
+)
 from forges.pinformats import FormatError
 from forges.pinsites import (
     HCL,
@@ -58,6 +66,7 @@ __all__ = [
     "IMAGE",
     "JSON",
     "KUSTOMIZE",
+    "NOT_PINNED_TAIL",
     "YAML",
     "Edit",
     "EditResult",

@@ -23,7 +23,12 @@ from forges.layouts.changes import Edit, EditResult, edit_pins, edit_scalar
 from forges.layouts.reads import Reads
 from forges.pinsites import TAG, image_name
 
+# How a result says the image was found nowhere (a caller trying several names of one image
+# drops it for the names that are not pinned when another one is).
+NOT_PINNED_TAIL = "in anything this app builds from this repository"
+
 __all__ = [
+    "NOT_PINNED_TAIL",
     "Edit",
     "EditResult",
     "Reads",
@@ -113,7 +118,7 @@ def tree_edit_result(
     for target in targets:
         edit_scalar(files, target.layer.path, target.site, from_tag, to_tag, result)
     if not result.edits and not result.reasons:
-        result.reasons.append(f"{wanted} is not pinned at {from_tag} in anything this app builds from this repository")
+        result.reasons.append(f"{wanted} is not pinned at {from_tag} {NOT_PINNED_TAIL}")
     result.edits.sort(key=lambda e: (e.path, e.line))
     return result
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 from forges.forge import Forge, ForgeError, NotFound
 from forges.hosts import forge_for
 from forges.repourls import parse_repo_url
-from gitops.models import GitOpsApp, RunningVersion, Workload, sync_held
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, Workload, sync_held
 from gitops.pinsource import (
     BRANCH,
     COMMIT,
@@ -210,6 +210,7 @@ def _base(kind: str, app: GitOpsApp, service: Service, to_version: str, from_ver
         base_branch=source.revision.strip(),
         path=source.path,
         image=service.image_repository,
+        image_aliases=tuple(a for a in service.image_aliases or [] if isinstance(a, str) and a),
         from_version=from_version,
         to_version=to_version,
         clusters=(app.cluster.name,),
@@ -231,7 +232,12 @@ def change_forward(
     `to_version`, running in the environment before, in the next environment's `app`): from what
     Git pins (else runs), quoting `to_version`'s stored notes unless the caller gives its own
     (None: the stored ones, when known)."""
-    start = from_version or current_version(app, service, _pinned(app, service))
+    pinned = _pinned(app, service)
+    if pinned == to_version:
+        raise ChangeError(f"Git already pins {service.name} {to_version}: merged, waiting to deploy")
+    # Git's pin is what the edit changes, whatever the offer saw running (a promotion's offer
+    # names the running version); `warnings_for` says when the two disagree.
+    start = pinned or from_version or current_version(app, service)
     notes = notes_for(service, to_version) if release_notes is None else release_notes
     extra: dict = {"release_summary": summaries.summary_text(service, start, to_version)}
     if kind == PROMOTION and app.cluster.environment is not None:
@@ -458,6 +464,9 @@ def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datet
                 f"A change freeze is in effect until {utc_stamp(freeze.ends_at)}: {freeze.reason}. "
                 + FREEZE_DECISION
             )
+    warnings += _pin_disagreements(changes, apps)
+    if first.kind == PROMOTION:
+        warnings += _failing_where_it_runs(changes)
     for app in apps:
         if app.suspended or (window_blocks(app, at) and (app.sync_window or {}).get("kind") == "suspend"):
             warnings.append(
@@ -474,6 +483,52 @@ def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datet
                 "someone must sync it in the GitOps tool."
             )
     return warnings
+
+
+def _pin_disagreements(changes: Sequence[Change], apps: Sequence[GitOpsApp]) -> list[str]:
+    """Where Git pins another version than runs: the change starts from Git's pin, and what
+    runs has not caught up with Git (a merge waiting to deploy, or a change by hand)."""
+    found = []
+    by_pk = {app.pk: app for app in apps}
+    for change in changes:
+        if change.kind == ROLLBACK or change.chart:
+            continue
+        for pk in change.apps:
+            app = by_pk.get(pk)
+            if app is None:
+                continue
+            running = sorted({v for s in change.services for v in (app.running or {}).get(s) or []})
+            if running and change.from_version not in running:
+                found.append(
+                    f"Git pins {change.from_version} for {', '.join(change.services)} in {app.name} on "
+                    f"{app.cluster.name}, while {', '.join(running)} runs: the change starts from Git's pin."
+                )
+    return found
+
+
+def _failing_where_it_runs(changes: Sequence[Change]) -> list[str]:
+    """A promoted version that fails where it runs now (Degraded or Missing in the environment
+    before): promoting it carries the failure forward, so the preview says so first."""
+    found = []
+    for change in changes:
+        if not change.services:
+            continue
+        failing = (
+            RunningVersion.objects.filter(
+                service__name__in=change.services, version=change.to_version,
+                app__health_status__in=ATTENTION_HEALTH,
+            )
+            .exclude(cluster__environment__name=change.environment)
+            .values_list("app__name", "cluster__name", "app__health_status", "app__health_since")
+            .distinct()
+        )
+        for name, cluster, health, since in failing:
+            when = f" since {utc_stamp(since)}" if since else ""
+            found.append(
+                f"{', '.join(change.services)} {change.to_version} is {health} in {name} on {cluster}{when}: "
+                "promoting it carries that failure into " + (change.environment or "the next environment") + "."
+            )
+    return found
 
 
 def preview_change(

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
-from forges.pins import Edit, Pin, chart_edit_result, tree_edit_result
+from forges.pins import NOT_PINNED_TAIL, Edit, Pin, chart_edit_result, tree_edit_result
 from portal.imagerefs import parse_image
 from portal.releases.vulns import SupplyChainDiff
 from portal.releases.vulns import describe as describe_supply_chain
@@ -74,6 +74,9 @@ class Change:
     ran_since_exact: bool = True  # False: "at least since" (no recorded change)
     chart: str = ""  # a chart version change: the chart's name (`image` is then its repository)
     supply_chain: SupplyChainDiff | None = None  # vulnerabilities and licences from the two images' SBOMs
+    # Other names of the same image (a registry mirror a Kustomize `newName` or a Helm value
+    # points at): a pin under one of them is this change's pin too.
+    image_aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -104,7 +107,31 @@ class Preview:
 
 
 def group_of(changes: Change | Sequence[Change]) -> tuple[Change, ...]:
-    return (changes,) if isinstance(changes, Change) else tuple(changes)
+    """The changes as one group, those that land in the same place made one (`merged`)."""
+    return merged((changes,) if isinstance(changes, Change) else tuple(changes))
+
+
+def place_of(change: Change) -> tuple[str, ...]:
+    """Where a change lands and what it moves: two changes with the same place are one edit
+    (a matrix line grouping four clusters whose applications build the same overlay)."""
+    return (change.kind, change.repository, change.base_branch, change.environment, change.path,
+            change.image, change.chart, ",".join(change.services), change.from_version, change.to_version)
+
+
+def merged(changes: Sequence[Change]) -> tuple[Change, ...]:
+    """`changes` with those of one place made one change naming all their clusters and
+    applications, in first-seen order: planned one by one, the second would find the first's
+    edit and say "is at 3.4.1, not 3.3.1", and the title and branch would repeat the service."""
+    by_place: dict[tuple[str, ...], Change] = {}
+    for change in changes:
+        key = place_of(change)
+        first = by_place.get(key)
+        by_place[key] = change if first is None else replace(
+            first,
+            clusters=tuple(dict.fromkeys(first.clusters + change.clusters)),
+            apps=tuple(dict.fromkeys(first.apps + change.apps)),
+        )
+    return tuple(by_place.values())
 
 
 def branch_prefix(configured: str | None = None) -> str:
@@ -234,16 +261,29 @@ def _object_of(change: Change, objects: Mapping[int, Mapping[str, Any]]) -> Mapp
 def _tree_step(
     current: Mapping[str, str], app: Mapping[str, Any], change: Change
 ) -> tuple[dict[str, str], list[str], list[str]]:
-    result = tree_edit_result(
-        current,
-        app,
-        change.image,
-        change.from_version,
-        change.to_version,
-        path=change.path,
-        repository=change.repository or None,
-    )
-    return _apply(current, result.edits, list(result.reasons))
+    edits: dict[tuple[str, int], Edit] = {}
+    reasons: list[str] = []
+    # The image under each of its names: an overlay may pin the mirror a service is pulled from.
+    for name in dict.fromkeys((change.image, *change.image_aliases)):
+        result = tree_edit_result(
+            current,
+            app,
+            name,
+            change.from_version,
+            change.to_version,
+            path=change.path,
+            repository=change.repository or None,
+        )
+        for edit in result.edits:
+            edits.setdefault((edit.path, edit.line), edit)
+        reasons += [r for r in result.reasons if r not in reasons]
+    if edits:
+        # Found under one name: that it is pinned nowhere under another is no news.
+        reasons = [r for r in reasons if not r.endswith(NOT_PINNED_TAIL)]
+    else:
+        reasons = reasons[:1] if all(r.endswith(NOT_PINNED_TAIL) for r in reasons) else [
+            r for r in reasons if not r.endswith(NOT_PINNED_TAIL)]
+    return _apply(current, list(edits.values()), reasons)
 
 
 def _apply(

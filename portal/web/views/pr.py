@@ -107,7 +107,18 @@ def _item(app: str, service: str, to: str, from_version: str | None = None) -> I
     return Item(int(app), service, to, from_version or "")
 
 
-def build_changes(kind: str, items: list[Item]) -> list[Change]:
+@dataclass
+class Built:
+    """The changes a request names, and the items left out of a request of several, with why
+    (a cluster whose Git already pins the version: merged, waiting to deploy)."""
+
+    changes: list[Change]
+    left_out: list[str]
+
+
+def build_changes(kind: str, items: list[Item]) -> Built:
+    """The request's changes. One item that cannot become a change fails the request; of
+    several, it is left out and said so, unless none can be made."""
     apps = {
         a.pk: a
         for a in GitOpsApp.objects.filter(pk__in=[i.app_id for i in items if i.app_id is not None])
@@ -119,45 +130,56 @@ def build_changes(kind: str, items: list[Item]) -> list[Change]:
         .select_related("cluster__environment")
     }
     services = {s.name: s for s in Service.objects.filter(name__in=[i.service for i in items])}
-    changes = []
+    built = Built([], [])
+    errors: list[str] = []
     for item in items:
-        if item.workload_id is not None:
-            workload, service = workloads.get(item.workload_id), services.get(item.service)
-            if workload is None or service is None:
-                raise RequestError(f"No workload {item.workload_id} or no service {item.service!r}.")
-            notes = notes_for(service, item.to_version, max_chars=share(len(items)))
-            changes.append(change_for_workload(kind, workload, service, item.to_version,
-                                               from_version=item.from_version or None, release_notes=notes))
-            continue
-        if item.service.startswith(CHART_ITEM):
-            chart_app = apps.get(item.app_id)  # type: ignore[arg-type]
-            if chart_app is None:
-                raise RequestError(f"No application {item.app_id}.")
-            failure, since = _failure(chart_app) if kind == ROLLBACK else ("", None)
-            changes.append(change_for_chart(kind, chart_app, item.to_version, from_version=item.from_version or None,
-                                            chart=item.service.removeprefix(CHART_ITEM), failure=failure,
-                                            failing_since=since))
-            continue
-        app, service = apps.get(item.app_id), services.get(item.service)  # type: ignore[arg-type]
-        if app is None or service is None:
-            raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
-        start = item.from_version or None
-        if kind == ROLLBACK:
-            failure, since = _failure(app)
-            change = change_for_rollback(
-                app,
-                service,
-                item.to_version,
-                from_version=start,
-                failure=failure,
-                failing_since=since,
-            )
-        else:
-            # Ticked together, the services may share one pull request: so they share its room.
-            notes = notes_for(service, item.to_version, max_chars=share(len(items)))
-            change = change_forward(kind, app, service, item.to_version, from_version=start, release_notes=notes)
-        changes.append(change)
-    return changes
+        try:
+            built.changes.append(_change_of(kind, item, len(items), apps, workloads, services))
+        except ChangeError as error:
+            if len(items) == 1:
+                raise
+            errors.append(str(error))
+            where = apps.get(item.app_id) if item.app_id is not None else workloads.get(item.workload_id or 0)
+            named = f"{where.name} on {where.cluster.name}" if where is not None else item.target
+            built.left_out.append(f"{named}: {error}")
+    if not built.changes:
+        raise ChangeError("; ".join(dict.fromkeys(errors)))
+    return built
+
+
+def _change_of(
+    kind: str,
+    item: Item,
+    count: int,
+    apps: dict[int, GitOpsApp],
+    workloads: dict[int, Workload],
+    services: dict[str, Service],
+) -> Change:
+    if item.workload_id is not None:
+        workload, service = workloads.get(item.workload_id), services.get(item.service)
+        if workload is None or service is None:
+            raise RequestError(f"No workload {item.workload_id} or no service {item.service!r}.")
+        notes = notes_for(service, item.to_version, max_chars=share(count))
+        return change_for_workload(kind, workload, service, item.to_version,
+                                   from_version=item.from_version or None, release_notes=notes)
+    if item.service.startswith(CHART_ITEM):
+        chart_app = apps.get(item.app_id)  # type: ignore[arg-type]
+        if chart_app is None:
+            raise RequestError(f"No application {item.app_id}.")
+        failure, since = _failure(chart_app) if kind == ROLLBACK else ("", None)
+        return change_for_chart(kind, chart_app, item.to_version, from_version=item.from_version or None,
+                                chart=item.service.removeprefix(CHART_ITEM), failure=failure, failing_since=since)
+    app, service = apps.get(item.app_id), services.get(item.service)  # type: ignore[arg-type]
+    if app is None or service is None:
+        raise RequestError(f"No application {item.app_id} or no service {item.service!r}.")
+    start = item.from_version or None
+    if kind == ROLLBACK:
+        failure, since = _failure(app)
+        return change_for_rollback(app, service, item.to_version, from_version=start, failure=failure,
+                                   failing_since=since)
+    # Ticked together, the services may share one pull request: so they share its room.
+    notes = notes_for(service, item.to_version, max_chars=share(count))
+    return change_forward(kind, app, service, item.to_version, from_version=start, release_notes=notes)
 
 
 def _failure(app: GitOpsApp) -> tuple[str, datetime | None]:
@@ -193,11 +215,12 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         return redirect("updates")
     try:
         kind, items, mode = parse_items(request.GET)
-        changes = build_changes(kind, items)
+        built = build_changes(kind, items)
     except (RequestError, ChangeError) as error:
         return render(request, "web/preview.html", {"error": str(error)}, status=400)
     confirm = confirmed(request.GET)
-    previews = [preview_change(group, confirm_default_branch=confirm) for group in pull_requests_for(changes, mode)]
+    previews = [preview_change(group, confirm_default_branch=confirm)
+                for group in pull_requests_for(built.changes, mode)]
     can_act = has_role(request.user, Role.MEMBER)
     context = {
         "kind": kind,
@@ -205,6 +228,7 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         "previews": previews,
         "spec": _spec(kind, items, mode),
         "items": items,
+        "left_out": built.left_out,
         "can_act": can_act,
         "demo": settings.DEMO_MODE,
         "demo_refusal": DEMO_REFUSAL,
@@ -224,12 +248,12 @@ def pr_open(request: HttpRequest) -> HttpResponse:
         return redirect(reverse("pr-preview") + (f"?{query}" if query else ""))
     try:
         kind, items, mode = parse_items(request.POST)
-        changes = build_changes(kind, items)
+        built = build_changes(kind, items)
     except (RequestError, ChangeError) as error:
         messages.error(request, str(error))
         return redirect("updates")
     opened: list[int] = []
-    for group in pull_requests_for(changes, mode):
+    for group in pull_requests_for(built.changes, mode):
         result = open_change(group, request.user, confirm_default_branch=confirmed(request.POST))
         if result.pull_request is not None and result.ok:
             opened.append(result.pull_request.pk)

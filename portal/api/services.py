@@ -170,10 +170,10 @@ def services_context(page: list[Service], absolute: Any) -> dict[str, Any]:
         for target in promotion.targets:
             if target.app_id is None:
                 continue
-            url = promotions.preview_url(target.app_id, [(promotion.service, target.current, promotion.version)])
+            url = promotions.preview_url(target.app_id, [(promotion.service, target.start, promotion.version)])
             offers[names[promotion.service]].append({
                 "kind": "promotion", "environment": promotion.production, "cluster": target.cluster,
-                "app": target.app, "from_version": target.current, "to_version": promotion.version, "jump": "",
+                "app": target.app, "from_version": target.start, "to_version": promotion.version, "jump": "",
                 "pinned_at_target": False, "open_pull_request": None, "notes_url": None,
                 "preview_url": absolute(url),
             })

@@ -84,7 +84,7 @@ def offered_changes(today: datetime | None = None) -> list[Change]:
             if app is None or promotion.service not in images:
                 continue
             change = _change(PROMOTION, app, promotion.service, images[promotion.service],
-                             target.current, promotion.version)
+                             target.start, promotion.version)
             if change is not None:
                 changes.append(change)
     return changes

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from urllib.parse import urlencode
@@ -57,6 +57,12 @@ class Target:
     app: str
     current: str
     workload_id: int | None = None  # a workload outside GitOps, when `app_id` is None
+    pinned: str = ""  # what Git pins there, when one version is known (`from_git_pins`)
+
+    @property
+    def start(self) -> str:
+        """What the promotion's pull request moves away from: Git's pin, else what runs."""
+        return self.pinned or self.current
 
     @property
     def ref(self) -> str | None:
@@ -165,12 +171,31 @@ def groups(promotions: Iterable[Promotion]) -> list[AppPromotion]:
         for target in promotion.targets:
             if target.app_id is not None:
                 key = (target.app_id, target.app, target.cluster, promotion.production)
-                by_app[key].append((promotion.service, target.current, promotion.version))
+                by_app[key].append((promotion.service, target.start, promotion.version))
     return [
         AppPromotion(app_id, app, cluster, production, sorted(moves))
         for (app_id, app, cluster, production), moves in sorted(by_app.items(), key=lambda kv: (kv[0][2], kv[0][1]))
         if len(moves) > 1
     ]
+
+
+def from_git_pins(found: list[Promotion], pins: dict[tuple[int, str], list[str]]) -> list[Promotion]:
+    """The promotions as Git has them: a target whose Git already pins the version (merged,
+    waiting to deploy) or a newer one waits for nothing; the others start from Git's pin when
+    it is one version. `pins`: (app id, service) -> the versions Git pins
+    (`gitpins.pinned_versions`). Pure."""
+    kept = []
+    for promotion in found:
+        targets = []
+        for target in promotion.targets:
+            versions = pins.get((target.app_id, promotion.service), []) if target.app_id is not None else []
+            pinned = versions[0] if len(versions) == 1 and parse_tag(versions[0]) is not None else ""
+            if pinned and not _newer(promotion.version, pinned):
+                continue
+            targets.append(replace(target, pinned=pinned) if pinned else target)
+        if targets:
+            kept.append(replace(promotion, targets=targets))
+    return kept
 
 
 def _waiting_services(pairs: dict[str, str]) -> set[str]:
@@ -243,6 +268,9 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
                     # The latest arrival counts: a version that left and came back runs since it came back.
                     arrivals[key] = max(arrivals.get(key, at), at)
     found = waiting(pairs, rows, arrivals)
+    from portal.delivery.gitpins import pinned_versions
+
+    found = from_git_pins(found, pinned_versions({t.app_id for p in found for t in p.targets if t.app_id is not None}))
     return found, groups(found)
 
 

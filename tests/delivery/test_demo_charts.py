@@ -106,15 +106,33 @@ def test_the_demo_offers_the_notifications_chart_promotion_to_prod(demo, client,
     assert '-      version: &quot;0.3.1&quot;' in page and '+      version: &quot;0.3.2&quot;' in page
 
 
-def test_an_argo_chart_whose_manifest_is_in_no_repository_says_so_in_its_preview(demo):
+def test_a_multi_source_argo_chart_is_changed_in_its_application_manifest(demo):
     """prod-eu-1's notifications-prod takes its values from `$values/...` in the demo GitOps
-    repository, but its chart's targetRevision is in the Application manifest, which no parent
-    lists: the portal looks for it in the repository of its values and the preview says it is
-    not there, changing nothing."""
+    repository and pins its chart's targetRevision in its Application manifest, which no parent
+    lists: the portal finds the manifest in the repository of its values
+    (clusters/prod-eu-1/argocd/notifications-prod.yaml) and changes only that line."""
     argo_prod = GitOpsApp.objects.get(cluster__name="prod-eu-1", name="notifications-prod")
     delivery = preview_change(change_for_chart(PROMOTION, argo_prod, "0.3.2", from_version="0.3.1"))
-    assert delivery.preview is not None and delivery.preview.edits == []
-    assert delivery.preview.problems == ["no manifest of the Application notifications-prod is in this repository"]
+    assert delivery.error == "" and delivery.preview is not None and delivery.preview.problems == []
+    [edit] = delivery.preview.edits
+    assert edit.path == "clusters/prod-eu-1/argocd/notifications-prod.yaml"
+    assert [(c.before.strip(), c.after.strip()) for c in edit.lines] == [
+        ("targetRevision: 0.3.1", "targetRevision: 0.3.2")]
+
+
+def test_an_argo_chart_whose_manifest_is_in_no_repository_says_so_in_its_preview(demo):
+    """The same Application planned over the repository without its manifest: nothing changes,
+    and the preview says why."""
+    from forges.demo import DemoForge
+    from portal.delivery.planner import plan
+
+    argo_prod = GitOpsApp.objects.get(cluster__name="prod-eu-1", name="notifications-prod")
+    change = change_for_chart(PROMOTION, argo_prod, "0.3.2", from_version="0.3.1")
+    entries, files = DemoForge.for_repository(change.repository).tree_files("main")
+    files = {path: text for path, text in files.items() if not path.startswith("clusters/prod-eu-1/")}
+    preview = plan(change, [e for e in entries if e.path in files], files, objects={argo_prod.pk: argo_prod.raw})
+    assert preview.edits == []
+    assert preview.problems == ["no manifest of the Application notifications-prod is in this repository"]
 
 
 def test_an_argo_chart_with_a_parent_is_changed_where_the_parent_deploys_its_manifest(demo):

@@ -84,6 +84,7 @@ class Offer:
     url: str | None  # None: no GitOps application to change there, or `no_pr`
     open_pr: PullRequest | None
     no_pr: str = ""  # why no pull request can be proposed there (no Git location known)
+    pinned: str = ""  # what Git pins there when it is not what runs (the PR starts from it)
 
     @property
     def open_pr_link(self) -> str | None:
@@ -152,7 +153,8 @@ def promotion_offers(
                 label=f"Open PR → {promotion.production}",
                 cluster=target.cluster,
                 current=target.current,
-                url=promotions.preview_url(target.ref, [(promotion.service, target.current, promotion.version)],
+                pinned=target.pinned,
+                url=promotions.preview_url(target.ref, [(promotion.service, target.start, promotion.version)],
                                            back)
                 if target.ref is not None and not _why_not(target, no_pr, outside) else None,
                 open_pr=pending.get((promotion.service, target.cluster, promotion.version)),

@@ -11,47 +11,20 @@ with a real API token); tests/assistant covers the protocol itself.
 
 from __future__ import annotations
 
-from io import StringIO
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from forges.demo import build_demo_repo
 from gitops.models import GitOpsApp
 from portal.accounts import tokens
-from portal.accounts.roles import Role, grant
 from portal.catalog.models import Service
-from portal.delivery.gitpins import batch_apps, due_batches, read_pins
 from tests.journeys.walk import Offers, judge, partials
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["/", "/matrix", "/updates", "/delivery", "/security", "/gitops", "/findings", "/clusters"]
-
-
-@pytest.fixture
-def demo(settings, tmp_path: Path) -> None:
-    """The demo as `make run` leaves it once its workers have read the pins."""
-    settings.DEMO_MODE = True
-    settings.VAR_DIR = tmp_path
-    build_demo_repo(tmp_path / "demo-gitops.git")
-    call_command("load_demo", verbosity=0, stdout=StringIO())
-    call_command("load_demo_releases", stdout=StringIO())
-    for batch in due_batches():
-        reports = read_pins(batch_apps(batch.repository, batch.revision, batch.app_ids))
-        assert all(report.ok for report in reports.values()), reports
-
-
-@pytest.fixture
-def member(client, django_user_model):
-    user = django_user_model.objects.create_user("walker", password="pw")
-    grant(user, Role.MEMBER)
-    client.force_login(user)
-    return user
 
 
 def collect_from_pages(client, offers: Offers) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from django.conf import settings
 
@@ -60,3 +60,38 @@ def argocd_links(instance: _Instance | None, namespace: str, name: str) -> ArgoC
     ui_url = instance.ui_url if instance is not None else ""
     return ArgoCDLinks(instance=instance.name if instance is not None else "", instance_url=safe_http_url(ui_url),
                        app_url=argocd_app_url(namespace, name, ui_url))
+
+
+# --- the portal's own pull request preview ---------------------------------------------
+
+GROUPED = "grouped"  # one pull request per repository, branch and environment
+EACH = "each"  # one pull request per item
+CHART_SUBJECT = "chart="  # an item's subject that names a chart instead of a service
+
+
+@dataclass(frozen=True)
+class OfferItem:
+    """One move an offer proposes: in application `target` (`12`, or `w31` for a workload no
+    GitOps tool deploys), `subject` (a service, or `chart=<name>`) to `to`, from `start` when the
+    offer knows it (the preview starts from Git's pin whatever it says)."""
+
+    target: int | str
+    subject: str
+    to: str
+    start: str = ""
+
+    def spelled(self) -> str:
+        return ":".join([str(self.target), self.subject, self.to] + ([self.start] if self.start else []))
+
+
+def preview_url(kind: str, items: list[OfferItem], *, mode: str = GROUPED, back: str = "") -> str:
+    """The preview of the pull request(s) an offer proposes: the one spelling of every offer's
+    link, whichever page, API answer, assistant tool or alert shows it. A GET: following it
+    writes nothing; `portal.web.views.pr` reads the same spelling back."""
+    from django.urls import reverse
+
+    params: list[tuple[str, str]] = [("kind", kind), ("mode", mode)]
+    params += [("item", item.spelled()) for item in items]
+    if back:
+        params.append(("next", back))
+    return f"{reverse('pr-preview')}?{urlencode(params)}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
 
 import django_filters
 from django.core.validators import RegexValidator
@@ -32,7 +31,9 @@ from portal.api.serializers import VersionPolicyField
 from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.catalog.models import Service
 from portal.delivery import promotions
+from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import BehindLines
+from portal.links import OfferItem, preview_url
 from portal.releases.models import Release
 from portal.releases.versions import sort_tags
 
@@ -153,14 +154,14 @@ def services_context(page: list[Service], absolute: Any) -> dict[str, Any]:
         newest[key] = sort_tags([v for v in (newest.get(key), behind.target) if v])[-1]
         place = behind.app or behind.workload  # an application, or a workload outside GitOps
         assert place is not None
-        query = urlencode({"kind": "upgrade", "service": behind.service.name, "app": behind.ref, "to": behind.target})
         offers[behind.service.pk].append({
             "kind": "upgrade", "environment": env, "cluster": behind.cluster.name,
             "app": f"{place.namespace}/{place.name}",
             "from_version": behind.running, "to_version": behind.target, "jump": behind.jump,
             "pinned_at_target": behind.pinned_at_target,
             "open_pull_request": behind.open_pr.url if behind.open_pr is not None and behind.open_pr.url else None,
-            "notes_url": behind.notes_url, "preview_url": absolute(f"{reverse('pr-preview')}?{query}"),
+            "notes_url": behind.notes_url,
+            "preview_url": absolute(preview_url(UPGRADE, [OfferItem(behind.ref, behind.service.name, behind.target)])),
         })
     names = {service.name: service.pk for service in page}
     waiting, _ = promotions.load()

@@ -24,13 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
-from urllib.parse import urlencode
-
-from django.urls import reverse
 
 from gitops.models import RunningVersion, VersionChange
+from portal import links
 from portal.catalog.models import Environment
 from portal.delivery.models import VersionLine
+from portal.delivery.planner import PROMOTION
 from portal.releases.versions import Version, parse_tag
 
 
@@ -285,12 +284,9 @@ def ran_before(service: str, version: str, production: str) -> Promotion | None:
 
 def preview_url(app_id: int | str, moves: Sequence[tuple[str, str, str]], back: str = "") -> str:
     """The preview page of a promotion PR into production application `app_id`, one item per
-    (service, from, to); several items make one pull request. A GET: following it writes nothing."""
-    params: list[tuple[str, str]] = [("kind", "promotion"), ("mode", "grouped")]
-    params += [("item", f"{app_id}:{service}:{to}:{current}") for service, current, to in moves]
-    if back:
-        params.append(("next", back))
-    return f"{reverse('pr-preview')}?{urlencode(params)}"
+    (service, from, to); several items make one pull request."""
+    return links.preview_url(PROMOTION, [links.OfferItem(app_id, service, to, current)
+                                         for service, current, to in moves], back=back)
 
 
 # --- chart versions --------------------------------------------------------------------
@@ -351,7 +347,5 @@ def chart_promotions() -> list[ChartPromotion]:
 
 def chart_preview_url(app_id: int, chart: str, to_version: str, current: str, back: str = "") -> str:
     """The preview of a chart promotion into production application `app_id`."""
-    params = [("kind", "promotion"), ("mode", "grouped"), ("item", f"{app_id}:chart={chart}:{to_version}:{current}")]
-    if back:
-        params.append(("next", back))
-    return f"{reverse('pr-preview')}?{urlencode(params)}"
+    return links.preview_url(PROMOTION, [links.OfferItem(app_id, links.CHART_SUBJECT + chart, to_version, current)],
+                             back=back)

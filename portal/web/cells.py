@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from html import escape
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from portal.links import OfferItem, preview_url
 from portal.web.badges import badge_html
 from portal.web.fleet import Cell, CellLine, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
@@ -249,7 +250,6 @@ def release(drawn: list) -> None:
     drawn.clear()
 
 
-def preview_href(kind: str, items: list[str]) -> str:
-    """The pull request preview for `app:service:version` items."""
-    query = "&".join(f"item={quote(item, safe=':')}" for item in items)
-    return f"{reverse('pr-preview')}?kind={quote(kind)}&{query}&mode=grouped"
+def preview_href(kind: str, items: list[OfferItem]) -> str:
+    """The pull request preview of a matrix line's items (`portal.links.preview_url`)."""
+    return preview_url(kind, items)

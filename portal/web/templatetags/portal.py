@@ -5,14 +5,14 @@ views compute what the page needs (see portal/web/rollback_offers.py)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from urllib.parse import urlencode
 
 from django import template
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from portal.delivery.planner import UPGRADE
+from portal.links import OfferItem, preview_url
 from portal.web import badges
 from portal.web.rollback_offers import PageOffers, ShownOffer
 
@@ -117,8 +117,7 @@ def of_app(page: PageOffers | None, app_id: int) -> list[ShownOffer]:
 @register.simple_tag
 def upgrade_preview_url(service: str, app_id: int | str, target: str) -> str:
     """The preview of one upgrade PR: `service` in application `app_id` (or workload `w<id>`) to version `target`."""
-    query = urlencode({"kind": "upgrade", "service": service, "app": app_id, "to": target})
-    return f"{reverse('pr-preview')}?{query}"
+    return preview_url(UPGRADE, [OfferItem(app_id, service, target)])
 
 
 @register.filter

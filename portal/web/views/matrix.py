@@ -19,6 +19,7 @@ from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import ChartBehind, UpgradeTargets, charts_behind
+from portal.links import CHART_SUBJECT, OfferItem
 from portal.releases.versions import parse_tag
 from portal.web.badges import pr_state_html
 from portal.web.cells import ChartOffer, Offer, Renderer, preview_href, release, render_matrix
@@ -71,7 +72,7 @@ def chart_offers(*, can_open: bool) -> dict[tuple[int, str], ChartOffer]:
         if not can_open or no_pr:
             href = ""
         elif len(lines) == 1:
-            href = preview_href(UPGRADE, [f"{first.app.pk}:chart={first.pin.ref.chart}:{first.target}"])
+            href = preview_href(UPGRADE, [OfferItem(first.app.pk, CHART_SUBJECT + first.pin.ref.chart, first.target)])
         else:
             href = reverse("updates") + "#charts"
         offers[key] = ChartOffer(first.pin.ref.chart, first.pin.version, first.target, href, len(lines), no_pr)
@@ -155,6 +156,6 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
             href = reverse("updates") + "?" + urlencode({"service": service.name, "environment": environment})
             title += f" ({len(app_ids)} applications: choose them on the Updates page)"
         else:
-            href = preview_href(UPGRADE, [f"{app_id}:{service.name}:{target}" for app_id in app_ids])
+            href = preview_href(UPGRADE, [OfferItem(app_id, service.name, target) for app_id in app_ids])
         offers[id(line)] = Offer(target, href, title, pr_html=closed.get(id(line), ""))
     return offers

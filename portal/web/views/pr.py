@@ -44,13 +44,11 @@ from portal.delivery.changes import (
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import KINDS, ROLLBACK, UPGRADE, Change
 from portal.delivery.pull_requests import DEMO_REFUSAL
-from portal.links import safe_http_url
+from portal.links import CHART_SUBJECT, EACH, GROUPED, safe_http_url
 from portal.releases.excerpts import notes_for, share
 
-GROUPED = "grouped"
-EACH = "each"
 CONFIRM = "confirm"  # the default branch chosen for an application that follows a tag
-CHART_ITEM = "chart="  # an item's "service" that names a chart: a chart version change
+CHART_ITEM = CHART_SUBJECT  # an item's "service" that names a chart: a chart version change
 
 
 def confirmed(params: QueryDict) -> bool:

@@ -33,6 +33,7 @@ from portal.notifications.models import Channel
 from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
 from portal.notifications.senders import send_test
 from portal.settings import base_url_of_address
+from portal.timestamps import utc_stamp
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, PROD, serving
 from tests.receivers import HttpReceiver
@@ -344,3 +345,28 @@ def test_without_portal_base_url_the_settings_derive_it_from_portal_address():
     out = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], env=env, check=True,
                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]).stdout
     assert out.strip() == "https://portal.example.com"
+
+
+def test_an_alert_for_an_app_a_sync_window_holds_says_until_when(catalog, github):
+    now = timezone.now()
+    until = now + timedelta(hours=5)
+    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, sync="OutOfSync",
+                   since=timedelta(minutes=20), sync_blocked=True, sync_blocked_until=until,
+                   sync_window={"kind": "deny", "description": "weekend freeze", "schedule": "0 18 * * 5"})
+    event = build_event(app, app.sync_since, now)
+    words = f"a sync window 'weekend freeze' holds payments-prod on prod-eu-1 until {utc_stamp(until)}"
+    assert ("Sync window", words) in event.facts
+    assert event.summary == words[:1].upper() + words[1:]  # why Git's change waits: it leads
+    # Once the window has closed (the stored end has passed), the alert no longer says it.
+    assert not any(label == "Sync window" for label, _ in build_event(app, app.sync_since, until).facts)
+
+
+def test_a_window_with_no_end_is_said_so_and_a_degraded_app_keeps_its_cause_first(catalog, github):
+    event, _ = _degraded(catalog, github)
+    app = GitOpsApp.objects.select_related("cluster__environment").get(name="checkout-prod")
+    app.sync_blocked, app.sync_window = True, {"kind": "deny", "schedule": "0 0 * * *", "duration": "24h"}
+    app.save()
+    held = build_event(app, app.health_since, timezone.now())
+    words = "a sync window '0 0 * * *' holds checkout-prod on prod-eu-1 with no end in sight"
+    assert ("Sync window", words) in held.facts and held.causes[-1] == words
+    assert held.summary == event.summary  # the change that broke it still leads

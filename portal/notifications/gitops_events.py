@@ -204,7 +204,8 @@ def word_event(
     commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
     changes_url = None
     if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
-        changes_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
+        change = app.last_change()  # the same "changes" link as the service page's panel
+        changes_url = weblinks.compare_url(app.repo_url, *change) if change else None
     facts = [
         ("Environment", environment or "unregistered destination"),
         ("Cluster", cluster),

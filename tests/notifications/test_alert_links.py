@@ -31,11 +31,13 @@ from portal.notifications.channels import Email, Ntfy, Slack, Teams
 from portal.notifications.gitops_events import build_event
 from portal.notifications.models import Channel
 from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
-from portal.notifications.senders import send_test
+from portal.notifications.senders import sample_event, send_test
+from portal.notifications.statechanges import emit_gitops_events
 from portal.settings import base_url_of_address
 from portal.timestamps import utc_stamp
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, PROD, serving
+from tests.notifications.store_rows import write_store_rows
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -370,3 +372,52 @@ def test_a_window_with_no_end_is_said_so_and_a_degraded_app_keeps_its_cause_firs
     words = "a sync window '0 0 * * *' holds checkout-prod on prod-eu-1 with no end in sight"
     assert ("Sync window", words) in held.facts and held.causes[-1] == words
     assert held.summary == event.summary  # the change that broke it still leads
+
+
+def test_every_alert_the_portal_would_send_now_opens_every_link(catalog, github, client, users):
+    """A small fleet as the store wrote it (the StateChange rows too), the notification pass as
+    beat runs it, then every alert it opened, the delivery alerts and the plain test message:
+    each portal link sends an anonymous visitor to log in and opens for a viewer."""
+    now = timezone.now()
+    old = timedelta(minutes=40)
+    first_seen = now - timedelta(days=2)
+    degraded = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.7.0",
+                        health="Degraded", since=timedelta(minutes=20), repo_url=github.repository, path=PROD,
+                        first_seen=first_seen, previous_synced_revision="9a8b7c6d5e4f30211223344556677889900aabbc",
+                        revision_changed_at=now - old)
+    VersionChange.objects.create(service=catalog.checkout, environment=catalog.prod, cluster=catalog.prod_eu,
+                                 app=degraded, from_version="1.6.0", to_version="1.7.0", at=now - old)
+    write_store_rows(degraded)
+    write_store_rows(seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout,
+                              sync="OutOfSync", since=timedelta(minutes=20), manual_sync=True, first_seen=first_seen))
+    write_store_rows(seed_app(catalog.prod_us, "payments", service=catalog.payments, tool="flux", sync="OutOfSync",
+                              since=timedelta(minutes=20), suspended=True, first_seen=first_seen))
+    write_store_rows(seed_app(catalog.prod_us, "payments-prod", service=catalog.payments, sync="OutOfSync",
+                              since=timedelta(minutes=20), sync_blocked=True, first_seen=first_seen,
+                              sync_window={"kind": "deny", "description": "weekend freeze"}))
+    opened = emit_gitops_events(now)
+    events = [episode.event for episode in opened]
+    assert sorted(e.title for e in events) == [
+        "checkout-prod is Degraded on prod-eu-1", "checkout-staging is OutOfSync on staging-eu-1",
+        "payments is OutOfSync on prod-us-1", "payments-prod is OutOfSync on prod-us-1"]
+    events.append(_checks_failed(catalog, github)[0])
+    merged = _pull_request(catalog, github, state="merged", number=8, branch="portal/checkout-1.6.1-prod",
+                           merged_at=now - timedelta(hours=2), checks="pass")
+    progress = Progress(targets=["prod-eu-1"], waiting=[Waiting("prod-eu-1", "a sync window holds it")])
+    events.append(delivery_events.not_deployed_event(merged, progress, now))
+    [offer] = offers_for_apps([GitOpsApp.objects.select_related("cluster__environment").get(pk=degraded.pk)])[
+        degraded.pk]
+    events.append(delivery_events.rollback_event(offer))
+    events.append(sample_event(Channel.objects.create(name="ops", kind=Channel.Kind.WEBHOOK), now))
+    labels = set()
+    for event in events:
+        assert portal_links(event), event.title
+        assert_every_link_opens(client, users["viewer"], event)
+        labels |= {label for label, _ in portal_links(event)}
+    assert labels >= {"Rollback PR → 1.6.0", "Open in portal", "Delivery", "Preview rollback PR", "Service",
+                      "Open notifications"}
+    held = next(e for e in events if e.title.startswith("payments-prod"))
+    assert ("Sync window", "a sync window 'weekend freeze' holds payments-prod on prod-us-1 with no end in sight") \
+        in held.facts
+    changes = next(e for e in events if e.title.startswith("checkout-prod")).details["revision"]["changes_url"]
+    assert changes.endswith("/compare/9a8b7c6d5e4f30211223344556677889900aabbc..." + degraded.synced_revision)

@@ -99,3 +99,25 @@ def test_the_pull_request_column_shows_the_apps_open_prs_a_charts_included(catal
     assert "PR #7 open" in column("checkout-prod") and "#9" not in column("checkout-prod")
     assert "PR #9 open" in column("notifications") and "#7" not in column("notifications")
     assert "—" in column("checkout-staging")  # the PR is for prod
+
+
+def test_last_change_reads_each_tools_history_as_it_writes_it():
+    # Argo CD syncing the same commit again (a resync) is no change: the one before it is.
+    argo = GitOpsApp(tool="argo", synced_revision=HEAD, history=[
+        {"id": 1, "revision": FIRST}, {"id": 2, "revision": SECOND}, {"id": 3, "revision": SECOND}])
+    assert argo.last_change() == (FIRST, SECOND)
+    # A Kustomization's history as the collector keeps it (latest last), revisions "<branch>@sha1:<commit>".
+    flux = GitOpsApp(tool="flux", kind="Kustomization", synced_revision=f"main@sha1:{SECOND}",
+                     sources=[{"ref": "GitRepository/flux-system"}],
+                     history=[{"revision": f"main@sha1:{FIRST}"}, {"revision": f"main@sha1:{SECOND}"}])
+    assert flux.last_change() == (FIRST, SECOND)
+    # A HelmRelease's history holds chart versions: no commits, no link.
+    helm = GitOpsApp(tool="flux", kind="HelmRelease", chart="notifications", synced_revision="0.3.1",
+                     sources=[{"ref": "HelmRepository/acme"}],
+                     history=[{"revision": "0.3.0"}, {"revision": "0.3.1"}])
+    assert helm.last_change() is None
+    # What the portal saw replaced comes first; nothing at all is no link.
+    seen = GitOpsApp(tool="argo", synced_revision=SECOND, previous_synced_revision=FIRST,
+                     history=[{"id": 1, "revision": HEAD}, {"id": 2, "revision": SECOND}])
+    assert seen.last_change() == (FIRST, SECOND)
+    assert GitOpsApp(tool="argo", synced_revision=SECOND).last_change() is None

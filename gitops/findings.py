@@ -367,7 +367,8 @@ def derive_findings(cluster_id: int, at: datetime | None = None, uids: Collectio
         rows.extend(Finding(app=app, rule=SILENT if f.rule == GROUPED else f.rule, message=f.message[:1000], at=at)
                     for f in findings_for(app, production=production, project=project, context=context))
     with transaction.atomic():
-        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES)
+        # The grouped findings are group_silent's to replace: theirs is the whole environment.
+        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES | {GROUPED})
         if uids is not None:
             replaced = replaced.filter(app_id__in=[app.pk for app in apps])
         replaced.delete()
@@ -389,7 +390,8 @@ def group_message(tool: str, environment: str | None, members: Sequence[tuple[st
 
 def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> int:
     """Write again the GROUPED finding of each (environment id, tool) of `groups` from all their
-    SILENT rows, whichever cluster's poll stored them; returns how many were written.
+    SILENT rows, whichever cluster's poll stored them, where it says something new; returns how
+    many were written.
 
     The finding sits on one of its apps: one that carries a mute of the rule if any does (so a
     mute survives polls as every mute does, by naming an app and the rule), else the first by
@@ -401,19 +403,23 @@ def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> in
         for environment_id, tool in sorted(groups, key=lambda g: (g[0] or 0, g[1])):
             scope = (Q(app__cluster__environment_id=environment_id) if environment_id is not None
                      else Q(app__cluster__environment__isnull=True))
-            Finding.objects.filter(scope, rule=GROUPED, app__tool=tool).delete()
+            existing = Finding.objects.filter(scope, rule=GROUPED, app__tool=tool)
             members = list(
                 Finding.objects.filter(scope, rule=SILENT, app__tool=tool)
                 .order_by("app__cluster__name", "app__namespace", "app__name")
                 .values_list("app_id", "app__name", "app__cluster__name", "app__cluster__environment__name")
             )
             if not members:
+                existing.delete()
                 continue
             muted = set(FindingMute.objects.filter(rule=GROUPED, app_id__in=[m[0] for m in members])
                         .values_list("app_id", flat=True))
             carrier = next((m[0] for m in members if m[0] in muted), members[0][0])
-            message = group_message(tool, members[0][3], [(name, cluster) for _, name, cluster, _ in members])
-            Finding.objects.create(app_id=carrier, rule=GROUPED, message=message[:1000], at=at)
+            message = group_message(tool, members[0][3], [(name, cluster) for _, name, cluster, _ in members])[:1000]
+            if list(existing.values_list("app_id", "message")) == [(carrier, message)]:
+                continue  # said as it was: the row (and its time) stays, as an unchanged app's findings do
+            existing.delete()
+            Finding.objects.create(app_id=carrier, rule=GROUPED, message=message, at=at)
             written += 1
     return written
 

@@ -359,3 +359,12 @@ def test_the_group_message_names_a_few_and_counts_the_rest():
     assert f.group_message("flux", None, [("apps", "edge-1")]) == (
         "No notification rule on unregistered destinations: a failed sync of 1 Flux application notifies nobody "
         "(apps on edge-1); no portal rule covers them and no on-sync-failed subscription or Flux Alert names them")
+
+
+def test_a_poll_that_changes_nothing_keeps_the_grouped_finding_as_it_was(silent_fleet):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    before = set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at"))
+    for cluster in silent_fleet.values():
+        assert f.derive_findings(cluster.pk) == 0  # nothing new to say
+    assert set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at")) == before

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from gitops.attention import OPERATION_RUNNING, Attention
-from gitops.findings import RULES, open_findings
+from gitops.findings import GROUPED, RULES, open_findings
 from gitops.models import sync_held
 from gitops.windowstate import held_until, window_name
 
@@ -108,7 +108,9 @@ def attention_badges(app: object, at: datetime) -> list[Badge]:
 def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
     """A "N findings" badge per app that has open findings, its title naming the rules (one query)."""
     rules: dict[int, list[str]] = defaultdict(list)
-    for app_id, rule in open_findings().filter(app_id__in=app_ids).values_list("app_id", "rule"):
+    # The grouped "Notifications: no rule" is an environment's, not the one app it is stored on.
+    found = open_findings().filter(app_id__in=app_ids).exclude(rule=GROUPED)
+    for app_id, rule in found.values_list("app_id", "rule"):
         rules[app_id].append(RULES[rule].title if rule in RULES else rule)
     return {
         app_id: Badge("finding", f"{len(titles)} finding{'s' if len(titles) != 1 else ''}",

@@ -276,7 +276,8 @@ def test_findings_page_api_and_overview(fleet, client, admin_user):
     assert FindingMute.objects.get(app=app, rule="self-heal-off").muted_by == admin_user.get_username()
     assert client.get("/api/v1/findings").json()["count"] == 2
     gitops = client.get(reverse("gitops")).content.decode()
-    assert "2 findings" in gitops
+    # default-project; the grouped "Notifications: no rule" is the environment's, not the app's badge.
+    assert "1 finding<" in gitops
 
 
 # --- a missing notification rule: one finding per environment and tool ------------------------
@@ -368,3 +369,14 @@ def test_a_poll_that_changes_nothing_keeps_the_grouped_finding_as_it_was(silent_
     for cluster in silent_fleet.values():
         assert f.derive_findings(cluster.pk) == 0  # nothing new to say
     assert set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at")) == before
+
+
+def test_the_page_says_a_grouped_finding_as_its_environment_and_tool(silent_fleet, client, admin_user):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    client.force_login(admin_user)
+    html = client.get(reverse("findings")).content.decode()
+    for group in ("prod · Argo CD", "prod · Flux", "staging · Argo CD"):
+        assert f'<strong class="finding-group">{group}</strong>' in html
+    assert html.count(f'<a href="{reverse("notifications")}">add a notification rule</a>') == 3
+    assert "finding<" not in client.get(reverse("gitops")).content.decode()  # no app carries it as a badge

@@ -269,6 +269,7 @@ def test_findings_page_api_and_overview(fleet, client, admin_user):
     assert 'href="/findings"' in overview and "<strong>3</strong>findings" in overview
     api = client.get("/api/v1/findings?rule=default-project").json()
     assert api["count"] == 1 and api["results"][0]["name"] == "checkout-prod"
+    assert api["results"][0]["group"] is None
     assert api["results"][0]["fix"].startswith("Move the Application")
     assert client.get("/api/v1/findings?bogus=1").status_code == 400
     response = client.post(reverse("finding-mute"), {"app": app.pk, "rule": "self-heal-off", "reason": "drift ok"})
@@ -380,3 +381,6 @@ def test_the_page_says_a_grouped_finding_as_its_environment_and_tool(silent_flee
         assert f'<strong class="finding-group">{group}</strong>' in html
     assert html.count(f'<a href="{reverse("notifications")}">add a notification rule</a>') == 3
     assert "finding<" not in client.get(reverse("gitops")).content.decode()  # no app carries it as a badge
+    api = client.get("/api/v1/findings?rule=no-failure-notification").json()
+    assert sorted(r["group"] for r in api["results"]) == ["prod · Argo CD", "prod · Flux", "staging · Argo CD"]
+    assert api["counts"] == {"no-failure-notification": 3}

@@ -11,28 +11,30 @@ gitops imports none of them.
 Findings are re-derived after every poll of a cluster (`derive_findings`), so they say
 what the cluster says now; a finding can be muted per app with a reason (`mute`, audited
 in portal.audit), and the mute survives polls because it names the app and the rule, not
-a finding row. The raw-Secret rule reads Git, not the cluster: the pin reader
-(portal.delivery.gitpins) applies `raw_secret_files` to the files it read and stores its
+a finding row. A missing notification rule is one finding per environment and tool, on one
+of the apps it leaves silent (`group_silent`). The raw-Secret rule reads Git, not the
+cluster: the pin reader (portal.delivery.gitpins) applies `raw_secret_files` to the files it read and stores its
 findings with `replace_git_findings`; a poll leaves those alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import yaml
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from gitops.fields import as_bool, as_list, as_str, dig
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
 from gitops.signals import finding_context
 from portal.audit.models import record
+from portal.catalog.models import Environment
 
 OUT_OF_SYNC = "OutOfSync"
 SYNC_RUNNING = "Running"
@@ -65,10 +67,11 @@ RULES: dict[str, FindingRule] = {
             "Move the Application to a project of its own team (spec.project) that allows only its destinations.",
         ),
         FindingRule(
-            "no-failure-notification", "A failed sync notifies nobody",
+            "no-failure-notification", "Notifications: no rule",
             "A deploy that fails silently is found by its users: every sync failure must reach someone.",
-            "Argo CD: annotate notifications.argoproj.io/subscribe.on-sync-failed.<service>; Flux: add an Alert "
-            "whose eventSources name the object; or add a portal notification rule covering it.",
+            "Add a portal notification rule for the environment (Notifications); or, per app, Argo CD: annotate "
+            "notifications.argoproj.io/subscribe.on-sync-failed.<service>; Flux: add an Alert whose eventSources "
+            "name the object.",
         ),
         FindingRule(
             "chart-unpinned", "HelmRelease chart version not pinned",
@@ -103,6 +106,15 @@ RULES: dict[str, FindingRule] = {
     )
 }
 GIT_RULES = frozenset({"raw-secret"})  # derived from Git by the pin reader, not from the cluster
+# A missing notification rule is one finding per environment and tool, not one per app it leaves
+# silent (72 on a fresh install said one thing 72 times): each poll stores which of its apps a
+# failed sync would reach nobody from as SILENT rows (a fact, never shown), then the GROUPED
+# finding of each environment and tool it touched is written again from every SILENT row of them,
+# on one app of the group (`group_silent`).
+GROUPED = "no-failure-notification"
+SILENT = "silent-sync-failure"
+TOOL_NAMES = {"argo": "Argo CD", "flux": "Flux"}
+GROUP_NAMED = 5  # apps a grouped finding names; the count says the rest
 
 
 @dataclass(frozen=True)
@@ -352,15 +364,64 @@ def derive_findings(cluster_id: int, at: datetime | None = None, uids: Collectio
     for app in apps:
         production = bool(app.cluster.environment and app.cluster.environment.production)
         project = projects.get((app.read_from_id, app.project)) if app.tool == "argo" else None
-        rows.extend(Finding(app=app, rule=f.rule, message=f.message[:1000], at=at)
+        rows.extend(Finding(app=app, rule=SILENT if f.rule == GROUPED else f.rule, message=f.message[:1000], at=at)
                     for f in findings_for(app, production=production, project=project, context=context))
     with transaction.atomic():
-        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES)
+        # The grouped findings are group_silent's to replace: theirs is the whole environment.
+        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES | {GROUPED})
         if uids is not None:
             replaced = replaced.filter(app_id__in=[app.pk for app in apps])
         replaced.delete()
         Finding.objects.bulk_create(rows)
-    return len(rows)
+    groups = {(app.cluster.environment_id if app.cluster_id else None, app.tool) for app in apps}
+    return sum(1 for row in rows if row.rule != SILENT) + group_silent(groups, at)
+
+
+def group_message(tool: str, environment: str | None, members: Sequence[tuple[str, str]]) -> str:
+    """The GROUPED finding's words for the silent apps `members` ((name, cluster), in order) of
+    one tool in one environment. Pure."""
+    where = f"in {environment}" if environment else "on unregistered destinations"
+    named = ", ".join(f"{name} on {cluster}" for name, cluster in members[:GROUP_NAMED])
+    more = f" and {len(members) - GROUP_NAMED} more" if len(members) > GROUP_NAMED else ""
+    count = f"{len(members)} {TOOL_NAMES.get(tool, tool)} application{'s' if len(members) != 1 else ''}"
+    return (f"No notification rule {where}: a failed sync of {count} notifies nobody ({named}{more}); "
+            "no portal rule covers them and no on-sync-failed subscription or Flux Alert names them")
+
+
+def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> int:
+    """Write again the GROUPED finding of each (environment id, tool) of `groups` from all their
+    SILENT rows, whichever cluster's poll stored them, where it says something new; returns how
+    many were written.
+
+    The finding sits on one of its apps: one that carries a mute of the rule if any does (so a
+    mute survives polls as every mute does, by naming an app and the rule), else the first by
+    cluster, namespace and name. Polls of two clusters of one environment take turns (the
+    environment's row is locked), so each group has one finding."""
+    written = 0
+    with transaction.atomic():
+        list(Environment.objects.select_for_update().filter(pk__in={env for env, _ in groups if env is not None}))
+        for environment_id, tool in sorted(groups, key=lambda g: (g[0] or 0, g[1])):
+            scope = (Q(app__cluster__environment_id=environment_id) if environment_id is not None
+                     else Q(app__cluster__environment__isnull=True))
+            existing = Finding.objects.filter(scope, rule=GROUPED, app__tool=tool)
+            members = list(
+                Finding.objects.filter(scope, rule=SILENT, app__tool=tool)
+                .order_by("app__cluster__name", "app__namespace", "app__name")
+                .values_list("app_id", "app__name", "app__cluster__name", "app__cluster__environment__name")
+            )
+            if not members:
+                existing.delete()
+                continue
+            muted = set(FindingMute.objects.filter(rule=GROUPED, app_id__in=[m[0] for m in members])
+                        .values_list("app_id", flat=True))
+            carrier = next((m[0] for m in members if m[0] in muted), members[0][0])
+            message = group_message(tool, members[0][3], [(name, cluster) for _, name, cluster, _ in members])[:1000]
+            if list(existing.values_list("app_id", "message")) == [(carrier, message)]:
+                continue  # said as it was: the row (and its time) stays, as an unchanged app's findings do
+            existing.delete()
+            Finding.objects.create(app_id=carrier, rule=GROUPED, message=message, at=at)
+            written += 1
+    return written
 
 
 def replace_git_findings(found: Mapping[int, Found | None], at: datetime | None = None) -> None:
@@ -398,4 +459,4 @@ def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
 def open_findings() -> QuerySet[Finding]:
     """Findings not muted, for pages and the API (a queryset)."""
     muted = FindingMute.objects.filter(app_id=OuterRef("app_id"), rule=OuterRef("rule"))
-    return Finding.objects.annotate(muted=Exists(muted)).filter(muted=False)
+    return Finding.objects.exclude(rule=SILENT).annotate(muted=Exists(muted)).filter(muted=False)

@@ -259,6 +259,27 @@ class GitOpsApp(models.Model):
             return None
         return commit_of(self.previous_synced_revision, self.tool, self.chart)
 
+    def last_change(self) -> tuple[str, str] | None:
+        """(before, after): the commits of the app's last change of synced commit, for a "changes"
+        link. The portal's own sighting between two polls when it saw one; else the tool's history
+        (Argo CD's and a Kustomization's `status.history`, latest last): its last deployment and
+        the one before naming another commit. None for a first sync, or where revisions are no
+        commits (a HelmRelease's chart versions)."""
+        if self.previous_synced_revision:
+            before, after = self.previous_commit(), self.synced_commit()
+            return (before, after) if before and after and before != after else None
+        ref = self._primary_source_ref()
+        commits = [
+            commit
+            for entry in self.history or []
+            if isinstance(entry, dict)
+            and (commit := commit_of(str(entry.get("revision") or ""), self.tool, self.chart, ref))
+        ]
+        for before in reversed(commits[:-1]):
+            if before != commits[-1]:
+                return before, commits[-1]
+        return None
+
     def _primary_source_ref(self) -> str:
         sources = self.sources or []
         return (sources[0].get("ref") or "") if sources and isinstance(sources[0], dict) else ""

@@ -6,11 +6,27 @@ exact rules); a suspended Flux object is held like a window with no end.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from gitops import syncwindows
 from gitops.rows import AppRow, ProjectRow
+
+NO_END_IN_SIGHT = "no end in sight"
+
+
+def held_until(until: datetime | None, stamp: Callable[[datetime], str]) -> str:
+    """How long a sync window holds an app, in the one wording the badge, the alerts and the
+    assistant share: "until <time>", or "with no end in sight" when the stored verdict names no
+    end (the windows reopen as they close, or nothing changes within the search horizon).
+    `stamp` writes the time: the viewer's zone on a page, UTC in a message."""
+    return f"until {stamp(until)}" if until is not None else f"with {NO_END_IN_SIGHT}"
+
+
+def window_name(window: Mapping[str, Any]) -> str:
+    """The stored window as people know it: its description, else its schedule; "" if neither."""
+    return str(window.get("description") or window.get("schedule") or "")
 
 
 def _describe(window: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,8 @@ def main() -> int:
         subprocess.Popen([*MANAGE, "runserver", address, "--noreload"], cwd=ROOT),
         *(subprocess.Popen(command, cwd=ROOT) for command in worker_commands()),
     ]
-    print(f"\nPortal: http://{address}/  (Ctrl-C stops the web server and the workers)\n", flush=True)
+    # Where alerts link to as well (PORTAL_BASE_URL, derived from the address unless set).
+    print(f"\nPortal: {settings.PORTAL_BASE_URL}/  (Ctrl-C stops the web server and the workers)\n", flush=True)
 
     stopping = False
 

@@ -32,6 +32,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def base_url_of_address(address: str) -> str:
+    """The URL people open for an address `manage.py runserver` serves ("8000", "0.0.0.0:8080",
+    "[::]:8000", "portal.lan:8000"): the embedded run's default PORTAL_BASE_URL, so that links in
+    alerts point where it serves. A wildcard names no host to open: the loopback of its family."""
+    host, _, port = address.strip().rpartition(":")
+    if not port.isdigit():
+        host, port = address.strip(), "8000"  # runserver's own default port
+    host = {"": "127.0.0.1", "0": "127.0.0.1", "0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)  # noqa: S104 - read, not bound
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # a bare IPv6 address in a URL takes brackets
+    return f"http://{host}:{port}"
+
+
 DEBUG = env_bool("DEBUG", False)
 # Demo mode is the embedded `make run`: it may create a local admin and refuses
 # forge writes. Production never sets it.
@@ -251,8 +264,9 @@ PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINU
 # progressing" and needs attention (minutes).
 PORTAL_STUCK_PROGRESSING_MINUTES = int(os.environ.get("PORTAL_STUCK_PROGRESSING_MINUTES", "30"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
-# Where people open the portal: the links in notifications and API items point here.
-PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Where people open the portal: the links in notifications and API items point here. Unset,
+# it is where the embedded run serves (PORTAL_ADDRESS).
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "").rstrip("/") or base_url_of_address(PORTAL_ADDRESS)
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 # Seconds a notification channel (webhook, Slack, Teams, Discord) has to answer.
 PORTAL_NOTIFY_TIMEOUT = float(os.environ.get("PORTAL_NOTIFY_TIMEOUT", "10"))

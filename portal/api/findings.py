@@ -17,7 +17,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gitops.findings import RULES, open_findings
+from gitops.findings import GROUPED, RULES, TOOL_NAMES, open_findings
 from gitops.models import Finding
 from portal.api.views import PortalAPIView, errors
 
@@ -45,6 +45,9 @@ class FindingSerializer(serializers.Serializer):
     namespace = serializers.CharField(source="app.namespace")
     name = serializers.CharField(source="app.name")
     app_url = serializers.SerializerMethodField(help_text="the app in the API")
+    group = serializers.SerializerMethodField(
+        help_text="a finding of a whole environment and tool, stored on one of its apps (a missing notification "
+                  "rule): 'prod · Argo CD'; null for one app's finding")
     at = serializers.DateTimeField(help_text="the poll that found it")
 
     def get_title(self, finding: Finding) -> str:
@@ -55,6 +58,13 @@ class FindingSerializer(serializers.Serializer):
 
     def get_fix(self, finding: Finding) -> str:
         return RULES[finding.rule].fix if finding.rule in RULES else ""
+
+    def get_group(self, finding: Finding) -> str | None:
+        if finding.rule != GROUPED:
+            return None
+        environment = finding.app.cluster.environment
+        where = environment.name if environment is not None else "unregistered destinations"
+        return f"{where} · {TOOL_NAMES.get(finding.app.tool, finding.app.tool)}"
 
     def get_app_url(self, finding: Finding) -> str:
         app = finding.app

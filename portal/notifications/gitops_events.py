@@ -26,9 +26,10 @@ from django.db.models import Q
 from django.urls import reverse
 
 from forges import weblinks
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, sync_held
 from gitops.revisions import short_revision
 from gitops.store import app_key
+from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
@@ -104,6 +105,23 @@ def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> l
     return [text for _, text in candidates]
 
 
+def held_by_window(app: GitOpsApp, at: datetime) -> str:
+    """ "a sync window 'weekend freeze' holds payments-prod on prod-eu-1 until <time>" (or "with no
+    end in sight", gitops.windowstate.held_until: the badge's words) while the app's stored window
+    verdict holds at `at`, else "". A suspension is said as such, not as a window."""
+    window = app.sync_window or {}
+    if not sync_held(app.sync_blocked, app.sync_blocked_until, at) or window.get("kind") == "suspend":
+        return ""
+    where = f"{app.name} on {app.cluster.name}"
+    if window.get("kind") == "error":
+        return f"an invalid sync window holds {where}: Argo CD refuses every sync ({str(window.get('error'))[:200]})"
+    name = f" '{window_name(window)}'" if window_name(window) else ""
+    held = held_until(app.sync_blocked_until, utc_stamp)
+    if window.get("kind") == "allow":
+        return f"no allow window{name} is open for {where}: syncs wait {held}"
+    return f"a sync window{name} holds {where} {held}"
+
+
 def _action_link(app: GitOpsApp, services: list[str]) -> str:
     """The service page when the app deploys one service, else /gitops filtered to the app."""
     if len(services) == 1:
@@ -163,6 +181,9 @@ def word_event(
         causes.sort(key=lambda text: blamed not in text)
         if not any(blamed in text for text in causes):
             first.append(f"{where}, after {blamed}")
+    window = held_by_window(app, at)
+    if window and app.sync_status == "OutOfSync":
+        first.append(window)  # why Git's change is not applied: it leads
     if app.tool == "flux" and app.suspended:
         first.append(f"Flux: {app.name} on {cluster} is {SUSPENDED_WORDS}")
     if app.sync_status == "OutOfSync":
@@ -173,6 +194,8 @@ def word_event(
         elif pins:
             first.append(f"Out of sync on {cluster}: {pins}")
     causes = first + causes
+    if window and app.sync_status != "OutOfSync":
+        causes.append(window)  # no cause of the trouble, but holds its fix (a rollback) too
     # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
     environment = app.cluster.environment.name if app.cluster.environment is not None else ""
     since = utc_stamp(start)
@@ -181,7 +204,8 @@ def word_event(
     commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
     changes_url = None
     if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
-        changes_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
+        change = app.last_change()  # the same "changes" link as the service page's panel
+        changes_url = weblinks.compare_url(app.repo_url, *change) if change else None
     facts = [
         ("Environment", environment or "unregistered destination"),
         ("Cluster", cluster),
@@ -196,6 +220,8 @@ def word_event(
         facts.append(("Git", pins))
     if app.tool == "argo" and app.manual_sync:
         facts.append(("Sync policy", "manual: " + MANUAL_SYNC_WORDS))
+    if window:
+        facts.append(("Sync window", window))
     if app.tool == "flux" and app.suspended:
         facts.append(("Flux", SUSPENDED_WORDS))
     if app.synced_revision:

@@ -15,8 +15,9 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from gitops.attention import OPERATION_RUNNING, Attention
-from gitops.findings import RULES, open_findings
+from gitops.findings import GROUPED, RULES, open_findings
 from gitops.models import sync_held
+from gitops.windowstate import held_until, window_name
 
 # The words for the two attention states that are no health or sync status of their own
 # (gitops.attention): the matrix's flags and the badges below say them.
@@ -55,18 +56,15 @@ def window_badge(app: object, at: datetime) -> Badge | None:
         return None  # shown as the "suspended" badge
     if window.get("error"):
         return Badge("window", "sync window error", f"Argo CD refuses every sync: {window['error']}")
-    name = window.get("description") or window.get("schedule") or "sync window"
-    kind = window.get("kind", "deny")
-    if kind == "allow":
-        title = "no allow window is open"
-        title += f"; until the next allow window opens at {_stamp(until)}" if until else " and none opens soon"
-        if name:
-            title += f" ('{name}')"
+    name = window_name(window) or "sync window"
+    held = held_until(until, _stamp)
+    if window.get("kind", "deny") == "allow":
+        title = f"no allow window is open ('{name}'): syncs wait {held}"
     else:
-        title = f"deny '{name}'" + (f" until {_stamp(until)}" if until else "")
+        title = f"deny '{name}' {held}"
     if window.get("manual_sync_allowed"):
         title += " — a manual sync is allowed"
-    return Badge("window", "sync window", title)
+    return Badge("window", f"sync window {held}", title)
 
 
 def badges_for(app: object, cluster: object, at: datetime | None = None) -> list[Badge]:
@@ -110,7 +108,9 @@ def attention_badges(app: object, at: datetime) -> list[Badge]:
 def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
     """A "N findings" badge per app that has open findings, its title naming the rules (one query)."""
     rules: dict[int, list[str]] = defaultdict(list)
-    for app_id, rule in open_findings().filter(app_id__in=app_ids).values_list("app_id", "rule"):
+    # The grouped "Notifications: no rule" is an environment's, not the one app it is stored on.
+    found = open_findings().filter(app_id__in=app_ids).exclude(rule=GROUPED)
+    for app_id, rule in found.values_list("app_id", "rule"):
         rules[app_id].append(RULES[rule].title if rule in RULES else rule)
     return {
         app_id: Badge("finding", f"{len(titles)} finding{'s' if len(titles) != 1 else ''}",

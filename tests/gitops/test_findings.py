@@ -218,8 +218,8 @@ def fleet(db):
 def test_findings_are_derived_and_a_mute_survives_the_next_derivation(fleet, admin_user):
     cluster, app = fleet
     assert f.derive_findings(cluster.pk) == 3
-    assert set(Finding.objects.values_list("rule", flat=True)) == {"self-heal-off", "default-project",
-                                                                   "no-failure-notification"}
+    assert set(f.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "default-project",
+                                                                     "no-failure-notification"}
     f.mute(app, "default-project", "moving to its own project in Q1", admin_user)
     audit = AuditLog.objects.get(action="finding.mute")
     assert audit.details == {"rule": "default-project", "reason": "moving to its own project in Q1"}
@@ -242,7 +242,7 @@ def test_a_portal_rule_covers_the_failure_path(fleet):
     Rule.objects.create(name="prod", kinds=[EventKind.APP_ATTENTION], environment=cluster.environment,
                         channel=channel)
     f.derive_findings(cluster.pk)
-    assert not Finding.objects.filter(rule="no-failure-notification").exists()
+    assert not Finding.objects.filter(rule__in=["no-failure-notification", f.SILENT]).exists()
 
 
 def test_git_findings_are_kept_by_a_poll(fleet):
@@ -269,6 +269,7 @@ def test_findings_page_api_and_overview(fleet, client, admin_user):
     assert 'href="/findings"' in overview and "<strong>3</strong>findings" in overview
     api = client.get("/api/v1/findings?rule=default-project").json()
     assert api["count"] == 1 and api["results"][0]["name"] == "checkout-prod"
+    assert api["results"][0]["group"] is None
     assert api["results"][0]["fix"].startswith("Move the Application")
     assert client.get("/api/v1/findings?bogus=1").status_code == 400
     response = client.post(reverse("finding-mute"), {"app": app.pk, "rule": "self-heal-off", "reason": "drift ok"})
@@ -276,4 +277,110 @@ def test_findings_page_api_and_overview(fleet, client, admin_user):
     assert FindingMute.objects.get(app=app, rule="self-heal-off").muted_by == admin_user.get_username()
     assert client.get("/api/v1/findings").json()["count"] == 2
     gitops = client.get(reverse("gitops")).content.decode()
-    assert "2 findings" in gitops
+    # default-project; the grouped "Notifications: no rule" is the environment's, not the app's badge.
+    assert "1 finding<" in gitops
+
+
+# --- a missing notification rule: one finding per environment and tool ------------------------
+
+
+@pytest.fixture
+def silent_fleet(db):
+    """A fresh install: two prod clusters with three Argo CD apps each and a Flux Kustomization,
+    a staging cluster with one Argo CD app; no app subscribes, no portal rule exists."""
+    prod = Environment.objects.create(name="prod", order=3, production=True)
+    staging = Environment.objects.create(name="staging", order=2)
+    clusters = {name: Cluster.objects.create(name=name, environment=env, connection=Cluster.Connection.MANIFESTS)
+                for name, env in (("prod-eu-1", prod), ("prod-us-1", prod), ("staging-eu-1", staging))}
+    for cluster in clusters.values():
+        for n in range(1 if cluster.environment == staging else 3):
+            GitOpsApp.objects.create(cluster=cluster, read_from=cluster, tool="argo", kind="Application",
+                                     namespace="argocd", name=f"app{n}-{cluster.name}", project="shop",
+                                     raw=application())
+        if cluster.environment == prod:
+            GitOpsApp.objects.create(cluster=cluster, read_from=cluster, tool="flux", kind="Kustomization",
+                                     namespace="flux-system", name="apps", raw=kustomization(), flux_alerts=[])
+    return clusters
+
+
+def grouped():
+    return sorted(f.open_findings().filter(rule=f.GROUPED).values_list("app__cluster__environment__name",
+                                                                        "app__tool", "message"))
+
+
+def test_a_missing_rule_is_one_finding_per_environment_and_tool_not_one_per_app(silent_fleet):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    found = grouped()
+    assert [(env, tool) for env, tool, _ in found] == [("prod", "argo"), ("prod", "flux"), ("staging", "argo")]
+    assert f.open_findings().count() == 3  # not 9: nothing else is wrong with these apps
+    _, _, message = found[0]
+    assert message == (
+        "No notification rule in prod: a failed sync of 6 Argo CD applications notifies nobody (app0-prod-eu-1 on "
+        "prod-eu-1, app1-prod-eu-1 on prod-eu-1, app2-prod-eu-1 on prod-eu-1, app0-prod-us-1 on prod-us-1, "
+        "app1-prod-us-1 on prod-us-1 and 1 more); no portal rule covers them and no on-sync-failed subscription "
+        "or Flux Alert names them")
+    assert f.RULES[f.GROUPED].title == "Notifications: no rule"
+    # Polling one cluster again writes its group again, whole, once.
+    f.derive_findings(silent_fleet["prod-us-1"].pk)
+    assert grouped() == found
+
+
+def test_a_portal_rule_for_the_environment_ends_its_finding(silent_fleet):
+    from portal.notifications.events import EventKind
+    from portal.notifications.models import Channel, Rule
+
+    channel = Channel.objects.create(name="ops", kind=Channel.Kind.WEBHOOK)
+    Rule.objects.create(name="prod", kinds=[EventKind.APP_ATTENTION],
+                        environment=silent_fleet["prod-eu-1"].environment, channel=channel)
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    assert [(env, tool) for env, tool, _ in grouped()] == [("staging", "argo")]
+
+
+def test_a_muted_group_stays_muted_across_polls_and_a_changed_group(silent_fleet, admin_user):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    carrier = f.open_findings().get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app
+    f.mute(carrier, f.GROUPED, "prod alerts go through PagerDuty", admin_user)
+    assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "flux"), ("staging", "argo")]
+    # Another prod app appears and the cluster is polled again: the group changes, the mute holds.
+    GitOpsApp.objects.create(cluster=silent_fleet["prod-us-1"], read_from=silent_fleet["prod-us-1"], tool="argo",
+                             kind="Application", namespace="argocd", name="aaa-first", project="shop",
+                             raw=application())
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "flux"), ("staging", "argo")]
+    held = Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod")
+    assert held.app_id == carrier.pk and "7 Argo CD applications" in held.message
+    f.unmute(carrier, f.GROUPED, admin_user)
+    assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "argo"), ("prod", "flux"), ("staging", "argo")]
+
+
+def test_the_group_message_names_a_few_and_counts_the_rest():
+    assert f.group_message("flux", None, [("apps", "edge-1")]) == (
+        "No notification rule on unregistered destinations: a failed sync of 1 Flux application notifies nobody "
+        "(apps on edge-1); no portal rule covers them and no on-sync-failed subscription or Flux Alert names them")
+
+
+def test_a_poll_that_changes_nothing_keeps_the_grouped_finding_as_it_was(silent_fleet):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    before = set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at"))
+    for cluster in silent_fleet.values():
+        assert f.derive_findings(cluster.pk) == 0  # nothing new to say
+    assert set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at")) == before
+
+
+def test_the_page_says_a_grouped_finding_as_its_environment_and_tool(silent_fleet, client, admin_user):
+    for cluster in silent_fleet.values():
+        f.derive_findings(cluster.pk)
+    client.force_login(admin_user)
+    html = client.get(reverse("findings")).content.decode()
+    for group in ("prod · Argo CD", "prod · Flux", "staging · Argo CD"):
+        assert f'<strong class="finding-group">{group}</strong>' in html
+    assert html.count(f'<a href="{reverse("notifications")}">add a notification rule</a>') == 3
+    assert "finding<" not in client.get(reverse("gitops")).content.decode()  # no app carries it as a badge
+    api = client.get("/api/v1/findings?rule=no-failure-notification").json()
+    assert sorted(r["group"] for r in api["results"]) == ["prod · Argo CD", "prod · Flux", "staging · Argo CD"]
+    assert api["counts"] == {"no-failure-notification": 3}

@@ -47,6 +47,11 @@ def test_demo_admin_only_in_demo_mode(settings):
     out = StringIO()
     call_command("ensure_demo_admin", stdout=out)
     assert "log in at http://127.0.0.1:8000/accounts/login/ as admin" in out.getvalue()
+    # Served elsewhere, it says where (the base URL the embedded run derives from its address).
+    settings.PORTAL_BASE_URL = "http://127.0.0.1:8765"
+    out = StringIO()
+    call_command("ensure_demo_admin", stdout=out)
+    assert "log in at http://127.0.0.1:8765/accounts/login/ as admin" in out.getvalue()
 
 
 def test_the_demo_gets_its_registry_snapshot_and_offers_upgrades(settings, client):

@@ -6,10 +6,14 @@ way, so they carry the same buttons."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from datetime import timedelta
 from email.header import decode_header, make_header
 from html import unescape
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,10 +30,14 @@ from portal.notifications import delivery_events
 from portal.notifications.channels import Email, Ntfy, Slack, Teams
 from portal.notifications.gitops_events import build_event
 from portal.notifications.models import Channel
-from portal.notifications.samples import SAMPLE_NAMES
-from portal.notifications.senders import send_test
+from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
+from portal.notifications.senders import sample_event, send_test
+from portal.notifications.statechanges import emit_gitops_events
+from portal.settings import base_url_of_address
+from portal.timestamps import utc_stamp
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, PROD, serving
+from tests.notifications.store_rows import write_store_rows
 from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
@@ -171,6 +179,10 @@ def test_each_alert_carries_its_action_links_on_every_channel_and_they_open_the_
         for label in expected:
             assert got.get(label) == wanted[label], (kind, label, got)
 
+    for label, url in wanted.items():
+        if url.startswith(BASE):  # anonymous: sent to log in first
+            response = follow(client, url)
+            assert response.status_code == 302 and response["Location"].startswith(reverse("login")), (label, url)
     client.force_login(users["viewer"])
     for label, url in wanted.items():
         if not url.startswith(BASE):
@@ -206,33 +218,42 @@ def test_a_suspended_flux_object_is_said_suspended(catalog, github):
     assert "sync window" not in event.summary
 
 
-@pytest.mark.parametrize("sample", SAMPLE_NAMES)
-def test_send_test_sends_each_sample_as_the_real_alert_looks_on_ntfy(sample, receiver, db):
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_send_test_sends_each_sample_as_the_real_alert_looks_on_ntfy(name, receiver, db):
     channel = Channel.objects.create(name="phones", kind=Channel.Kind.NTFY, url=receiver.url("/deploys"),
                                      secret="tk_" + "x" * 29)
-    assert send_test(channel, sample=sample) is None
+    assert send_test(channel, sample=name) is None
     [request] = receiver.requests
     assert request.path == "/deploys"
     title = str(make_header(decode_header(request.headers["Title"])))
     assert title.startswith("[Test] ")
     assert request.headers["Authorization"] == "Bearer tk_" + "x" * 29
-    actions = str(make_header(decode_header(request.headers["Actions"])))
-    assert request.headers["Priority"] == "4" and actions.startswith("view, ")
+    assert request.headers["Priority"] == "4"
+    if sample(name, timezone.now()).links:
+        assert str(make_header(decode_header(request.headers["Actions"]))).startswith("view, ")
+    else:  # a made-up rollback offer (a fresh install has none): no button that would open an error
+        assert name == "rollback_offered" and "Actions" not in request.headers
     assert request.body.decode().strip()
 
 
-def test_the_send_test_button_sends_the_chosen_alert(receiver, admin_client, db):
+def test_the_send_test_button_sends_the_chosen_alert(receiver, admin_client, catalog, github):
+    _degraded(catalog, github)
+    app = GitOpsApp.objects.get(name="checkout-prod")
     channel = Channel.objects.create(name="ops", kind=Channel.Kind.SLACK, url=receiver.url("/slack"))
     page = admin_client.get(reverse("notifications")).content.decode()
-    assert 'name="sample"' in page and "Degraded, rollback on offer" in page
+    assert 'name="sample"' in page and "Degraded (with a rollback, if one is on offer)" in page
     response = admin_client.post(reverse("notification-channel-test"), {"id": channel.pk, "sample": "degraded"},
                                  follow=True)
-    assert "Test degraded, rollback on offer sent to" in response.content.decode()
+    assert "Test degraded (with a rollback, if one is on offer) sent to" in response.content.decode()
     [request] = receiver.requests
     blocks = request.json()["blocks"]
     assert blocks[0]["text"]["text"] == "[Test] checkout-prod is Degraded on prod-eu-1"
     [actions] = [b for b in blocks if b["type"] == "actions"]
     assert actions["elements"][0]["text"]["text"] == "Rollback PR → 1.6.0"
+    # The fleet's own degraded app and its offer: the button names that app, and opens its preview.
+    rollback = actions["elements"][0]["url"]
+    assert f"app={app.pk}&" in rollback
+    assert "Roll back checkout to 1.6.0 in prod" in follow(admin_client, rollback).content.decode()
     assert admin_client.post(reverse("notification-channel-test"), {"id": channel.pk, "sample": "nope"}).status_code \
         == 404
 
@@ -252,6 +273,151 @@ def test_ntfy_headers_are_what_ntfy_reads(receiver, db):
 
 
 def offers_sample():
-    from portal.notifications.samples import _offer
+    from portal.notifications.samples import _made_up_offer
 
-    return _offer(timezone.now())
+    return _made_up_offer(timezone.now())
+
+
+def portal_links(event) -> list[tuple[str, str]]:
+    return [(link.label, link.url) for link in event.links if link.url.startswith(BASE)]
+
+
+def assert_every_link_opens(client, user, event) -> None:
+    """Anonymous, each portal link of `event` sends to the login page; logged in, it opens."""
+    client.logout()
+    for label, url in portal_links(event):
+        response = follow(client, url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login")), (label, url)
+    client.force_login(user)
+    for label, url in portal_links(event):
+        assert follow(client, url).status_code == 200, (event.kind, label, url)
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_a_sample_on_a_fresh_install_carries_only_links_that_open(name, client, users):
+    event = sample(name, timezone.now())
+    # Worded from made-up rows: no preview of a rollback of an app that does not exist, no
+    # made-up commit, pull request or Argo CD link; only portal pages that name no row.
+    assert all(link.url.startswith(BASE) for link in event.links), event.links
+    assert not any("kind=rollback" in link.url for link in event.links)
+    assert ("Sample", MADE_UP) in event.facts
+    assert_every_link_opens(client, users["viewer"], event)
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_a_sample_is_built_from_the_fleet_and_every_link_opens(name, catalog, github, client, users):
+    _degraded(catalog, github)
+    seed_app(catalog.prod_us, "checkout", service=catalog.checkout, version="1.6.0", tool="flux",
+             repo_url=github.repository, path=PROD)
+    _pull_request(catalog, github)
+    _pull_request(catalog, github, state="merged", number=8, branch="portal/checkout-1.6.1-prod", checks="pass",
+                  merged_at=timezone.now() - timedelta(hours=2), url=f"{github.server.url}/acme/gitops/pull/8")
+    event = sample(name, timezone.now())
+    assert ("Sample", MADE_UP) not in event.facts
+    assert event.links and portal_links(event)
+    assert_every_link_opens(client, users["viewer"], event)
+    app = GitOpsApp.objects.get(name="checkout-prod")
+    if name in ("degraded", "rollback_offered"):  # the fleet's own offer, with its real ids
+        assert f"app={app.pk}&" in event.links[0].url and "to=1.6.0" in event.links[0].url
+    if name == "pr_checks_failed":
+        assert ("Pull request", f"{github.server.url}/acme/gitops/pull/7") in [(x.label, x.url) for x in event.links]
+
+
+@pytest.mark.parametrize(("address", "url"), [
+    ("127.0.0.1:8000", "http://127.0.0.1:8000"),
+    ("8080", "http://127.0.0.1:8080"),
+    ("0.0.0.0:9000", "http://127.0.0.1:9000"),
+    ("0:9000", "http://127.0.0.1:9000"),
+    ("[::]:8000", "http://[::1]:8000"),
+    ("portal.lan:8443", "http://portal.lan:8443"),
+    ("portal.lan", "http://portal.lan:8000"),
+])
+def test_the_embedded_runs_base_url_is_where_it_serves(address, url):
+    assert base_url_of_address(address) == url
+
+
+def test_without_portal_base_url_the_settings_derive_it_from_portal_address():
+    code = "from django.conf import settings; print(settings.PORTAL_BASE_URL)"
+    env = {k: v for k, v in os.environ.items() if k != "PORTAL_BASE_URL"}
+    env.update(PORTAL_ADDRESS="0.0.0.0:8765", DJANGO_SETTINGS_MODULE="portal.settings")
+    out = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], env=env, check=True,
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == "http://127.0.0.1:8765"
+    env["PORTAL_BASE_URL"] = "https://portal.example.com/"
+    out = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], env=env, check=True,
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == "https://portal.example.com"
+
+
+def test_an_alert_for_an_app_a_sync_window_holds_says_until_when(catalog, github):
+    now = timezone.now()
+    until = now + timedelta(hours=5)
+    app = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, sync="OutOfSync",
+                   since=timedelta(minutes=20), sync_blocked=True, sync_blocked_until=until,
+                   sync_window={"kind": "deny", "description": "weekend freeze", "schedule": "0 18 * * 5"})
+    event = build_event(app, app.sync_since, now)
+    words = f"a sync window 'weekend freeze' holds payments-prod on prod-eu-1 until {utc_stamp(until)}"
+    assert ("Sync window", words) in event.facts
+    assert event.summary == words[:1].upper() + words[1:]  # why Git's change waits: it leads
+    # Once the window has closed (the stored end has passed), the alert no longer says it.
+    assert not any(label == "Sync window" for label, _ in build_event(app, app.sync_since, until).facts)
+
+
+def test_a_window_with_no_end_is_said_so_and_a_degraded_app_keeps_its_cause_first(catalog, github):
+    event, _ = _degraded(catalog, github)
+    app = GitOpsApp.objects.select_related("cluster__environment").get(name="checkout-prod")
+    app.sync_blocked, app.sync_window = True, {"kind": "deny", "schedule": "0 0 * * *", "duration": "24h"}
+    app.save()
+    held = build_event(app, app.health_since, timezone.now())
+    words = "a sync window '0 0 * * *' holds checkout-prod on prod-eu-1 with no end in sight"
+    assert ("Sync window", words) in held.facts and held.causes[-1] == words
+    assert held.summary == event.summary  # the change that broke it still leads
+
+
+def test_every_alert_the_portal_would_send_now_opens_every_link(catalog, github, client, users):
+    """A small fleet as the store wrote it (the StateChange rows too), the notification pass as
+    beat runs it, then every alert it opened, the delivery alerts and the plain test message:
+    each portal link sends an anonymous visitor to log in and opens for a viewer."""
+    now = timezone.now()
+    old = timedelta(minutes=40)
+    first_seen = now - timedelta(days=2)
+    degraded = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.7.0",
+                        health="Degraded", since=timedelta(minutes=20), repo_url=github.repository, path=PROD,
+                        first_seen=first_seen, previous_synced_revision="9a8b7c6d5e4f30211223344556677889900aabbc",
+                        revision_changed_at=now - old)
+    VersionChange.objects.create(service=catalog.checkout, environment=catalog.prod, cluster=catalog.prod_eu,
+                                 app=degraded, from_version="1.6.0", to_version="1.7.0", at=now - old)
+    write_store_rows(degraded)
+    write_store_rows(seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout,
+                              sync="OutOfSync", since=timedelta(minutes=20), manual_sync=True, first_seen=first_seen))
+    write_store_rows(seed_app(catalog.prod_us, "payments", service=catalog.payments, tool="flux", sync="OutOfSync",
+                              since=timedelta(minutes=20), suspended=True, first_seen=first_seen))
+    write_store_rows(seed_app(catalog.prod_us, "payments-prod", service=catalog.payments, sync="OutOfSync",
+                              since=timedelta(minutes=20), sync_blocked=True, first_seen=first_seen,
+                              sync_window={"kind": "deny", "description": "weekend freeze"}))
+    opened = emit_gitops_events(now)
+    events = [episode.event for episode in opened]
+    assert sorted(e.title for e in events) == [
+        "checkout-prod is Degraded on prod-eu-1", "checkout-staging is OutOfSync on staging-eu-1",
+        "payments is OutOfSync on prod-us-1", "payments-prod is OutOfSync on prod-us-1"]
+    events.append(_checks_failed(catalog, github)[0])
+    merged = _pull_request(catalog, github, state="merged", number=8, branch="portal/checkout-1.6.1-prod",
+                           merged_at=now - timedelta(hours=2), checks="pass")
+    progress = Progress(targets=["prod-eu-1"], waiting=[Waiting("prod-eu-1", "a sync window holds it")])
+    events.append(delivery_events.not_deployed_event(merged, progress, now))
+    [offer] = offers_for_apps([GitOpsApp.objects.select_related("cluster__environment").get(pk=degraded.pk)])[
+        degraded.pk]
+    events.append(delivery_events.rollback_event(offer))
+    events.append(sample_event(Channel.objects.create(name="ops", kind=Channel.Kind.WEBHOOK), now))
+    labels = set()
+    for event in events:
+        assert portal_links(event), event.title
+        assert_every_link_opens(client, users["viewer"], event)
+        labels |= {label for label, _ in portal_links(event)}
+    assert labels >= {"Rollback PR → 1.6.0", "Open in portal", "Delivery", "Preview rollback PR", "Service",
+                      "Open notifications"}
+    held = next(e for e in events if e.title.startswith("payments-prod"))
+    assert ("Sync window", "a sync window 'weekend freeze' holds payments-prod on prod-us-1 with no end in sight") \
+        in held.facts
+    changes = next(e for e in events if e.title.startswith("checkout-prod")).details["revision"]["changes_url"]
+    assert changes.endswith("/compare/9a8b7c6d5e4f30211223344556677889900aabbc..." + degraded.synced_revision)

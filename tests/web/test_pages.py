@@ -107,8 +107,12 @@ def test_sync_window_badge_says_until_when_and_disappears_once_closed(viewer_cli
     seed_app(catalog.prod_us, "payments-us", service=catalog.payments,
              sync_blocked=True, sync_blocked_until=now - timedelta(minutes=1),
              sync_window={"kind": "deny", "description": "closed already"})
+    seed_app(catalog.staging_cluster, "payments-staging", service=catalog.payments, sync_blocked=True,
+             sync_window={"kind": "deny", "description": "no end", "schedule": "0 0 * * *", "duration": "24h"})
     html = viewer_client.get(reverse("gitops")).content.decode()
     assert "deny &#x27;weekend freeze&#x27; until " in html
+    assert ">sync window until " in html  # on the badge itself, not only in its title
+    assert "deny &#x27;no end&#x27; with no end in sight" in html and ">sync window with no end in sight<" in html
     assert "closed already" not in html
 
 

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from gitops.findings import RULES, mute, open_findings, unmute
+from gitops.findings import GROUPED, RULES, TOOL_NAMES, mute, open_findings, unmute
 from gitops.models import Finding, FindingMute, GitOpsApp
 from portal.accounts.roles import Role, requires_role
 
@@ -68,6 +68,10 @@ def findings(request: HttpRequest) -> HttpResponse:
     for finding in page:
         finding.definition = RULES.get(finding.rule)  # type: ignore[attr-defined]
         finding.team = _team_of(finding.app)  # type: ignore[attr-defined]
+        # One finding for an environment and tool (gitops.findings.group_silent): said as such, not
+        # as the one app it is stored on.
+        finding.group = (  # type: ignore[attr-defined]
+            TOOL_NAMES.get(finding.app.tool, finding.app.tool) if finding.rule == GROUPED else "")
     muted = FindingMute.objects.select_related("app", "app__cluster").defer("app__raw", "app__history",
                                                                           "app__health_rules").order_by("-at")[:200]
     for m in muted:

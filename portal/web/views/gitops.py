@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
 from portal.accounts.roles import Role, requires_role
@@ -81,7 +82,10 @@ def pull_requests_for(apps: list[GitOpsApp], now: datetime) -> dict[int, list[Pu
         environment = app.cluster.environment.name if app.cluster.environment else None
         services = set(app.running or {})
         for pr in prs:
-            if pr.environment != environment or not services & set(pr.services or []):
+            if pr.environment != environment:
+                continue
+            # A chart's version change names no service: it changes the apps that install the chart.
+            if not services & set(pr.services or []) and not (app.chart and pr.names_chart(app.chart)):
                 continue
             if pr.clusters and app.cluster.name not in pr.clusters:
                 continue
@@ -95,9 +99,10 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     # pager's links keep them. A value the filter cannot read is ignored, not an error.
     params = {key: request.GET.get(key, "").strip() for key in GitOpsAppFilter.base_filters}
     now = timezone.now()
-    # The list never shows the raw object or its history: a page of 50 need not decode them.
+    # The list never shows the raw object or its history: a page of 50 need not decode them
+    # (its sources stay: the synced revision's commit link reads the primary source's ref).
     listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance").defer(
-        "raw", "history", "conditions", "sources", "synced_revisions", "health_rules"
+        "raw", "history", "conditions", "synced_revisions", "health_rules"
     )
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
@@ -111,6 +116,9 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     for found in prs.values():
         for pr in found:
             pr.not_deployed_why = why.get(pr.pk, "")  # "merged, not deployed — why" in its badge
+    for app in shown:
+        # The synced revision links to its commit on the forge, where one can be built safely.
+        app.synced_commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
     marked = finding_badges([app.pk for app in shown])
     rows = [
         (app, badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),

@@ -31,7 +31,8 @@ from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
-PANEL_UNSHOWN = ("raw", "history", "conditions", "synced_revisions", "images", "warnings", "health_rules")
+# The history stays: the "changes" link reads the commit it replaced from the tool's history.
+PANEL_UNSHOWN = ("raw", "conditions", "synced_revisions", "images", "warnings", "health_rules")
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Panel:
     full: bool = False
     commit_url: str | None = None
     compare_url: str | None = None
+    change: tuple[str, str] | None = None  # the commits of the last change of synced commit
     argocd: ArgoCDLinks | None = None  # "via Argo CD <instance>" and the app's deep link (Argo CD apps)
     workloads: list[Workload] = field(default_factory=list)
 
@@ -146,7 +148,8 @@ def _complete(panels: list[Panel]) -> None:
             continue
         panel.app, panel.full = app, True
         panel.commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
-        panel.compare_url = weblinks.compare_url(app.repo_url, app.previous_commit(), app.synced_commit())
+        panel.change = app.last_change()
+        panel.compare_url = weblinks.compare_url(app.repo_url, *panel.change) if panel.change else None
         panel.argocd = argocd_links(app.argocd_instance, app.namespace, app.name) if app.tool == "argo" else None
         panel.workloads = list(app.workloads.all())
 

@@ -8,6 +8,8 @@ person ticks."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from datetime import date, timedelta
 from itertools import groupby
 from urllib.parse import urlencode
@@ -28,8 +30,8 @@ from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import ChangeFreeze
 from portal.delivery.upgrades import BehindLines, charts_behind, put_off
 from portal.releases import summaries
-from portal.releases.models import RegistryPoll, Release
-from portal.releases.vulns import diffs_many, summary
+from portal.releases.models import ImageSbom, RegistryPoll, Release
+from portal.releases.vulns import SupplyChainDiff, diffs_many, summary
 
 DEFAULT_PUT_OFF_DAYS = 14
 PAGE_SIZE = 50  # lines behind per page; the counts atop say how many in all
@@ -76,10 +78,11 @@ def updates(request: HttpRequest) -> HttpResponse:
     generated = summaries.summaries_for((b.service.pk, b.running, b.target) for b in rows)
     for b in rows:
         b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
-    _add_supply_chain(rows)
+    supply_chain_note = _add_supply_chain(rows)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
+        "supply_chain_note": supply_chain_note,
         "page": page,
         "params": params,
         "query": urlencode({k: v for k, v in params.items() if v}),
@@ -111,12 +114,40 @@ def updates(request: HttpRequest) -> HttpResponse:
     return render(request, "web/updates.html", context)
 
 
-def _add_supply_chain(rows: list) -> None:
+# Why a line's supply chain could not be compared, by what the store holds of its images' SBOMs.
+UNCHECKED_WHY = {
+    "unread": "not read yet (the registry digest or the SBOM of a version)",
+    ImageSbom.NONE: "an image publishes no SBOM",
+    ImageSbom.TOO_LARGE: "an SBOM is too large to read",
+    ImageSbom.MALFORMED: "an SBOM does not parse",
+}
+
+
+def unchecked_note(results: Sequence[SupplyChainDiff]) -> str:
+    """One sentence for the page, instead of "supply chain not checked" on every line: how many of
+    the shown lines could not be compared, and why, the commonest reason first. Pure."""
+    why = Counter(
+        UNCHECKED_WHY.get(facts.sbom, facts.sbom)
+        for result in results
+        if not (result.old.has_sbom and result.new.has_sbom)
+        for facts in [result.old if not result.old.has_sbom else result.new]
+    )
+    if not why:
+        return ""
+    total = sum(why.values())
+    reasons = "; ".join(f"{reason} ({count})" for reason, count in why.most_common())
+    return f"Supply chain not checked for {total} of {len(results)} line{'s' if len(results) != 1 else ''}: {reasons}."
+
+
+def _add_supply_chain(rows: list) -> str:
     """Each shown line's supply-chain summary (what moving to the target fixes and brings),
-    once per service and pair of versions, from the store only."""
+    once per service and pair of versions, from the store only; a line that could not be
+    compared says nothing, and the page says once which and why (the returned note)."""
     found = diffs_many((line.service, line.running, line.target) for line in rows)
-    for line in rows:
-        line.supply_chain = summary(found[(line.service.pk, line.running, line.target)])
+    results = [found[(line.service.pk, line.running, line.target)] for line in rows]
+    for line, result in zip(rows, results, strict=True):
+        line.supply_chain = summary(result) if result.old.has_sbom and result.new.has_sbom else ""
+    return unchecked_note(results)
 
 
 @requires_role(Role.MEMBER)

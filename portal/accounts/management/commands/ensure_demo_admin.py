@@ -24,5 +24,5 @@ class Command(BaseCommand):
         user.is_superuser = True
         user.save()
         grant(user, Role.ADMIN)
-        address = settings.PORTAL_ADDRESS
-        self.stdout.write(f"Demo admin ready: log in at http://{address}/accounts/login/ as {username} / {password}")
+        login = f"{settings.PORTAL_BASE_URL}/accounts/login/"
+        self.stdout.write(f"Demo admin ready: log in at {login} as {username} / {password}")

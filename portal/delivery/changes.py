@@ -47,6 +47,7 @@ from gitops.pinsource import (
     ref_name,
     revision_kind,
 )
+from gitops.windowstate import held_until
 from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import (
@@ -473,9 +474,9 @@ def warnings_for(changes: Sequence[Change], apps: Sequence[GitOpsApp], at: datet
                 f"{app.name} on {app.cluster.name} is {SUSPENDED_WORDS}: merging will not deploy it yet."
             )
         elif window_blocks(app, at):
-            until = f" until {utc_stamp(app.sync_blocked_until)}" if app.sync_blocked_until else ""
+            held = held_until(app.sync_blocked_until, utc_stamp)
             warnings.append(
-                f"A sync window holds {app.name} on {app.cluster.name}{until}: merging will not deploy it yet."
+                f"A sync window holds {app.name} on {app.cluster.name} {held}: merging will not deploy it yet."
             )
         if app.manual_sync:
             warnings.append(

@@ -95,6 +95,44 @@ class AppPromotion:
     moves: list[tuple[str, str, str]]  # (service, from, to)
 
 
+@dataclass
+class Train:
+    """Every service the environment before has proven, waiting for one production environment:
+    one "Promote all → prod" link, which the preview splits into one pull request per repository,
+    branch and environment. `moves`: (where, service, from, to), `where` as `Target.ref`."""
+
+    production: str
+    staging: str
+    moves: list[tuple[str, str, str, str]]
+
+    @property
+    def services(self) -> list[str]:
+        return list(dict.fromkeys(service for _, service, _, _ in self.moves))
+
+
+def trains(found: Iterable[Promotion], leave_out: Callable[[Target], bool] = lambda _t: False) -> list[Train]:
+    """Per production environment, the promotions waiting there as one train, when two or more
+    services wait; the targets `leave_out` names (no Git location, a PR already open) are left
+    out. Pure."""
+    by_env: dict[tuple[str, str], list[tuple[str, str, str, str]]] = defaultdict(list)
+    for promotion in found:
+        for target in promotion.targets:
+            if target.ref is not None and not leave_out(target):
+                by_env[(promotion.production, promotion.staging)].append(
+                    (target.ref, promotion.service, target.start, promotion.version))
+    return [
+        Train(production, staging, moves)
+        for (production, staging), moves in sorted(by_env.items())
+        if len({service for _, service, _, _ in moves}) > 1
+    ]
+
+
+def train_url(train: Train, back: str = "") -> str:
+    """The preview of a train: every move in one link (the preview groups them into PRs)."""
+    return links.preview_url(PROMOTION, [links.OfferItem(where, service, to, start)
+                                         for where, service, start, to in train.moves], back=back)
+
+
 def staging_for(environments: Sequence[Environment]) -> dict[str, str]:
     """production environment name -> the environment before it."""
     ordered = sorted(environments, key=lambda e: (e.order, e.name))

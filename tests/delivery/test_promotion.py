@@ -15,7 +15,7 @@ from gitops.models import RunningVersion, VersionChange
 from portal.catalog.models import Environment
 from portal.delivery import placements
 from portal.delivery.models import PullRequest
-from portal.delivery.promotions import Running, groups, load, staging_for, waiting
+from portal.delivery.promotions import Running, from_git_pins, groups, load, staging_for, trains, waiting
 from tests.fixtures.seed import seed_app
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
@@ -72,6 +72,37 @@ def test_services_of_one_prod_application_waiting_together_make_one_group():
     [group] = groups(waiting(PAIRS, rows, {}))
     assert (group.app, group.cluster, group.production) == ("shop", "prod-eu-1", "prod")
     assert group.moves == [("cart", "2.0.0", "2.1.0"), ("checkout", "1.6.0", "1.7.0")]
+
+
+def test_what_waits_for_one_production_environment_makes_one_train_without_the_left_out():
+    rows = [
+        run("checkout", "1.7.0", "staging-eu-1", "staging"),
+        run("cart", "2.1.0", "staging-eu-1", "staging"),
+        run("checkout", "1.6.0", "prod-eu-1", "prod", 11, "checkout-eu"),
+        run("cart", "2.0.0", "prod-us-1", "prod", 21, "cart-us"),
+        run("cart", "2.0.0", "prod-eu-1", "prod", 22, "cart-eu"),
+    ]
+    found = waiting(PAIRS, rows, {})
+    [train] = trains(found)
+    assert (train.production, train.staging, train.services) == ("prod", "staging", ["cart", "checkout"])
+    assert train.moves == [("22", "cart", "2.0.0", "2.1.0"), ("21", "cart", "2.0.0", "2.1.0"),
+                           ("11", "checkout", "1.6.0", "1.7.0")]
+    # Without checkout's one target (say, a PR is open for it), one service is left: no train.
+    assert trains(found, lambda target: target.app_id == 11) == []
+
+
+def test_git_pins_decide_where_a_promotion_starts_and_whether_it_waits():
+    rows = [
+        run("payments", "2.5.0", "staging-eu-1", "staging"),
+        run("payments", "2.4.0", "prod-eu-1", "prod", 46, "payments-prod"),  # Git pins 2.4.1
+        run("payments", "2.4.0", "prod-us-1", "prod", 47, "payments-us"),  # Git pins 2.5.0: merged, waiting
+        run("payments", "2.4.0", "prod-ap-1", "prod", 48, "payments-ap"),  # Git pins two versions
+    ]
+    pins = {(46, "payments"): ["2.4.1"], (47, "payments"): ["2.5.0"], (48, "payments"): ["2.4.0", "latest"]}
+    [promotion] = from_git_pins(waiting(PAIRS, rows, {}), pins)
+    assert [(t.app, t.current, t.pinned, t.start) for t in promotion.targets] == [
+        ("payments-ap", "2.4.0", "", "2.4.0"), ("payments-prod", "2.4.0", "2.4.1", "2.4.1")]
+    assert from_git_pins(waiting(PAIRS, rows[:3], {}), {**pins, (46, "payments"): ["2.6.0"]}) == []
 
 
 @pytest.mark.django_db

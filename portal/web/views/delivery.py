@@ -24,7 +24,7 @@ from django.utils import timezone
 from gitops.models import GitOpsApp, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
-from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
+from portal.delivery.changes import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.links import safe_http_url
@@ -136,9 +136,14 @@ def _why_not(target: promotions.Target, no_pr: dict[int, str], outside: dict[int
 
 def promotion_offers(
     back: str, found: list[promotions.Promotion], groups: list[promotions.AppPromotion]
-) -> tuple[list[tuple[promotions.Promotion, list[Offer]]], list[tuple[promotions.AppPromotion, str]]]:
-    """Each promotion's "Open PR → prod" per production cluster (or the PR open for it), and a
-    preview link per application group."""
+) -> tuple[
+    list[tuple[promotions.Promotion, list[Offer]]],
+    list[tuple[promotions.AppPromotion, str]],
+    list[tuple[promotions.Train, str | None]],
+]:
+    """Each promotion's "Open PR → prod" per production cluster (or the PR open for it), a
+    preview link per application group, and per production environment one link promoting
+    everything that waits there and can be proposed (None: more moves than one request holds)."""
     pending = _open_promotions()
     no_pr = no_pr_reasons(
         [t.app_id for p in found for t in p.targets if t.app_id is not None] + [g.app_id for g in groups]
@@ -164,12 +169,21 @@ def promotion_offers(
         ]
         waiting.append((promotion, offers))
     # An application with no Git location gets no group button; its lines say why.
+    # A train takes what its rows offer: not a target with no Git location or a PR already open.
+    blocked = {
+        id(target) for promotion, row in waiting for target, offer in zip(promotion.targets, row, strict=True)
+        if offer.url is None or offer.open_pr is not None
+    }
+    train_list = [
+        (train, promotions.train_url(train, back) if len(train.moves) <= MAX_CHANGES_PER_PR else None)
+        for train in promotions.trains(found, lambda target: id(target) in blocked)
+    ]
     grouped = [
         (group, promotions.preview_url(group.app_id, group.moves, back))
         for group in groups
         if group.app_id not in no_pr
     ]
-    return waiting, grouped
+    return waiting, grouped, train_list
 
 
 @dataclass(frozen=True)
@@ -234,7 +248,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     waiting = Paginator(found, PROMOTIONS_PER_PAGE).get_page(request.GET.get("promotions_page"))
     pr_page = Paginator(shown_rows, PULL_REQUESTS_PER_PAGE).get_page(request.GET.get("pr_page"))
     # Offers (and their open pull requests) for the shown page of promotions only.
-    offers, grouped = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
+    offers, grouped, trains = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
     return {
         "chart_promotions": chart_promotion_offers(back, params["service"]),
         "rows": rows,
@@ -246,6 +260,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
         "promotions": offers,
         "promotions_page": waiting,
         "groups": grouped,
+        "trains": trains,
         "more_groups": max(0, len(groups) - GROUPS_SHOWN),
         "params": params,
         "filter_query": _query(params),

@@ -168,7 +168,11 @@ class GitOpsApp(models.Model):
 
     # What the tool reports.
     sync_status = models.CharField(max_length=16, default="Unknown")
+    # "Since when" is the tool's own time where it records one (gitops.derive.apps.since_when);
+    # `*_since_exact` is False where it records none and the time is the portal's first sight
+    # of the app in that state: "at least since" then, never "since".
     sync_since = models.DateTimeField(null=True, blank=True)
+    sync_since_exact = models.BooleanField(default=False)
     synced_revision = models.CharField(max_length=300, blank=True)
     synced_revisions = models.JSONField(default=list, blank=True)
     previous_synced_revision = models.CharField(max_length=300, blank=True)
@@ -176,6 +180,7 @@ class GitOpsApp(models.Model):
     source_revision = models.CharField(max_length=300, blank=True)
     health_status = models.CharField(max_length=16, default="Unknown")
     health_since = models.DateTimeField(null=True, blank=True)
+    health_since_exact = models.BooleanField(default=False)
     health_message = models.TextField(blank=True)
     ready_reason = models.CharField(max_length=100, blank=True)
     suspended = models.BooleanField(default=False)

@@ -8,6 +8,7 @@ the Argo CD API server carry no apiVersion/kind, so nothing here reads them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from gitops.fields import (
@@ -73,6 +74,7 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     row.manual_sync = not row.automated
     row.reconciled_at = parse_time(status.get("reconciledAt"))
     row.history = _history(as_list(status.get("history"))[-HISTORY_KEPT:])
+    row.sync_since = synced_since(row)
     row.images = str_list(dig(status, "summary", "images"))
     row.resources = _resources(as_list(status.get("resources")))
     row.conditions = conditions(obj)
@@ -81,6 +83,27 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
         row.warnings.append("no status yet: the controller has not reconciled this app")
     row.raw = trimmed(obj)
     return row
+
+
+def synced_since(row: AppRow) -> datetime | None:
+    """When a Synced app was last made Synced, as Argo CD records it; None otherwise.
+
+    Argo CD keeps no time for the sync status itself, but every successful sync of the whole app
+    leaves `operationState.finishedAt` and a `status.history` entry whose `deployedAt` is when it
+    finished; the newest of those is when the app was last synced. It has been Synced since: a
+    commit that changes what the app renders makes it OutOfSync until the next sync records
+    itself, and one that does not (most commits to a monorepo) only moves `sync.revision` on,
+    which is why the newest sync rather than one at the revision now reported dates it.
+    OutOfSync is recorded nowhere (the controller only compares), so it gets None, and the
+    portal's own sight dates it.
+    """
+    if row.sync_status != SYNCED:
+        return None
+    times = [parse_time(entry["deployed_at"]) for entry in row.history]
+    if row.operation_phase == "Succeeded":
+        times.append(row.operation_finished_at)
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def automated_sync(spec: Mapping[str, Any]) -> bool:

@@ -272,6 +272,24 @@ class GitOpsApp(models.Model):
         """As GitOpsApp.objects.needing_attention, for a row already loaded."""
         return Attention.at(at).holds(self)
 
+    def trouble_since(self, start: datetime) -> tuple[datetime, bool]:
+        """When the app left "in sync and healthy", and whether that time is exact.
+
+        `start` is when the portal saw it leave (the StateChange row that began the trouble). The
+        tool's own time for a state the app is in now (out of sync, not healthy) can be older —
+        an app Degraded for days before the portal's first poll — and then it says when; a time
+        the portal only first saw is exact unless it is the app's first sight ("at least since").
+        """
+        times = []
+        if self.sync_status == "OutOfSync" and self.sync_since is not None and self.sync_since_exact:
+            times.append(self.sync_since)
+        if self.health_status != "Healthy" and self.health_since is not None and self.health_since_exact:
+            times.append(self.health_since)
+        earliest = min(times, default=None)
+        if earliest is not None and earliest < start:
+            return earliest, True
+        return start, start != self.first_seen
+
 
 def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:
     """`condition`, a Q over GitOpsApp's own columns, as SQL on its table (columns qualified

@@ -23,11 +23,13 @@ from portal.catalog.models import Cluster
 from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events
 from portal.timestamps import utc_stamp
+from portal.web.cells import Renderer
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"
-DEGRADED_AT = "2026-11-30T07:42:00Z"  # before any poll of the test: the portal never saw it turn
+# Before any poll of the test: the portal never saw it turn.
+DEGRADED_AT = (datetime.now(UTC) - timedelta(days=6, hours=1)).replace(microsecond=0)
 
 
 def demo_objects() -> list[dict]:
@@ -45,20 +47,21 @@ def polled(kube_emulator, monkeypatch) -> datetime:
     objects = demo_objects()
     checkout = next(o for o in objects if o.get("kind") == "Application" and o["metadata"]["name"] == "checkout-prod")
     checkout["status"]["health"] = {"status": "Degraded", "message": "Deployment checkout: 0 of 3 ready",
-                                    "lastTransitionTime": DEGRADED_AT}
+                                    "lastTransitionTime": DEGRADED_AT.strftime("%Y-%m-%dT%H:%M:%SZ")}
     kube_emulator.add_all(objects)
     for spec in kinds.KINDS:
         kube_emulator.install(spec.api_version(spec.versions[0]), spec.plural, spec.kind)
     Cluster.objects.filter(name="prod-eu-1").update(
         connection=Cluster.Connection.API, api_url=kube_emulator.url, token_env=TOKEN_ENV
     )
-    start = timezone.now()
+    # Polled half an hour ago: past the grace period, so the states are flagged on the matrix.
+    start = timezone.now() - timedelta(minutes=30)
     assert poll(Cluster.objects.get(name="prod-eu-1"), at=start).ok
     return start
 
 
 def tool_time() -> datetime:
-    return datetime.fromisoformat(DEGRADED_AT.replace("Z", "+00:00")).astimezone(UTC)
+    return DEGRADED_AT
 
 
 def row_of(html: str, app: str) -> str:
@@ -71,7 +74,7 @@ def test_gitops_page_says_the_tools_time_and_at_least_since_where_it_has_none(cl
     html = client.get(reverse("gitops")).content.decode()
     checkout = row_of(html, "checkout-prod")
     assert f'datetime="{tool_time().isoformat()}"' in checkout
-    assert "for <time" in checkout and "days</time>" in checkout  # not "for 1 min"
+    assert ">6 days</time>" in checkout  # not "for 1 min"
     assert "at least since" not in checkout.split("Degraded")[1]
     payments = row_of(html, "payments-prod")
     # OutOfSync has no Argo CD time: the first sight, said as such; its health has one.
@@ -83,7 +86,7 @@ def test_service_page_panel_says_the_tools_time(client, users, polled):
     client.force_login(users["viewer"])
     html = client.get(reverse("service-panels", args=["checkout"])).content.decode()
     assert f'datetime="{tool_time().isoformat()}"' in html
-    assert "days</time>" in html
+    assert ">6 days</time>" in html
 
 
 def test_api_and_mcp_give_the_tools_time_and_say_which_is_exact(client, users, polled):
@@ -103,6 +106,19 @@ def test_api_and_mcp_give_the_tools_time_and_say_which_is_exact(client, users, p
     assert reasons["not_synced_yet"].startswith(f"OutOfSync at least since {payments['sync_since']}")
     degraded = reasons_for(compact_app(checkout), [])[-1]
     assert degraded["detail"].startswith(f"Degraded since {checkout['health_since']}")
+
+
+def test_matrix_and_overview_flags_say_the_tools_time(client, users, polled):
+    client.force_login(users["viewer"])
+    matrix = client.get(reverse("matrix")).content.decode()
+    assert f"Argo: degraded since {Renderer().stamp(tool_time())}" in matrix
+    # search-prod is OutOfSync and Argo CD dates none: the first sight, said as such.
+    assert f"Argo: out of sync at least since {Renderer().stamp(polled)} (search-prod)" in matrix
+    overview = client.get(reverse("overview")).content.decode()
+    tile = overview[overview.index('data-service="checkout"'):]
+    tile = tile[:tile.index("</article>")]
+    assert "· for 6 days" in tile  # the tool's time, not the poll's
+    assert "at least since" in overview  # the OutOfSync apps Argo CD dates nothing for
 
 
 def test_the_alert_is_dated_by_the_tool_not_by_the_first_poll(polled):

@@ -67,7 +67,6 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     health_status = as_str(health.get("status"))
     row.health_status = health_status if health_status in HEALTH_ORDER else UNKNOWN
     row.health_message = as_str(health.get("message"))
-    row.health_since = parse_time(health.get("lastTransitionTime"))
 
     _read_operation(row, as_dict(status.get("operationState")))
     row.automated = automated_sync(spec)
@@ -78,6 +77,7 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     row.images = str_list(dig(status, "summary", "images"))
     row.resources = _resources(as_list(status.get("resources")))
     row.conditions = conditions(obj)
+    row.health_since = parse_time(health.get("lastTransitionTime")) or _comparison_error_since(row)
     row.generation = as_int(dig(obj, "metadata", "generation"))
     if not status:
         row.warnings.append("no status yet: the controller has not reconciled this app")
@@ -104,6 +104,16 @@ def synced_since(row: AppRow) -> datetime | None:
         times.append(row.operation_finished_at)
     known = [t for t in times if t is not None]
     return max(known) if known else None
+
+
+def _comparison_error_since(row: AppRow) -> datetime | None:
+    """Argo CD before 2.14 writes no health time; an app whose health is Unknown because its
+    manifests cannot be rendered or compared has been so since its ComparisonError condition
+    appeared (conditions keep the time they were first set)."""
+    if row.health_status != UNKNOWN:
+        return None
+    failing = next((c for c in row.conditions if c["type"] == "ComparisonError"), None)
+    return parse_time(failing["last_transition_time"]) if failing else None
 
 
 def automated_sync(spec: Mapping[str, Any]) -> bool:

@@ -72,6 +72,19 @@ def test_argocd_before_2_14_writes_no_health_time() -> None:
     assert row.sync_since == utc("2021-05-15T02:12:13Z")  # its one history entry
 
 
+def test_argocd_before_2_14_dates_unknown_health_by_its_comparison_error() -> None:
+    obj = argo_app("gitops-backend__application.yaml")
+    obj["status"]["conditions"] = [
+        {"type": "ComparisonError", "message": "rpc error: code = Unknown desc = Manifest generation error",
+         "lastTransitionTime": "2021-05-16T09:30:00Z"},
+    ]
+    row = application_row(obj)
+    assert row.health_status == "Unknown"
+    assert row.health_since == utc("2021-05-16T09:30:00Z")
+    obj["status"]["conditions"][0]["type"] = "OrphanedResourceWarning"  # a warning says nothing of health
+    assert application_row(obj).health_since is None
+
+
 def test_argocd_a_failed_operation_dates_nothing() -> None:
     obj = argo_app("argocd-monorepo-controller__mrp_service_test-syncedMSAppWithSingleHistory1Annotated.yaml")
     obj["status"]["history"] = []

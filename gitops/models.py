@@ -168,7 +168,11 @@ class GitOpsApp(models.Model):
 
     # What the tool reports.
     sync_status = models.CharField(max_length=16, default="Unknown")
+    # "Since when" is the tool's own time where it records one (gitops.derive.apps.since_when);
+    # `*_since_exact` is False where it records none and the time is the portal's first sight
+    # of the app in that state: "at least since" then, never "since".
     sync_since = models.DateTimeField(null=True, blank=True)
+    sync_since_exact = models.BooleanField(default=False)
     synced_revision = models.CharField(max_length=300, blank=True)
     synced_revisions = models.JSONField(default=list, blank=True)
     previous_synced_revision = models.CharField(max_length=300, blank=True)
@@ -176,6 +180,7 @@ class GitOpsApp(models.Model):
     source_revision = models.CharField(max_length=300, blank=True)
     health_status = models.CharField(max_length=16, default="Unknown")
     health_since = models.DateTimeField(null=True, blank=True)
+    health_since_exact = models.BooleanField(default=False)
     health_message = models.TextField(blank=True)
     ready_reason = models.CharField(max_length=100, blank=True)
     suspended = models.BooleanField(default=False)
@@ -287,6 +292,24 @@ class GitOpsApp(models.Model):
     def needs_attention(self, at: datetime | None = None) -> bool:
         """As GitOpsApp.objects.needing_attention, for a row already loaded."""
         return Attention.at(at).holds(self)
+
+    def trouble_since(self, start: datetime) -> tuple[datetime, bool]:
+        """When the app left "in sync and healthy", and whether that time is exact.
+
+        `start` is when the portal saw it leave (the StateChange row that began the trouble). The
+        tool's own time for a state the app is in now (out of sync, not healthy) can be older —
+        an app Degraded for days before the portal's first poll — and then it says when; a time
+        the portal only first saw is exact unless it is the app's first sight ("at least since").
+        """
+        times = []
+        if self.sync_status == "OutOfSync" and self.sync_since is not None and self.sync_since_exact:
+            times.append(self.sync_since)
+        if self.health_status != "Healthy" and self.health_since is not None and self.health_since_exact:
+            times.append(self.health_since)
+        earliest = min(times, default=None)
+        if earliest is not None and earliest < start:
+            return earliest, True
+        return start, start != self.first_seen
 
 
 def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:

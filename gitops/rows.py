@@ -67,13 +67,19 @@ class AppRow:
     destination_name: str = ""
     destination_namespace: str = ""
     sync_status: str = UNKNOWN
+    # When the current sync status began, as the tool records it (Argo CD: the sync that reached
+    # the synced revision; Flux: the revision's first reconcile, or the source's new artifact
+    # for OutOfSync); None where the tool records nothing (Argo CD's OutOfSync).
+    sync_since: datetime | None = None
     synced_revision: str = ""  # primary source's revision as the tool wrote it
     synced_revisions: list[str] = field(default_factory=list)  # one per source
     source_revision: str = ""  # Flux: the source artifact's revision (what Git has now)
     attempted_revision: str = ""  # Flux lastAttemptedRevision
     health_status: str = UNKNOWN
     health_message: str = ""
-    health_since: datetime | None = None  # Argo CD health.lastTransitionTime; Flux Ready transition
+    # When the current health began, as the tool records it: Argo CD health.lastTransitionTime
+    # (v2.14+), Flux's deciding condition's lastTransitionTime; None where the tool says nothing.
+    health_since: datetime | None = None
     ready_reason: str = ""  # Flux Ready condition reason
     suspended: bool = False  # Flux spec.suspend
     automated: bool = False  # Argo CD automated sync on

@@ -8,6 +8,7 @@ the Argo CD API server carry no apiVersion/kind, so nothing here reads them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from gitops.fields import (
@@ -66,21 +67,53 @@ def application_row(obj: Mapping[str, Any]) -> AppRow:
     health_status = as_str(health.get("status"))
     row.health_status = health_status if health_status in HEALTH_ORDER else UNKNOWN
     row.health_message = as_str(health.get("message"))
-    row.health_since = parse_time(health.get("lastTransitionTime"))
 
     _read_operation(row, as_dict(status.get("operationState")))
     row.automated = automated_sync(spec)
     row.manual_sync = not row.automated
     row.reconciled_at = parse_time(status.get("reconciledAt"))
     row.history = _history(as_list(status.get("history"))[-HISTORY_KEPT:])
+    row.sync_since = synced_since(row)
     row.images = str_list(dig(status, "summary", "images"))
     row.resources = _resources(as_list(status.get("resources")))
     row.conditions = conditions(obj)
+    row.health_since = parse_time(health.get("lastTransitionTime")) or _comparison_error_since(row)
     row.generation = as_int(dig(obj, "metadata", "generation"))
     if not status:
         row.warnings.append("no status yet: the controller has not reconciled this app")
     row.raw = trimmed(obj)
     return row
+
+
+def synced_since(row: AppRow) -> datetime | None:
+    """When a Synced app was last made Synced, as Argo CD records it; None otherwise.
+
+    Argo CD keeps no time for the sync status itself, but every successful sync of the whole app
+    leaves `operationState.finishedAt` and a `status.history` entry whose `deployedAt` is when it
+    finished; the newest of those is when the app was last synced. It has been Synced since: a
+    commit that changes what the app renders makes it OutOfSync until the next sync records
+    itself, and one that does not (most commits to a monorepo) only moves `sync.revision` on,
+    which is why the newest sync rather than one at the revision now reported dates it.
+    OutOfSync is recorded nowhere (the controller only compares), so it gets None, and the
+    portal's own sight dates it.
+    """
+    if row.sync_status != SYNCED:
+        return None
+    times = [parse_time(entry["deployed_at"]) for entry in row.history]
+    if row.operation_phase == "Succeeded":
+        times.append(row.operation_finished_at)
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def _comparison_error_since(row: AppRow) -> datetime | None:
+    """Argo CD before 2.14 writes no health time; an app whose health is Unknown because its
+    manifests cannot be rendered or compared has been so since its ComparisonError condition
+    appeared (conditions keep the time they were first set)."""
+    if row.health_status != UNKNOWN:
+        return None
+    failing = next((c for c in row.conditions if c["type"] == "ComparisonError"), None)
+    return parse_time(failing["last_transition_time"]) if failing else None
 
 
 def automated_sync(spec: Mapping[str, Any]) -> bool:

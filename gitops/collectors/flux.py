@@ -25,6 +25,7 @@ health (Ready=False), not as OutOfSync.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from gitops.fields import (
@@ -131,6 +132,7 @@ def kustomization_row(obj: Mapping[str, Any], sources: Sources) -> AppRow:
     row.history = _kustomization_history(as_list(status.get("history")))
     if row.history:
         row.reconciled_at = parse_time(row.history[-1]["deployed_at"])
+    row.sync_since = _sync_since(row, source, "first_at")
     row.resources = inventory(status.get("inventory"))
     return row
 
@@ -156,14 +158,56 @@ def helmrelease_row(obj: Mapping[str, Any], sources: Sources) -> AppRow:
 
     chart_spec = as_dict(dig(spec, "chart", "spec"))
     chart_ref = as_dict(spec.get("chartRef"))
+    # The source object whose artifact revision the sync status compares.
+    offering: Mapping[str, Any] | None = None
     if chart_spec:
-        _chart_template(row, chart_spec, status, sources, applied_version)
+        offering = _chart_template(row, chart_spec, status, sources, applied_version)
     elif chart_ref:
-        _chart_ref(row, chart_ref, sources, applied_version, latest)
+        offering = _chart_ref(row, chart_ref, sources, applied_version, latest)
     else:
         row.warnings.append("no spec.chart or spec.chartRef")
+    # Helm carries a release's firstDeployed over to its upgrades: each release version's own
+    # time is its lastDeployed.
+    row.sync_since = _sync_since(row, offering, "deployed_at")
     row.resources = inventory(status.get("inventory"))
     return row
+
+
+def _sync_since(row: AppRow, source: Mapping[str, Any] | None, reached: str) -> datetime | None:
+    """When the sync status derived above began, as Flux records it; None where it records nothing.
+
+    Synced: when the applied revision was first applied (`_first_applied`). OutOfSync: the
+    source's artifact `lastUpdateTime`, when it began offering the revision not yet applied; an
+    artifact older than that first apply dates nothing about the difference (a source read at
+    another moment than its object), and the portal's own sight dates it then. A controller older
+    than the history (kustomize-controller < 1.7) records no time for a revision: None.
+    """
+    applied = _first_applied(row, reached)
+    if row.sync_status == OUT_OF_SYNC:
+        offered = parse_time(dig(source, "status", "artifact", "lastUpdateTime"))
+        if offered is None or (applied is not None and offered < applied):
+            return None
+        return offered
+    return applied if row.sync_status == SYNCED else None
+
+
+def _first_applied(row: AppRow, reached: str) -> datetime | None:
+    """When the applied revision was first applied: the oldest entry of the newest run of history
+    entries holding it. The history keeps one entry per digest and result, so a failed and then a
+    successful apply of one revision are two entries, and it moves an entry's revision on when a
+    new commit renders the same objects; entries of a newer revision that failed to apply may
+    follow the run."""
+    applied = normalise_revision(row.synced_revision)
+    if not applied:
+        return None
+    times: list[datetime | None] = []
+    for entry in reversed(row.history):
+        if normalise_revision(as_str(entry.get("revision"))) == applied:
+            times.append(parse_time(entry.get(reached)))
+        elif times:
+            break
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 def _base_row(obj: Mapping[str, Any], kind: str, namespace: str, name: str, uid: str) -> AppRow:
@@ -191,7 +235,7 @@ def _chart_template(
     status: Mapping[str, Any],
     sources: Sources,
     applied_version: str,
-) -> None:
+) -> Mapping[str, Any] | None:
     ref = as_dict(chart_spec.get("sourceRef"))
     key = _ref_key(ref, row.namespace, default_kind="HelmRepository")
     repository = sources.get(key)
@@ -201,6 +245,7 @@ def _chart_template(
     _read_source_readiness(row, [(key, repository), (chart_key, helmchart)])
     row.source_revision = _artifact_revision(helmchart)
     row.sync_status = compare_revisions(row.source_revision, applied_version)
+    return helmchart
 
 
 def _chart_ref(
@@ -209,7 +254,7 @@ def _chart_ref(
     sources: Sources,
     applied_version: str,
     latest: Mapping[str, Any],
-) -> None:
+) -> Mapping[str, Any] | None:
     key = _ref_key(chart_ref, row.namespace, default_kind="")
     source = sources.get(key) if key[0] else None
     if key[0] == "OCIRepository":
@@ -225,7 +270,7 @@ def _chart_ref(
         _read_source_readiness(row, [(key, source)])
         row.source_revision = _artifact_revision(source)
         row.sync_status = _compare_oci_chart(row.source_revision, latest, applied_version)
-        return
+        return source
     if key[0] == "HelmChart":
         inner = as_dict(dig(source, "spec", "sourceRef"))
         # A HelmChart's own sourceRef is always in its namespace.
@@ -236,10 +281,11 @@ def _chart_ref(
         _read_source_readiness(row, [(inner_key, repository), (key, source)])
         row.source_revision = _artifact_revision(source)
         row.sync_status = compare_revisions(row.source_revision, applied_version)
-        return
+        return source
     row.sources = [SourceSpec(repo_url="", ref=_ref_text(key, row.namespace))]
     _read_source_readiness(row, [(key, source)])
     row.sync_status = UNKNOWN
+    return None
 
 
 def _chart_source(

@@ -33,9 +33,10 @@ from portal.catalog.images import parse_image
 # Every GitOpsApp column a poll writes for an app it has seen before.
 APP_FIELDS = [
     "uid", "project", "repo_url", "path", "chart", "target_revision", "sources", "destination_server",
-    "destination_name", "destination_namespace", "sync_status", "sync_since", "synced_revision",
+    "destination_name", "destination_namespace", "sync_status", "sync_since", "sync_since_exact", "synced_revision",
     "synced_revisions", "previous_synced_revision", "revision_changed_at", "source_revision", "health_status",
-    "health_since", "health_message", "ready_reason", "suspended", "automated", "manual_sync", "operation_phase",
+    "health_since", "health_since_exact", "health_message", "ready_reason", "suspended", "automated", "manual_sync",
+    "operation_phase",
     "operation_message", "operation_started_at", "operation_finished_at", "reconciled_at", "history", "images",
     "conditions", "interval", "warnings", "sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge",
     "problem_rank", "running", "raw", "fingerprint", "updated_at", "cluster", "argocd_instance",
@@ -137,11 +138,12 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
             running = _services_from_images(row, state.service_index)
         else:
             running = _services_for_app(row, workloads_by_app.get(row.key, []), state.service_index, names)
+        app = state.apps.get(key)
         values = _app_values(row, running, projects, at)
+        values.update(_since_values(app, row, at))
         values["cluster_id"] = placement.cluster.pk if placement.cluster is not None else None
         values["argocd_instance_id"] = state.instance.pk if state.instance is not None and row.tool == ARGO else None
         values["fingerprint"] = fingerprint(values)
-        app = state.apps.get(key)
         if app is None:
             app = _new_app(state, row, values, at)
             out.created.append(app)
@@ -223,10 +225,6 @@ def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, v
     ):
         if old != new:
             out.state_changes.append(_state_change(state, app, key, name, old, new, at))
-    if app.sync_status != row.sync_status:
-        app.sync_since = at
-    if app.health_status != row.health_status:
-        app.health_since = _health_since(row, at)
     if app.health_disagreement != row.health_disagreement:
         app.health_disagreement_since = at if row.health_disagreement else None
     values["health_disagreement_since"] = app.health_disagreement_since
@@ -252,17 +250,52 @@ def _state_change(state: ClusterState, app: GitOpsApp | None, key: str, field_na
 def _new_app(state: ClusterState, row: AppRow, values: dict[str, Any], at: datetime) -> GitOpsApp:
     app = GitOpsApp(read_from=state.cluster, tool=row.tool, kind=row.kind, namespace=row.namespace, name=row.name,
                     first_seen=at, **values)
-    app.sync_since = at
-    app.health_since = _health_since(row, at)
     app.health_disagreement_since = at if row.health_disagreement else None
     app.revision_changed_at = at if row.synced_revision else None
     return app
 
 
-def _health_since(row: AppRow, at: datetime) -> datetime:
-    """When the current health began, as the tool says (Argo CD ≥ 2.14, Flux Ready), else now."""
-    stamp = row.health_since
-    return stamp if stamp is not None and stamp <= at else at
+def _since_values(app: GitOpsApp | None, row: AppRow, at: datetime) -> dict[str, Any]:
+    """The app's sync and health "since when" columns after this poll (see `since_when`)."""
+    sync_since, sync_exact = since_when(
+        None if app is None else (app.sync_status, app.sync_since, app.sync_since_exact),
+        row.sync_status, row.sync_since, at)
+    health_since, health_exact = since_when(
+        None if app is None else (app.health_status, app.health_since, app.health_since_exact),
+        row.health_status, row.health_since, at)
+    return {"sync_since": sync_since, "sync_since_exact": sync_exact,
+            "health_since": health_since, "health_since_exact": health_exact}
+
+
+def since_when(before: tuple[str, datetime | None, bool] | None, status: str, tool_since: datetime | None,
+               at: datetime) -> tuple[datetime, bool]:
+    """Since when a status has held, and whether that time is exact, as of a poll at `at`.
+
+    `before` is what the previous poll stored (status, since, exact), None for an app seen for the
+    first time; `tool_since` the tool's own time for the status now (None when it records none, and
+    ignored when it lies ahead of the poll: a skewed clock dates nothing).
+
+    - First sight: the tool's time, exact; without one the poll's time, "at least since".
+    - A status the portal watched change: the tool's time when it falls after the previous status
+      began (an older one dates an earlier spell of the same status, e.g. a sync before a drift),
+      else the poll's time; exact either way, give or take a poll interval.
+    - A status that held: the older of the stored time and the tool's. Both are true lower
+      bounds; a tool time younger than the stored one dates a flap between two polls, or
+      Argo CD before 3.1 rewriting health.lastTransitionTime without a change.
+    """
+    tool = tool_since if tool_since is not None and tool_since <= at else None
+    if before is None:
+        return (tool, True) if tool is not None else (at, False)
+    old_status, old_since, old_exact = before
+    if old_status != status:
+        if tool is not None and (old_since is None or tool > old_since):
+            return tool, True
+        return at, True
+    if old_since is None:
+        return (tool, True) if tool is not None else (at, False)
+    if tool is not None and tool < old_since:
+        return tool, True
+    return old_since, old_exact
 
 
 def _services_for_app(

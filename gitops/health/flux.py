@@ -63,7 +63,10 @@ def flux_health(obj: Mapping[str, Any]) -> FluxHealth:
 
     ``reason``/``message`` are the Ready condition's when it decided (the Stalled one's
     when Ready is not False). No grace period is applied here: pages apply theirs,
-    counting from ``since``, the Ready condition's lastTransitionTime.
+    counting from ``since``: the lastTransitionTime of the condition that decided (Ready,
+    Stalled, or Reconciling for a reconcile in progress), and None where no condition dates
+    the verdict (a generation not yet reconciled, no Ready condition), so that the caller
+    dates it by its own sight rather than by an older, unrelated transition.
 
     Suspension is not a health. ``spec.suspend`` stops the controller, so the conditions
     stay as the last reconcile left them, and that is what ``health`` reports; the
@@ -97,12 +100,12 @@ def flux_health(obj: Mapping[str, Any]) -> FluxHealth:
     if stalled is not None:
         if ready is not None and ready["status"] == "False":
             return FluxHealth(DEGRADED, ready["reason"], ready["message"], since)
-        return FluxHealth(DEGRADED, stalled["reason"], stalled["message"], since)
+        return FluxHealth(DEGRADED, stalled["reason"], stalled["message"], _transition(obj, "Stalled"))
 
     if ready is None:
         if _flux_generation_pending(obj, None):
-            return FluxHealth(PROGRESSING, "", "waiting to be reconciled", since)
-        return FluxHealth(ARGO_UNKNOWN, "", "no Ready condition", since)
+            return FluxHealth(PROGRESSING, "", "waiting to be reconciled", None)
+        return FluxHealth(ARGO_UNKNOWN, "", "no Ready condition", None)
 
     if ready["status"] == "False":
         return FluxHealth(DEGRADED, ready["reason"], ready["message"], since)
@@ -114,10 +117,17 @@ def flux_health(obj: Mapping[str, Any]) -> FluxHealth:
                 PROGRESSING,
                 "LatestGenerationNotObserved",
                 "the latest spec has not been reconciled yet",
-                since,
+                None,
             )
         reconciling = first_condition(conditions, "Reconciling", "True")
         if reconciling is not None:
-            return FluxHealth(PROGRESSING, reconciling["reason"], reconciling["message"], since)
+            return FluxHealth(PROGRESSING, reconciling["reason"], reconciling["message"],
+                              _transition(obj, "Reconciling"))
         return FluxHealth(HEALTHY, ready["reason"], ready["message"], since)
     return FluxHealth(ARGO_UNKNOWN, ready["reason"], ready["message"], since)
+
+
+def _transition(obj: Mapping[str, Any], type_: str) -> datetime | None:
+    """A condition's lastTransitionTime: when it took the status it has."""
+    raw = raw_condition(obj, type_)
+    return parse_time(raw.get("lastTransitionTime")) if raw else None

@@ -274,9 +274,20 @@ class AppSerializer(serializers.Serializer):
     synced_revision = serializers.CharField(allow_blank=True, help_text="revision last applied, as the tool wrote it")
     commit_url = serializers.SerializerMethodField(help_text="web page of the applied commit; null if not a commit")
     sync_status = serializers.ChoiceField(choices=SYNC_STATUSES)
-    sync_since = OffsetDateTimeField(allow_null=True)
+    sync_since = OffsetDateTimeField(
+        allow_null=True, help_text="since when the sync status has held: the tool's own time where it records one "
+        "(Argo CD's last sync, Flux's first apply of the revision or its source's new artifact), else the "
+        "portal's first sight of the status (see sync_since_exact)")
+    sync_since_exact = serializers.BooleanField(
+        help_text="true: sync_since is the tool's time or a change the portal watched; false: it is only when "
+        "the portal first saw the app in this status (\"at least since\"), the status may be older")
     health_status = serializers.ChoiceField(choices=HEALTH_STATUSES)
-    health_since = OffsetDateTimeField(allow_null=True)
+    health_since = OffsetDateTimeField(
+        allow_null=True, help_text="since when the health has held: Argo CD's health.lastTransitionTime or the "
+        "Flux condition's lastTransitionTime where written, else the portal's first sight (see health_since_exact)")
+    health_since_exact = serializers.BooleanField(
+        help_text="true: health_since is the tool's time or a change the portal watched; false: it is only when "
+        "the portal first saw the app in this health (\"at least since\")")
     needs_attention = serializers.SerializerMethodField(
         help_text="out of sync, degraded or missing for longer than the grace period (as on the portal's pages)"
     )

@@ -49,8 +49,9 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
         "app": f"{item['cluster']}/{item['namespace']}/{item['name']}",
         "kind": item["kind"], "tool": item["tool"], "environment": item["environment"],
         "project": item["project"] or None,
-        "sync": item["sync_status"], "sync_since": item["sync_since"],
+        "sync": item["sync_status"], "sync_since": item["sync_since"], "sync_since_exact": item["sync_since_exact"],
         "health": item["health_status"], "health_since": item["health_since"],
+        "health_since_exact": item["health_since_exact"],
         "health_message": (item.get("health_message") or "")[:300] or None,
         "needs_attention": item["needs_attention"],
         "sync_blocked": item["sync_blocked"], "blocked_until": item["sync_blocked_until"],
@@ -160,7 +161,7 @@ def reasons_for(app: dict[str, Any], merged: list[dict[str, Any]]) -> list[dict[
         reasons.append({"reason": "suspended", "detail": f"Flux reconciliation is suspended (spec.suspend: true) on "
                         f"this {app['kind']}: nothing is applied until it is resumed."})
     if app["sync"] == "OutOfSync":
-        reasons.append({"reason": "not_synced_yet", "detail": f"OutOfSync since {app['sync_since']}: Git holds "
+        reasons.append({"reason": "not_synced_yet", "detail": f"OutOfSync {_since(app, 'sync')}: Git holds "
                         "changes not applied yet."})
     for pr in merged:
         reasons.append({"reason": "merged_not_deployed", "detail": f"{pr['title']} ({pr['url'] or 'no link'}) merged "
@@ -170,7 +171,7 @@ def reasons_for(app: dict[str, Any], merged: list[dict[str, Any]]) -> list[dict[
         runs = ", ".join(f"{s} {'/'.join(v)}" for s, v in app["running"].items()) or "nothing"
         reasons.append({"reason": "merged_not_deployed", "detail": f"Git pins {pins}; it runs {runs}."})
     if app["health"] in ATTENTION:
-        detail = f"{app['health']} since {app['health_since']}"
+        detail = f"{app['health']} {_since(app, 'health')}"
         if app.get("health_message"):
             detail += f": {app['health_message']}"
         if app.get("after_change"):
@@ -272,3 +273,9 @@ def _security(caller: Caller, name: str) -> dict[str, Any]:
 
 
 __all__ = ["Caller", "ReadError", "gitops", "pull_requests", "service", "why_not_deployed"]
+
+
+def _since(app: dict[str, Any], which: str) -> str:
+    """"since <time>", or "at least since <time>" where the time is only the portal's first sight."""
+    words = "since" if app.get(f"{which}_since_exact") else "at least since"
+    return f"{words} {app[f'{which}_since']}"

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 
+from django.db.models import Case, F, When
+from django.db.models.functions import Coalesce
+
 from gitops.models import RunningVersion, VersionChange
 from portal import links
 from portal.catalog.models import Environment
@@ -43,7 +46,9 @@ class Running:
     environment: str
     app_id: int | None
     app: str
-    first_seen: datetime | None = None  # the app's first sight: "at least since" when no change is recorded
+    # Since when the app has run at least what it runs now, when no change is recorded ("at least
+    # since"): its last sync as the tool dates it, or the portal's first sight of it if that is older.
+    first_seen: datetime | None = None
     workload_id: int | None = None  # a workload outside GitOps (no app): its PR goes where its labels say
 
 
@@ -267,6 +272,15 @@ def _waiting_services(pairs: dict[str, str]) -> set[str]:
     return found
 
 
+# A Synced app has run what Git gave it at least since its last sync, which the tool dates
+# (gitops.derive.apps.since_when): days before the portal's first poll, on a fresh install.
+_RUNS_AT_LEAST_SINCE = Coalesce(
+    Case(When(app__sync_status="Synced", app__sync_since_exact=True, app__sync_since__lt=F("app__first_seen"),
+              then=F("app__sync_since"))),
+    F("app__first_seen"),
+)
+
+
 def load() -> tuple[list[Promotion], list[AppPromotion]]:
     """Read the store (five queries) and decide. A fleet of 50,000 applications where a few
     services wait reads the rows of those few, not of every staging and production app."""
@@ -288,7 +302,7 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
         )
         .values_list(
             "service__name", "version", "cluster__name", "cluster__environment__name", "app_id", "app__name",
-            "app__first_seen", "workload_id", "workload__name",
+            _RUNS_AT_LEAST_SINCE, "workload_id", "workload__name",
         )
         .order_by()
     ))

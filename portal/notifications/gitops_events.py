@@ -92,6 +92,8 @@ def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> l
     several = len({v.service_id for v in versions}) > 1
     candidates: list[tuple[timedelta, str]] = []
     for change in versions:
+        if change.at > start:
+            continue  # seen by the portal after the tool dates the trouble: no cause of it
         what = f"{change.to_version} replaced {change.from_version}"
         if several:
             what = f"{change.service.name} {what}"
@@ -135,9 +137,10 @@ def build_event(
     """The alert of `app`'s episode begun at `start`, from what the store holds at `at`;
     `pinned` is `pinned_versions` of many apps read at once (else this app's is read)."""
     services = sorted(s.name for s in app.services.all())
+    began, _exact = app.trouble_since(start)
     versions = list(
         VersionChange.objects.filter(Q(app=app) | Q(cluster=app.cluster, service__name__in=services))
-        .filter(at__gte=start - CAUSE_WINDOW, at__lte=start)
+        .filter(at__gte=began - CAUSE_WINDOW, at__lte=start)
         .select_related("service")
         .distinct()
         .order_by("-at", "-id")
@@ -165,8 +168,13 @@ def word_event(
     rollback: rollbacks.RollbackOffer | None = None,
 ) -> Event:
     """The alert, worded from rows already read (no queries): `pins` is "Git pins X, runs Y"
-    when Git and the cluster disagree, `rollback` the rollback on offer, if any."""
-    causes = _causes(app, start, versions)
+    when Git and the cluster disagree, `rollback` the rollback on offer, if any.
+
+    The alert is dated by the tools' time where they give one (`GitOpsApp.trouble_since`): an app
+    Degraded for days before the portal's first poll is "degraded since" then, not since that
+    poll; `start`, the portal's sight, stays the episode's key."""
+    began, exact = app.trouble_since(start)
+    causes = _causes(app, began, versions)
     cluster = app.cluster.name
     argocd_url = (
         argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
@@ -198,7 +206,7 @@ def word_event(
         causes.append(window)  # no cause of the trouble, but holds its fix (a rollback) too
     # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
     environment = app.cluster.environment.name if app.cluster.environment is not None else ""
-    since = utc_stamp(start)
+    since = utc_stamp(began) if exact else f"at least {utc_stamp(began)}"
     summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
     summary = summary[:1].upper() + summary[1:]
     commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
@@ -235,7 +243,7 @@ def word_event(
         key=episode_key(app, start),
         title=f"{app.name} is {state_title(app)} on {cluster}",
         summary=summary,
-        started_at=start,
+        started_at=began,
         environment=environment,
         cluster=cluster,
         services=tuple(services),

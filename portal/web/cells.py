@@ -140,7 +140,8 @@ class Renderer:
             dated = [flag for flag in line.flags if flag.since]
             for flag in dated[:TITLE_FLAGS]:
                 where = f"{flag.app} on {flag.cluster}" if several else flag.app
-                parts.append(f"{flag.label} since {self.stamp(flag.since)} ({where})")  # type: ignore[arg-type]
+                since = "since" if flag.exact else "at least since"
+                parts.append(f"{flag.label} {since} {self.stamp(flag.since)} ({where})")  # type: ignore[arg-type]
             if len(dated) > TITLE_FLAGS:
                 parts.append(f"and {len(dated) - TITLE_FLAGS} more")
             title = " · ".join(parts)
@@ -215,10 +216,14 @@ class Renderer:
             parts.append(f"<dt>{escape(environment.name)}</dt><dd>{shown}</dd>")
         parts.append("</dl>")
         for flag in tile.flags:
-            title = f"{flag.app} on {flag.cluster} since {localstamp(flag.since)}"
+            # The portal's first sight of a state is no duration: the state may be much older.
+            lasted = (f"for {duration_since(flag.since)}" if flag.exact
+                      else f"at least since {localstamp(flag.since)}")
+            title = f"{flag.app} on {flag.cluster} {'since' if flag.exact else 'at least since'} "
+            title += localstamp(flag.since)
             parts.append(
                 f"<div>{badge_html(flag.severity, flag.label, title)} "
-                f'<span class="muted">{escape(flag.cluster)} · for {escape(duration_since(flag.since))}</span></div>'
+                f'<span class="muted">{escape(flag.cluster)} · {escape(lasted)}</span></div>'
             )
         more = tile.problem_apps - len({(flag.cluster, flag.app) for flag in tile.flags})
         if more > 0:

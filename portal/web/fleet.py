@@ -33,6 +33,8 @@ class Flag:
     cluster: str
     app: str
     severity: str  # bad | warn
+    # False where `since` is only the portal's first sight of the state ("at least since").
+    exact: bool = True
 
 
 @dataclass(slots=True)
@@ -113,8 +115,9 @@ class EpochSeconds(Func):
 
 
 def stamp(seconds: float | None) -> datetime | None:
-    """An `EpochSeconds` value back as an aware datetime."""
-    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+    """An `EpochSeconds` value back as an aware datetime, to the millisecond: SQLite's julianday
+    arithmetic gives 07:42:00 back as 07:41:59.9999, which a page said as 07:41."""
+    return None if seconds is None else datetime.fromtimestamp(round(seconds, 3), UTC)
 
 
 def _epoch(column: str) -> str:
@@ -145,7 +148,8 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
                {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
                {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
                {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed},
-               {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement
+               {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement,
+               {app}.sync_since_exact, {app}.health_since_exact
         FROM {app}
         JOIN {link} s ON s.gitopsapp_id = {app}.id
         JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
@@ -163,22 +167,22 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
             label = labels[(tool, state)] = f"{TOOL_LABEL.get(tool, tool)}: {state}"
         return label
 
-    def stamp(epoch: float | None) -> datetime | None:
-        return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
     for (service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, started_at, finished_at, phase,
-         bad, drifted, is_stuck, is_failed, disagrees, disagreement_at, disagreement) in found:
+         bad, drifted, is_stuck, is_failed, disagrees, disagreement_at, disagreement, sync_exact, health_exact
+         ) in found:
         these = flags[(service_id, cluster_id)]
         if bad:
-            these.append(Flag(label_of(tool, health.lower()), stamp(health_at), cluster, name, "bad"))
+            these.append(Flag(label_of(tool, health.lower()), stamp(health_at), cluster, name, "bad",
+                              bool(health_exact)))
         if is_failed:
             these.append(Flag(label_of(tool, SYNC_FAILED), stamp(finished_at), cluster, name, "bad"))
         if drifted:
-            these.append(Flag(label_of(tool, "out of sync"), stamp(sync_at), cluster, name, "warn"))
+            these.append(Flag(label_of(tool, "out of sync"), stamp(sync_at), cluster, name, "warn", bool(sync_exact)))
         if is_stuck:
-            since = started_at if phase == OPERATION_RUNNING and started_at is not None else health_at
-            these.append(Flag(label_of(tool, STUCK_PROGRESSING), stamp(since), cluster, name, "warn"))
+            running = phase == OPERATION_RUNNING and started_at is not None
+            these.append(Flag(label_of(tool, STUCK_PROGRESSING), stamp(started_at if running else health_at),
+                              cluster, name, "warn", running or bool(health_exact)))
         if disagrees:
             # The tool calls it fine, a health rule does not (gitops.health.rules): the sentence says why.
             label = f"{TOOL_LABEL.get(tool, tool)}: health disagreement ({disagreement[:160]})"

@@ -72,18 +72,21 @@ def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]
         .values_list(
             "service_id", "total", "gitopsapp__cluster__name", "gitopsapp__tool", "gitopsapp__name",
             "bad", "drifted", "sync_at", "gitopsapp__health_status", "health_at",
+            "gitopsapp__sync_since_exact", "gitopsapp__health_since_exact",
         )
         .order_by("service_id", "position")
     )
     flags: dict[int, list[Flag]] = defaultdict(list)
     totals: dict[int, int] = {}
-    for service_id, total, cluster, tool, name, bad, drifted, sync_at, health, health_at in rows:
+    for (service_id, total, cluster, tool, name, bad, drifted, sync_at, health, health_at, sync_exact,
+         health_exact) in rows:
         totals[service_id] = total
         label = TOOL_LABEL.get(tool, tool)
         if bad:
-            flags[service_id].append(Flag(f"{label}: {health.lower()}", stamp(health_at), cluster, name, "bad"))
+            flags[service_id].append(Flag(f"{label}: {health.lower()}", stamp(health_at), cluster, name, "bad",
+                                          health_exact))
         if drifted:
-            flags[service_id].append(Flag(f"{label}: out of sync", stamp(sync_at), cluster, name, "warn"))
+            flags[service_id].append(Flag(f"{label}: out of sync", stamp(sync_at), cluster, name, "warn", sync_exact))
     return flags, totals
 
 

@@ -54,8 +54,9 @@ def parse_time(text: str) -> datetime:
 
 ITEM_FIELDS = {
     "cluster", "environment", "argocd_instance", "tool", "kind", "namespace", "name", "project", "repo_url", "path",
-    "chart", "target_revision", "synced_revision", "commit_url", "sync_status", "sync_since", "health_status",
-    "health_since", "needs_attention", "health_disagreement", "sync_blocked", "sync_blocked_until", "sync_window",
+    "chart", "target_revision", "synced_revision", "commit_url", "sync_status", "sync_since", "sync_since_exact",
+    "health_status", "health_since", "health_since_exact", "needs_attention", "health_disagreement", "sync_blocked",
+    "sync_blocked_until", "sync_window",
     "manual_sync",
     "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since", "portal_url",
     "api_url",
@@ -86,6 +87,8 @@ def test_every_field_of_an_argo_application(api, catalog):
     assert item["sync_status"] == "Synced" and item["health_status"] == "Healthy"
     assert parse_time(item["sync_since"]) == now - timedelta(hours=3)
     assert parse_time(item["health_since"]) == now - timedelta(hours=3)
+    # seed_app stores no tool time: both are the portal's first sight ("at least since").
+    assert (item["sync_since_exact"], item["health_since_exact"]) == (False, False)
     assert item["needs_attention"] is False
     assert (item["sync_blocked"], item["sync_blocked_until"], item["sync_window"]) == (False, None, None)
     assert (item["manual_sync"], item["suspended"]) == (True, False)

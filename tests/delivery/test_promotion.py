@@ -119,6 +119,27 @@ def test_load_reads_since_from_the_version_change_in_staging(catalog):
     assert promotion.staging_clusters == ["staging-eu-1"] and grouped == []
 
 
+def test_load_without_a_recorded_change_dates_the_wait_by_the_tools_last_sync(catalog):
+    now = timezone.now()
+    # A fresh portal: no version change seen yet, but Argo CD dates the staging app's last sync.
+    synced = now - timedelta(days=6)
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0",
+             since=timedelta(days=6), now=now, sync_since_exact=True, first_seen=now - timedelta(minutes=1))
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    [promotion], _ = load()
+    assert (promotion.since, promotion.since_exact) == (synced, False)  # "at least since" six days ago
+
+
+def test_load_without_a_tool_time_dates_the_wait_by_the_first_sight(catalog):
+    now = timezone.now()
+    seen = now - timedelta(minutes=1)
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0",
+             since=timedelta(days=6), now=now, sync_since_exact=False, first_seen=seen)
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    [promotion], _ = load()
+    assert (promotion.since, promotion.since_exact) == (seen, False)
+
+
 @pytest.mark.django_db
 def test_delivery_page_offers_one_button_per_prod_cluster_to_members(client, users, catalog):
     seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")

@@ -188,7 +188,8 @@ def test_stalled_helmrelease_is_degraded_with_the_ready_reason():
 def test_stalled_without_a_false_ready_uses_the_stalled_condition():
     obj = ks(cond("Stalled", "True", "InvalidCELExpression", "failed to parse expression"))
     assert (flux_health(obj).health, flux_health(obj).reason) == (DEGRADED, "InvalidCELExpression")
-    assert flux_health(obj).since is None  # no Ready condition: nothing to date the state by
+    # The Stalled condition decided, so its transition dates the state.
+    assert flux_health(obj).since == datetime(2025, 6, 1, 10, 0, tzinfo=UTC)
 
 
 def test_ready_but_new_generation_not_reconciled_yet():

@@ -63,6 +63,23 @@ def when(value: datetime | None) -> str:
     )
 
 
+@register.simple_tag
+def lasted(value: datetime | None, exact: bool) -> str:
+    """How long a state has lasted: "for 6 days" when the time is the tool's own (or the portal
+    watched the change), "at least since Sun 06:05" when it is only the portal's first sight of
+    the state: the state may be much older, and "for 1 min" would say it is new."""
+    if not value:
+        return ""
+    title = _local(value).strftime("%a %Y-%m-%d %H:%M %Z")
+    if exact:
+        return format_html('for <time datetime="{}" title="{}">{}</time>', value.isoformat(), title,
+                           duration_since(value))
+    return format_html(
+        'at least since <time class="first-seen" datetime="{}" title="first seen by the portal: {}">{}</time>',
+        value.isoformat(), title, localstamp(value),
+    )
+
+
 @register.filter
 def localstamp(value: datetime | None) -> str:
     """"Mon 06:00" within a week, else the date: for until-when texts."""

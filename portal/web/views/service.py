@@ -70,7 +70,8 @@ class Panel:
 # a few dozen, are read again with what they show (everything but PANEL_UNSHOWN).
 ROW_FIELDS = (
     "cluster__name", "cluster__stale_since", "cluster__environment__name", "cluster__environment__order",
-    "tool", "kind", "namespace", "name", "sync_status", "sync_since", "health_status", "health_since",
+    "tool", "kind", "namespace", "name", "sync_status", "sync_since", "sync_since_exact",
+    "health_status", "health_since", "health_since_exact",
     "operation_phase", "operation_started_at", "operation_finished_at", "operation_message",
     "health_disagreement", "health_disagreement_since", "manual_sync", "suspended",
     "sync_blocked", "sync_blocked_until", "sync_window", "running",

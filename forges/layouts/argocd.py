@@ -84,7 +84,8 @@ def _source_edits(
         return [], _helm_source_edits(files, app, source, folder, value_refs, image, from_tag, result)
     built = kustomize.build(files, folder, recurse=bool(source.directory.get("recurse")))
     pins, targets = flux.build_edits(files, built, image, from_tag, result)
-    overrides = _kustomize_image_overrides(files, app, source, folder, image, result)
+    names = kustomize.known_names(files, built, image)
+    overrides = _kustomize_image_overrides(files, app, source, folder, image, names, result)
     if overrides is None:
         return [], []  # the effective tag is set outside this repository
     return (overrides, []) if overrides else (pins, targets)
@@ -154,11 +155,18 @@ def _value_file_reads(
 
 
 def _kustomize_image_overrides(
-    files: MappingType[str, str], app: App, source: Source, folder: str, image: str, result: EditResult
+    files: MappingType[str, str],
+    app: App,
+    source: Source,
+    folder: str,
+    image: str,
+    names: set[str],
+    result: EditResult,
 ) -> list[kustomize.Candidate] | None:
     # Argo CD's `kustomize.images` overrides every pin of the image the build holds; the
     # `.argocd-source-<app>.yaml` file (argocd-image-updater's write-back) overrides the
-    # Application's own list.
+    # Application's own list. An entry is `[name=]newName:tag`: it matches the image by any
+    # name the build gives it (`names`: renamed by an overlay's `images:`, or not).
     holders: list[tuple[str, Node]] = []
     override = f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")
     for tree in positioned_documents(files, override)[:1]:
@@ -166,13 +174,14 @@ def _kustomize_image_overrides(
     for definition in definitions(files, APPLICATION, app.name):
         holders.append((definition.path, descend(_source_node(definition.tree, source), "kustomize", "images")))
     for path, images in holders:
-        sites = [site for site in file_sites(files, path) if site.name == image]
+        sites = [site for site in file_sites(files, path) if names.intersection(site.names())]
         if isinstance(images, Sequence):
             listed = {item.start for item in images.items if isinstance(item, Scalar)}
             found = [kustomize.Candidate(path, s, None, None) for s in sites if s.node.start in listed]
             if found:
                 return found
-    if any(image_name(str(entry).split("=", 1)[-1]) == image for entry in source.kustomize.get("images") or []):
+    listed = [image_name(part) for entry in source.kustomize.get("images") or [] for part in str(entry).split("=", 1)]
+    if names.intersection(name for name in listed if name):
         result.reasons.append(
             f"{image} is overridden by the Application's kustomize.images, whose manifest is not in this repository"
         )

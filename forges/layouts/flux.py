@@ -34,12 +34,13 @@ def kustomization_edits(
     if folder is None:
         result.reasons.append(why)
         return [], []
-    overrides = _spec_images_overrides(files, app, image, result)
+    built = kustomize.build(files, folder)
+    overrides = _spec_images_overrides(files, app, image, kustomize.known_names(files, built, image), result)
     if overrides is None:
         return [], []  # the effective tag is set outside this repository
     if overrides:
         return overrides, []
-    return build_edits(files, kustomize.build(files, folder), image, from_tag, result)
+    return build_edits(files, built, image, from_tag, result)
 
 
 def helm_release_edits(
@@ -90,10 +91,11 @@ def helm_release_reads(files: MappingType[str, str], app: App, path: str | None,
 
 
 def _spec_images_overrides(
-    files: MappingType[str, str], app: App, image: str, result: EditResult
+    files: MappingType[str, str], app: App, image: str, names: set[str], result: EditResult
 ) -> list[kustomize.Candidate] | None:
     # A Flux Kustomization's own `spec.images` works like an `images:` transformer on top of
-    # everything its path builds; None when it sets the image outside this repository.
+    # everything its path builds, matching the image by any name the build gives it
+    # (`names`); None when it sets the image outside this repository.
     for definition in definitions(files, KUSTOMIZATION, app.name):
         images = descend(definition.tree, "spec", "images")
         if not isinstance(images, Sequence):
@@ -107,12 +109,15 @@ def _spec_images_overrides(
         found = [
             kustomize.Candidate(definition.path, site, KUSTOMIZATION, app.name)
             for site in file_sites(files, definition.path)
-            if site.name == image and site.kind == KUSTOMIZE and site.node.start in listed
+            if names.intersection(site.names()) and site.kind == KUSTOMIZE and site.node.start in listed
         ]
         if found:
             return found
     entries = app.spec.get("images") or []
-    if any(isinstance(e, dict) and image_name(str(e.get("newName") or e.get("name"))) == image for e in entries):
+    listed_names = {
+        image_name(str(e.get(key))) for e in entries if isinstance(e, dict) for key in ("name", "newName") if e.get(key)
+    }
+    if names.intersection(name for name in listed_names if name):
         result.reasons.append(
             f"{image} is set by spec.images of the Kustomization {app.name}, whose manifest is not in this repository"
         )

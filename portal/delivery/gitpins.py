@@ -55,7 +55,7 @@ from forges.hosts import forge_for, parse
 from forges.layouts.reads import Reads
 from forges.layouts.tree import tree_reads
 from forges.parsecache import shared_parses
-from forges.pins import scan
+from forges.pins import Pin, scan
 from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import Finding, GitOpsApp
 from gitops.pinsource import (
@@ -401,13 +401,11 @@ def _store(
     for app in apps:
         read = reads[app.pk]
         own = {path: files[path] for path in read.paths if path in files}
-        found = scan(own)
         # A plain Secret among the files the app builds is a finding: named by path, never shown.
         secrets[app.pk] = raw_secret(app, [path for path in raw_secret_files(own) if path in read.whole])
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
-            for pin in found.pins
-            if read.holds(pin.path, pin.line) and (service := index.get(normalise_name(pin.image))) is not None
+            for service, pin in service_pins(own, read, index)
         ]
     stored_findings = {
         app_id: message
@@ -452,6 +450,25 @@ def _store(
         )
         for app in apps
     }
+
+
+def service_pins(files: dict[str, str], read: Reads, index: dict[str, str]) -> list[tuple[str, Pin]]:
+    """The pins an application renders (`read`: what `tree_reads` says it builds, less what
+    its build overrides), each with the service it pins: (service name, pin). `index` is
+    `service_image_index` (normalised image name -> service). A kustomize entry that renames
+    the service's image (`name: ghcr.io/acme/api`, `newName: <mirror>/api`) pins the service
+    under either name, an alias for the mirror or not; a base's `:latest` it overrides is not
+    held, so it is not one of the service's pins."""
+    found = []
+    for pin in scan(files).pins:
+        if not read.holds(pin.path, pin.line):
+            continue
+        service = index.get(normalise_name(pin.image))
+        if service is None and pin.renamed_from:
+            service = index.get(normalise_name(pin.renamed_from))
+        if service is not None:
+            found.append((service, pin))
+    return found
 
 
 def on_finding_context(sender: Any, apps: Sequence[GitOpsApp], **kwargs: Any) -> dict[str, Any]:

@@ -123,6 +123,8 @@ def application_reads(
             continue  # a values-only source is read through `$ref/...`
         if not here(source.repo_url):
             _value_file_reads(files, source, None, value_refs, reads)
+            if any(str(entry).startswith("$") for entry in source.helm.get("valueFiles") or []):
+                reads.add_values(files, *_helm_values(files, app, source, None, value_refs, EditResult())[:2])
             continue
         folder = source_folder(source)
         if is_helm_source(files, source, folder):
@@ -130,6 +132,8 @@ def application_reads(
             if chart is not None and chart.defaults is not None:
                 reads.add_files(files, [chart.defaults.path])
             _value_file_reads(files, source, folder, value_refs, reads)
+            # Which of those layers' tags Helm renders (why a layer is not read is said above).
+            reads.add_values(files, *_helm_values(files, app, source, folder, value_refs, EditResult())[:2])
         else:
             reads.add_build(files, kustomize.build(files, folder, recurse=bool(source.directory.get("recurse"))))
         reads.add_files(files, [f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")])
@@ -199,6 +203,24 @@ def _helm_source_edits(
     from_tag: str,
     result: EditResult,
 ) -> list[helm.Target]:
+    layers, bindings, chart = _helm_values(files, app, source, folder, value_refs, result)
+    findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
+    result.reasons.extend(findings.reasons)
+    if not findings.targets and not findings.reasons and not any(b for b in bindings):
+        result.reasons.append(f"no values file of {app.name} sets {image}'s tag; it comes from the chart's defaults")
+    return findings.targets
+
+
+def _helm_values(
+    files: MappingType[str, str],
+    app: App,
+    source: Source,
+    folder: str | None,
+    value_refs: dict[str, str],
+    result: EditResult,
+) -> tuple[list[helm.Layer], list[helm.Binding], helm.Chart | None]:
+    """A Helm source's value layers in Argo CD's order, the image bindings among them, and its
+    chart when the tree holds it: what both its edits and its reads follow."""
     # `folder` None: the chart's own files are in another repository than `files`.
     layers: list[helm.Layer] = []
     chart = helm.read_chart(files, folder) if folder is not None and not source.chart else None
@@ -254,11 +276,7 @@ def _helm_source_edits(
         layers.append(helm.parameters_layer(override, override, node))
     chart_name = chart.name if chart is not None else source.chart
     bindings = (chart.bindings if chart is not None else []) + helm.conventional_bindings(layers, chart_name)
-    findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
-    result.reasons.extend(findings.reasons)
-    if not findings.targets and not findings.reasons and not any(b for b in bindings):
-        result.reasons.append(f"no values file of {app.name} sets {image}'s tag; it comes from the chart's defaults")
-    return findings.targets
+    return layers, bindings, chart
 
 
 def _source_node(tree: Node, source: Source) -> Node:

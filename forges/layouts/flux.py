@@ -59,7 +59,9 @@ def kustomization_reads(files: MappingType[str, str], app: App, reads: Reads) ->
     if folder is None:
         reads.skipped.append(why)
         return
-    reads.add_build(files, kustomize.build(files, folder))
+    built = kustomize.build(files, folder)
+    reads.add_build(files, built)
+    _release_values_reads(files, built, reads)
 
 
 def helm_release_reads(files: MappingType[str, str], app: App, path: str | None, reads: Reads) -> None:
@@ -87,6 +89,7 @@ def helm_release_reads(files: MappingType[str, str], app: App, path: str | None,
                 reads.add_document(files, file, document)
             layers = _release_layers(files, release, _chart_in_tree(files, release), generated, result)
             reads.add_files(files, [layer.path for layer in layers if layer.path and layer.path not in own])
+        _release_values_reads(files, built, reads, app.name)
     reads.skipped.extend(result.reasons)
 
 
@@ -150,9 +153,7 @@ def build_edits(
             continue
         chart = _chart_in_tree(files, built_release)
         layers = _release_layers(files, built_release, chart, generated, result)
-        bindings = (chart.bindings if chart else []) + helm.conventional_bindings(
-            layers, chart.name if chart else _release_chart(built_release)
-        )
+        bindings = _release_bindings(built_release, chart, layers)
         findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
         result.reasons.extend(findings.reasons)
         targets.extend(findings.targets)
@@ -171,6 +172,28 @@ def build_edits(
                 "its tag comes from the chart's defaults (for many charts, its appVersion)"
             )
     return pins, targets
+
+
+def _release_bindings(
+    release: kustomize.BuiltObject, chart: helm.Chart | None, layers: list[helm.Layer]
+) -> list[helm.Binding]:
+    """How the release's chart forms images from its values: its templates' when the chart is
+    in the tree, and the common layouts among the keys the layers set."""
+    name = chart.name if chart else _release_chart(release)
+    return (chart.bindings if chart else []) + helm.conventional_bindings(layers, name)
+
+
+def _release_values_reads(
+    files: MappingType[str, str], built: kustomize.Build, reads: Reads, release_name: str | None = None
+) -> None:
+    # Which of each HelmRelease's value layers' tags Helm renders (an overlay's patch of
+    # `image.tag` overrides the base's); why a layer is not read is said by the edits.
+    generated = kustomize.generated_files(built)
+    for release in kustomize.objects(files, built, HELM_RELEASE):
+        if release_name is None or release.name == release_name:
+            chart = _chart_in_tree(files, release)
+            layers = _release_layers(files, release, chart, generated, EditResult())
+            reads.add_values(files, layers, _release_bindings(release, chart, layers))
 
 
 def _chart_in_tree(files: MappingType[str, str], release: kustomize.BuiltObject) -> helm.Chart | None:

@@ -80,6 +80,9 @@ class Build:
     root: Kustomization | None
     plain: list[str] = field(default_factory=list)  # manifests of a folder without a kustomization
     skipped: list[str] = field(default_factory=list)  # what was not followed, and why
+    # What the build renders (`_rendered`), walked once for the files it was built from:
+    # an edit asks for an image's winners and then for its names.
+    rendered: list[_Slot] | None = field(default=None, repr=False, compare=False)
 
     def kustomizations(self) -> list[Kustomization]:
         found: list[Kustomization] = []
@@ -333,9 +336,12 @@ def _slot(candidate: Candidate) -> _Slot:
 
 
 def _rendered(files: MappingType[str, str], built: Build) -> list[_Slot]:
-    if built.root is None:
-        return [_slot(c) for path in built.plain for c in _candidates(files, path)]
-    return _apply(files, built.root, [])
+    if built.rendered is None:
+        if built.root is None:
+            built.rendered = [_slot(c) for path in built.plain for c in _candidates(files, path)]
+        else:
+            built.rendered = _apply(files, built.root, [])
+    return built.rendered
 
 
 def _apply(files: MappingType[str, str], node: Kustomization, below: list[_Slot]) -> list[_Slot]:

@@ -458,11 +458,10 @@ def service_pins(files: dict[str, str], read: Reads, index: dict[str, str]) -> l
     `service_image_index` (normalised image name -> service). A kustomize entry that renames
     the service's image (`name: ghcr.io/acme/api`, `newName: <mirror>/api`) pins the service
     under either name, an alias for the mirror or not; a base's `:latest` it overrides is not
-    held, so it is not one of the service's pins."""
+    held, so it is not one of the service's pins, nor is a chart's values.yaml tag that an
+    environment's values file overrides (whose `image.tag` is the pin, repository or not)."""
     found = []
-    for pin in scan(files).pins:
-        if not read.holds(pin.path, pin.line):
-            continue
+    for pin in read.pins(scan(files).pins):
         service = index.get(normalise_name(pin.image))
         if service is None and pin.renamed_from:
             service = index.get(normalise_name(pin.renamed_from))

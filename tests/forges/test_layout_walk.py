@@ -7,7 +7,7 @@ expects, this states what must hold for any layout: at least one changed line, e
 the new version where the running one was; no reason about the image (its winning pin is at
 the running tag, not a digest, not elsewhere); nothing edited that the build overrides (a
 base's tag under an overlay's `images:` or patch: `tree_reads` says what the app renders).
-The pins the app renders carry no other tag than the running one, as the Git pins show them.
+The pins the app renders (`Reads.pins`, as the Git pins show them) are the running tag alone.
 """
 
 from __future__ import annotations
@@ -23,12 +23,6 @@ from tests.forges.layout_cases import EXPECTED, apps, layout, layout_files
 
 # Layouts that pin the image's tag in Git (the others run a chart default or a remote base).
 PINNED = [(folder, to_tag) for folder, to_tag, expected in EXPECTED if expected]
-
-# Where Helm merges value layers, an overridden default in the chart's values.yaml is still
-# read as a pin (`Reads.overridden` models kustomize's overrides, not Helm's layers); these
-# layouts' tags are set by a later values file or parameter, so they are left out of the
-# "renders no other tag" check.
-HELM_LAYERED = {"codefresh-helm-valuefiles", "argocd-source-helm-parameters"}
 
 FLUX_BASE_VALUES = "flux-helmrelease-base-values"
 
@@ -68,22 +62,22 @@ def test_an_upgrade_of_a_pinned_layout_is_a_clean_edit(folder: str, to_tag: str)
     assert_clean(folder, app, to_tag, result)
 
 
-@pytest.mark.parametrize(
-    "folder", [folder for folder, _ in PINNED if folder not in HELM_LAYERED], ids=lambda folder: folder
-)
-def test_the_pins_a_layout_renders_carry_no_other_tag(folder: str) -> None:
-    # A Helm tag under a key the chart names (`imageVersion`, a subchart's tag without a
-    # repository) is not a pin `scan` reads, so some layouts render none; none renders another.
+@pytest.mark.parametrize("folder", [folder for folder, _ in PINNED], ids=lambda folder: folder)
+def test_the_pins_a_layout_renders_are_the_running_tag_alone(folder: str) -> None:
+    # What the Git pins show: a base's tag under an overlay, a chart's values.yaml tag under an
+    # environment's values file or an image updater's parameter, are not rendered; a tag set
+    # alone (`image.tag`, a key the chart's template names) is. The umbrella chart's subchart
+    # tag names no repository of its own (the subchart's default): no pin is shown for it.
     facts = layout(folder)
     files = layout_files(folder)
     reads = tree_reads(files, apps()[folder])
     image = image_name(facts["image"])
     rendered = {
         pin.version
-        for pin in scan({path: files[path] for path in reads.paths}).pins
-        if reads.holds(pin.path, pin.line) and image in (pin.image, pin.renamed_from)
+        for pin in reads.pins(scan({path: files[path] for path in reads.paths}).pins)
+        if image in (pin.image, pin.renamed_from)
     }
-    assert rendered <= {facts["running_tag"]}
+    assert rendered == (set() if folder == "argocd-helm-dependency" else {facts["running_tag"]})
 
 
 def test_the_helm_release_whose_values_live_in_a_base_is_upgraded_in_the_base() -> None:

@@ -184,8 +184,9 @@ def _kustomize_image_overrides(
             found = [kustomize.Candidate(path, s, None, None) for s in sites if s.node.start in listed]
             if found:
                 return found
-    listed = [image_name(part) for entry in source.kustomize.get("images") or [] for part in str(entry).split("=", 1)]
-    if names.intersection(name for name in listed if name):
+    entries = source.kustomize.get("images") or []
+    held = {image_name(part) for entry in entries for part in str(entry).split("=", 1)}
+    if names.intersection(name for name in held if name):
         result.reasons.append(
             f"{image} is overridden by the Application's kustomize.images, whose manifest is not in this repository"
         )

@@ -23,7 +23,7 @@ from forges.layouts.changes import EditResult, edit_version, is_exact_version
 from forges.layouts.documents import descend, file_sites, plain_documents, scalar_value
 from forges.layouts.reads import Reads
 from forges.pinformats import Mapping, Node, Scalar, Sequence
-from forges.pinsites import KUSTOMIZE, image_name
+from forges.pinsites import KUSTOMIZE, image_name, kustomize_site
 
 
 def kustomization_edits(
@@ -193,7 +193,21 @@ def _release_values_reads(
         if release_name is None or release.name == release_name:
             chart = _chart_in_tree(files, release)
             layers = _release_layers(files, release, chart, generated, EditResult())
-            reads.add_values(files, layers, _release_bindings(release, chart, layers))
+            reads.add_values(files, layers, _release_bindings(release, chart, layers), _post_rendered(release))
+
+
+def _post_rendered(release: kustomize.BuiltObject) -> set[str]:
+    """The image names `spec.postRenderers[].kustomize.images` set a tag for, after Helm."""
+    names: set[str] = set()
+    for _, document in release.documents:
+        renderers = descend(document, "spec", "postRenderers")
+        for renderer in renderers.items if isinstance(renderers, Sequence) else []:
+            images = descend(renderer, "kustomize", "images")
+            for item in images.items if isinstance(images, Sequence) else []:
+                site = kustomize_site(item) if isinstance(item, Mapping) else None
+                if site is not None:
+                    names.update(site.names())
+    return names
 
 
 def _chart_in_tree(files: MappingType[str, str], release: kustomize.BuiltObject) -> helm.Chart | None:

@@ -52,10 +52,20 @@ class Reads:
         for candidate in kustomize.overridden_pins(files, built):
             self.overridden.add((candidate.path, to_pin(candidate.path, files[candidate.path], candidate.site).line))
 
-    def add_values(self, files: MappingType[str, str], layers: list[helm.Layer], bindings: list[helm.Binding]) -> None:
+    def add_values(
+        self,
+        files: MappingType[str, str],
+        layers: list[helm.Layer],
+        bindings: list[helm.Binding],
+        post_rendered: Iterable[str] = (),
+    ) -> None:
         """What Helm renders from value layers (lowest first): the tags higher layers override
-        are not the app's pins, and the effective ones are, wherever they are set."""
+        are not the app's pins, and the effective ones are, wherever they are set, unless a
+        post-renderer sets that image's tag after Helm (`post_rendered`: the names it matches)."""
         pins, overridden = helm.effective_pins(layers, bindings)
+        after = set(post_rendered)
+        overridden += [(t.layer.path, t.site.node) for t in pins if after.intersection(t.site.names())]
+        pins = [t for t in pins if not after.intersection(t.site.names())]
         for path, node in overridden:
             if path in files:
                 self.overridden.add((path, line_of(files[path], node.start)))

@@ -87,3 +87,17 @@ def test_an_overlay_patch_of_a_base_release_tag_is_the_pin() -> None:
     assert rendered(FLUX, release, path="apps/prod") == expected
     assert rendered(FLUX, kustomization) == expected
     assert rendered(FLUX, release, path="apps/staging") == [("apps/base/api/release.yaml", 13, API, "1.4.2")]
+
+
+def test_a_post_renderer_tag_is_the_pin_not_the_values_it_renders_over() -> None:
+    mirror = "asia-southeast1-docker.pkg.dev/acme/mirror/api"
+    files = {
+        "api/release.yaml": helm_release(
+            "api",
+            f"    image:\n      repository: {API}\n      tag: 1.4.2\n",
+            f"  postRenderers:\n  - kustomize:\n      images:\n      - name: {API}\n        newName: {mirror}\n"
+            "        newTag: 1.5.0\n",
+        )
+    }
+    release = {"kind": "HelmRelease", "metadata": {"name": "api", "namespace": "apps"}, "spec": {}}
+    assert rendered(files, release, path="api") == [("api/release.yaml", 11, mirror, "1.5.0")]

@@ -110,3 +110,39 @@ def test_each_pin_is_one_version_and_its_upgrade_is_a_clean_edit(name: str, app:
             assert NEW in edit.after and version in edit.before, edit
             where = f"{edit.path}:{edit.line}"
             assert reads.holds(edit.path, edit.line), f"{name}: edits {where}, which the build overrides"
+
+
+# --- the same, through the portal: the demo as `make run` loads it, its pin read and preview ---
+
+
+@pytest.fixture
+def loaded_demo(settings, tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    from forges.demo import build_demo_repo
+
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    build_demo_repo(tmp_path / "demo-gitops.git")
+    call_command("load_demo", verbosity=0)
+
+
+@pytest.mark.django_db
+def test_prod_ap_checkout_pins_and_previews_the_mirror_overlay(loaded_demo: None) -> None:
+    from gitops.models import GitOpsApp
+    from portal.delivery.changes import change_for_upgrade, preview_change
+    from portal.delivery.gitpins import git_pins, read_app_pins
+
+    app = GitOpsApp.objects.get(cluster__name="prod-ap-1", name="checkout-prod")
+    service = Service.objects.get(name="checkout")
+
+    report = read_app_pins(app)
+
+    assert report.ok, report.error
+    overlay = "apps/checkout/overlays/prod-ap/kustomization.yaml"
+    assert git_pins(app) == [{"service": "checkout", "version": "3.3.0", "path": overlay, "line": 12}]
+    delivery = preview_change(change_for_upgrade(app, service, "3.4.1"))
+    assert delivery.error == "" and delivery.preview is not None
+    assert [(e.path, [(c.line, c.before, c.after) for c in e.lines]) for e in delivery.preview.edits] == [
+        (overlay, [(12, '    newTag: "3.3.0"', '    newTag: "3.4.1"')])
+    ]

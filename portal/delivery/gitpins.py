@@ -11,7 +11,9 @@ What an application builds is `forges.layouts.tree.tree_reads`, by the readers t
 edits (`tree_edits`), not every file under its path: in a Kustomization path `./apps` holding
 one HelmRelease per service, each HelmRelease's pins are its own documents' and its
 `valuesFrom` files', not its neighbours'; a kustomize overlay's are what `kustomize build`
-renders (a base's tag that the overlay's `images:` overrides is not one).
+renders (a base's tag that the overlay's `images:` overrides is not one, and an entry that
+points the image at a mirror is the service's pin under either name); a Helm app's are the
+tags its value layers render (`Reads.pins`: not a chart default an environment overrides).
 
 Due-ness is per repository and revision: one falls due when its least recently read
 application was read 10 minutes ago (`GitPinRead.last_read_at`), and then every application

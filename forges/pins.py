@@ -6,7 +6,10 @@ A pin is one place in a file that fixes which tag (or digest) of an image runs:
   `name=newName:tag` strings of Argo CD's `kustomize.images`),
 - a Helm-values map: `repository` (+ optional `registry`) with `tag` or `version`, or
   `name` + `tag` under an image key; a non-empty `digest` overrides the tag,
-- a kustomize `images:` entry: `newName` (else `name`) with `newTag` and/or `digest`.
+- a kustomize `images:` entry: `newName` (else `name`) with `newTag` and/or `digest`. In
+  one file (`retag`, `find`) the entry pins the image it renders; across a build
+  (`tree_edits`) it is also the pin of the image it matches by `name`, which it overrides
+  below it (`Pin.renamed_from`; `forges.layouts.kustomize`).
 
 Files are read with a real parser that reports positions (`forges.pinformats`), and an
 edit replaces only the characters of the old tag at the located offsets, so comments,

@@ -61,6 +61,10 @@ class Pin:
     digest: str  # "sha256:…" or ""
     kind: str  # IMAGE, HELM or KUSTOMIZE
     problem: str | None = None  # why this pin cannot be rewritten in place, if it cannot
+    # The image a kustomize `images:` entry (or an Argo CD `name=newName:tag` override)
+    # matches when it renames it (`name` of an entry with a `newName`); "" otherwise. The pin
+    # sets the tag of that image too: what runs as `image` was `renamed_from` below it.
+    renamed_from: str = ""
 
     @property
     def digest_pinned(self) -> bool:
@@ -85,6 +89,11 @@ class Site:
     node: Scalar  # holds the tag; the digest or reference when there is no tag
     offset: int  # where the tag starts inside node.value
     problem: str | None = None
+    matched: str = ""  # the normalised name a renaming entry matches (see Pin.renamed_from)
+
+    def names(self) -> tuple[str, ...]:
+        """The image names this pin sets the tag of: its own, and the one it renames."""
+        return (self.name, self.matched) if self.matched else (self.name,)
 
     def key(self) -> tuple[str, str, str, str]:
         return (self.kind, self.name, self.tag, self.digest)
@@ -173,7 +182,8 @@ def reference_site(node: Scalar) -> Site | None:
     offset = prefix_length + len(written) + 1
     holder = node
     problem = None if node.verbatim else "the value is written with escapes or over several lines"
-    return Site(IMAGE, written, ref.name, ref.tag, ref.digest, holder, offset, problem)
+    matched = _renamed(value[: prefix_length - 1], ref.name) if prefix_length else ""
+    return Site(IMAGE, written, ref.name, ref.tag, ref.digest, holder, offset, problem, matched)
 
 
 def scalar_text(node: Node) -> str:
@@ -259,7 +269,16 @@ def kustomize_site(mapping: Mapping) -> Site | None:
     problem = _duplicate(mapping, ("name", "newName", "newTag", "digest"))
     if mapping.get("tagSuffix") is not None:
         problem = "`tagSuffix` also changes the effective tag"
-    return Site(KUSTOMIZE, written, ref.name, tag, digest, node, 0, problem)
+    matched = _renamed(name, ref.name) if new_name else ""
+    return Site(KUSTOMIZE, written, ref.name, tag, digest, node, 0, problem, matched)
+
+
+def _renamed(name: str, new_name: str) -> str:
+    """The normalised `name` an entry renames to `new_name`; "" when it names no other image."""
+    if not name or templated(name):
+        return ""
+    ref = parse_image(name)
+    return ref.name if ref is not None and ref.name != new_name else ""
 
 
 def image_name(image: str) -> str | None:
@@ -356,4 +375,5 @@ def to_pin(path: str, text: str, site: Site) -> Pin:
         digest=site.digest,
         kind=site.kind,
         problem=site.problem,
+        renamed_from=site.matched,
     )

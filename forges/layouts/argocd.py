@@ -84,7 +84,8 @@ def _source_edits(
         return [], _helm_source_edits(files, app, source, folder, value_refs, image, from_tag, result)
     built = kustomize.build(files, folder, recurse=bool(source.directory.get("recurse")))
     pins, targets = flux.build_edits(files, built, image, from_tag, result)
-    overrides = _kustomize_image_overrides(files, app, source, folder, image, result)
+    names = kustomize.known_names(files, built, image)
+    overrides = _kustomize_image_overrides(files, app, source, folder, image, names, result)
     if overrides is None:
         return [], []  # the effective tag is set outside this repository
     return (overrides, []) if overrides else (pins, targets)
@@ -122,6 +123,8 @@ def application_reads(
             continue  # a values-only source is read through `$ref/...`
         if not here(source.repo_url):
             _value_file_reads(files, source, None, value_refs, reads)
+            if any(str(entry).startswith("$") for entry in source.helm.get("valueFiles") or []):
+                reads.add_values(files, *_helm_values(files, app, source, None, value_refs, EditResult())[:2])
             continue
         folder = source_folder(source)
         if is_helm_source(files, source, folder):
@@ -129,6 +132,8 @@ def application_reads(
             if chart is not None and chart.defaults is not None:
                 reads.add_files(files, [chart.defaults.path])
             _value_file_reads(files, source, folder, value_refs, reads)
+            # Which of those layers' tags Helm renders (why a layer is not read is said above).
+            reads.add_values(files, *_helm_values(files, app, source, folder, value_refs, EditResult())[:2])
         else:
             reads.add_build(files, kustomize.build(files, folder, recurse=bool(source.directory.get("recurse"))))
         reads.add_files(files, [f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")])
@@ -154,11 +159,18 @@ def _value_file_reads(
 
 
 def _kustomize_image_overrides(
-    files: MappingType[str, str], app: App, source: Source, folder: str, image: str, result: EditResult
+    files: MappingType[str, str],
+    app: App,
+    source: Source,
+    folder: str,
+    image: str,
+    names: set[str],
+    result: EditResult,
 ) -> list[kustomize.Candidate] | None:
     # Argo CD's `kustomize.images` overrides every pin of the image the build holds; the
     # `.argocd-source-<app>.yaml` file (argocd-image-updater's write-back) overrides the
-    # Application's own list.
+    # Application's own list. An entry is `[name=]newName:tag`: it matches the image by any
+    # name the build gives it (`names`: renamed by an overlay's `images:`, or not).
     holders: list[tuple[str, Node]] = []
     override = f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")
     for tree in positioned_documents(files, override)[:1]:
@@ -166,13 +178,15 @@ def _kustomize_image_overrides(
     for definition in definitions(files, APPLICATION, app.name):
         holders.append((definition.path, descend(_source_node(definition.tree, source), "kustomize", "images")))
     for path, images in holders:
-        sites = [site for site in file_sites(files, path) if site.name == image]
+        sites = [site for site in file_sites(files, path) if names.intersection(site.names())]
         if isinstance(images, Sequence):
             listed = {item.start for item in images.items if isinstance(item, Scalar)}
             found = [kustomize.Candidate(path, s, None, None) for s in sites if s.node.start in listed]
             if found:
                 return found
-    if any(image_name(str(entry).split("=", 1)[-1]) == image for entry in source.kustomize.get("images") or []):
+    entries = source.kustomize.get("images") or []
+    held = {image_name(part) for entry in entries for part in str(entry).split("=", 1)}
+    if names.intersection(name for name in held if name):
         result.reasons.append(
             f"{image} is overridden by the Application's kustomize.images, whose manifest is not in this repository"
         )
@@ -190,6 +204,24 @@ def _helm_source_edits(
     from_tag: str,
     result: EditResult,
 ) -> list[helm.Target]:
+    layers, bindings, chart = _helm_values(files, app, source, folder, value_refs, result)
+    findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
+    result.reasons.extend(findings.reasons)
+    if not findings.targets and not findings.reasons and not any(b for b in bindings):
+        result.reasons.append(f"no values file of {app.name} sets {image}'s tag; it comes from the chart's defaults")
+    return findings.targets
+
+
+def _helm_values(
+    files: MappingType[str, str],
+    app: App,
+    source: Source,
+    folder: str | None,
+    value_refs: dict[str, str],
+    result: EditResult,
+) -> tuple[list[helm.Layer], list[helm.Binding], helm.Chart | None]:
+    """A Helm source's value layers in Argo CD's order, the image bindings among them, and its
+    chart when the tree holds it: what both its edits and its reads follow."""
     # `folder` None: the chart's own files are in another repository than `files`.
     layers: list[helm.Layer] = []
     chart = helm.read_chart(files, folder) if folder is not None and not source.chart else None
@@ -245,11 +277,7 @@ def _helm_source_edits(
         layers.append(helm.parameters_layer(override, override, node))
     chart_name = chart.name if chart is not None else source.chart
     bindings = (chart.bindings if chart is not None else []) + helm.conventional_bindings(layers, chart_name)
-    findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
-    result.reasons.extend(findings.reasons)
-    if not findings.targets and not findings.reasons and not any(b for b in bindings):
-        result.reasons.append(f"no values file of {app.name} sets {image}'s tag; it comes from the chart's defaults")
-    return findings.targets
+    return layers, bindings, chart
 
 
 def _source_node(tree: Node, source: Source) -> Node:

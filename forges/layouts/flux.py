@@ -23,7 +23,7 @@ from forges.layouts.changes import EditResult, edit_version, is_exact_version
 from forges.layouts.documents import descend, file_sites, plain_documents, scalar_value
 from forges.layouts.reads import Reads
 from forges.pinformats import Mapping, Node, Scalar, Sequence
-from forges.pinsites import KUSTOMIZE, image_name
+from forges.pinsites import KUSTOMIZE, image_name, kustomize_site
 
 
 def kustomization_edits(
@@ -34,12 +34,13 @@ def kustomization_edits(
     if folder is None:
         result.reasons.append(why)
         return [], []
-    overrides = _spec_images_overrides(files, app, image, result)
+    built = kustomize.build(files, folder)
+    overrides = _spec_images_overrides(files, app, image, kustomize.known_names(files, built, image), result)
     if overrides is None:
         return [], []  # the effective tag is set outside this repository
     if overrides:
         return overrides, []
-    return build_edits(files, kustomize.build(files, folder), image, from_tag, result)
+    return build_edits(files, built, image, from_tag, result)
 
 
 def helm_release_edits(
@@ -58,7 +59,9 @@ def kustomization_reads(files: MappingType[str, str], app: App, reads: Reads) ->
     if folder is None:
         reads.skipped.append(why)
         return
-    reads.add_build(files, kustomize.build(files, folder))
+    built = kustomize.build(files, folder)
+    reads.add_build(files, built)
+    _release_values_reads(files, built, reads)
 
 
 def helm_release_reads(files: MappingType[str, str], app: App, path: str | None, reads: Reads) -> None:
@@ -86,14 +89,16 @@ def helm_release_reads(files: MappingType[str, str], app: App, path: str | None,
                 reads.add_document(files, file, document)
             layers = _release_layers(files, release, _chart_in_tree(files, release), generated, result)
             reads.add_files(files, [layer.path for layer in layers if layer.path and layer.path not in own])
+        _release_values_reads(files, built, reads, app.name)
     reads.skipped.extend(result.reasons)
 
 
 def _spec_images_overrides(
-    files: MappingType[str, str], app: App, image: str, result: EditResult
+    files: MappingType[str, str], app: App, image: str, names: set[str], result: EditResult
 ) -> list[kustomize.Candidate] | None:
     # A Flux Kustomization's own `spec.images` works like an `images:` transformer on top of
-    # everything its path builds; None when it sets the image outside this repository.
+    # everything its path builds, matching the image by any name the build gives it
+    # (`names`); None when it sets the image outside this repository.
     for definition in definitions(files, KUSTOMIZATION, app.name):
         images = descend(definition.tree, "spec", "images")
         if not isinstance(images, Sequence):
@@ -107,12 +112,15 @@ def _spec_images_overrides(
         found = [
             kustomize.Candidate(definition.path, site, KUSTOMIZATION, app.name)
             for site in file_sites(files, definition.path)
-            if site.name == image and site.kind == KUSTOMIZE and site.node.start in listed
+            if names.intersection(site.names()) and site.kind == KUSTOMIZE and site.node.start in listed
         ]
         if found:
             return found
     entries = app.spec.get("images") or []
-    if any(isinstance(e, dict) and image_name(str(e.get("newName") or e.get("name"))) == image for e in entries):
+    listed_names = {
+        image_name(str(e.get(key))) for e in entries if isinstance(e, dict) for key in ("name", "newName") if e.get(key)
+    }
+    if names.intersection(name for name in listed_names if name):
         result.reasons.append(
             f"{image} is set by spec.images of the Kustomization {app.name}, whose manifest is not in this repository"
         )
@@ -145,9 +153,7 @@ def build_edits(
             continue
         chart = _chart_in_tree(files, built_release)
         layers = _release_layers(files, built_release, chart, generated, result)
-        bindings = (chart.bindings if chart else []) + helm.conventional_bindings(
-            layers, chart.name if chart else _release_chart(built_release)
-        )
+        bindings = _release_bindings(built_release, chart, layers)
         findings = helm.find_targets(layers, bindings, image, from_tag, chart.app_version if chart else None)
         result.reasons.extend(findings.reasons)
         targets.extend(findings.targets)
@@ -166,6 +172,42 @@ def build_edits(
                 "its tag comes from the chart's defaults (for many charts, its appVersion)"
             )
     return pins, targets
+
+
+def _release_bindings(
+    release: kustomize.BuiltObject, chart: helm.Chart | None, layers: list[helm.Layer]
+) -> list[helm.Binding]:
+    """How the release's chart forms images from its values: its templates' when the chart is
+    in the tree, and the common layouts among the keys the layers set."""
+    name = chart.name if chart else _release_chart(release)
+    return (chart.bindings if chart else []) + helm.conventional_bindings(layers, name)
+
+
+def _release_values_reads(
+    files: MappingType[str, str], built: kustomize.Build, reads: Reads, release_name: str | None = None
+) -> None:
+    # Which of each HelmRelease's value layers' tags Helm renders (an overlay's patch of
+    # `image.tag` overrides the base's); why a layer is not read is said by the edits.
+    generated = kustomize.generated_files(built)
+    for release in kustomize.objects(files, built, HELM_RELEASE):
+        if release_name is None or release.name == release_name:
+            chart = _chart_in_tree(files, release)
+            layers = _release_layers(files, release, chart, generated, EditResult())
+            reads.add_values(files, layers, _release_bindings(release, chart, layers), _post_rendered(release))
+
+
+def _post_rendered(release: kustomize.BuiltObject) -> set[str]:
+    """The image names `spec.postRenderers[].kustomize.images` set a tag for, after Helm."""
+    names: set[str] = set()
+    for _, document in release.documents:
+        renderers = descend(document, "spec", "postRenderers")
+        for renderer in renderers.items if isinstance(renderers, Sequence) else []:
+            images = descend(renderer, "kustomize", "images")
+            for item in images.items if isinstance(images, Sequence) else []:
+                site = kustomize_site(item) if isinstance(item, Mapping) else None
+                if site is not None:
+                    names.update(site.names())
+    return names
 
 
 def _chart_in_tree(files: MappingType[str, str], release: kustomize.BuiltObject) -> helm.Chart | None:

@@ -268,6 +268,41 @@ def find_targets(
     return findings
 
 
+def effective_pins(layers: list[Layer], bindings: list[Binding]) -> tuple[list[Target], list[tuple[str, Scalar]]]:
+    """What Helm renders, as Git pins: each binding's effective tag where it is in Git and the
+    image it forms is known (a target per pin: its layer and site), and (file, scalar) of every
+    tag a higher layer overrides — `values.yaml`'s `image.tag` under an environment's values
+    file, a values file's tag under `.argocd-source-<app>.yaml` parameters. A tag-only
+    binding whose repository is a chart's default names no image here and is left out."""
+    pins: list[Target] = []
+    overridden: list[tuple[str, Scalar]] = []
+    for binding in bindings:
+        tag_layer, tag_node = _effective(layers, binding.tag)
+        if tag_node is None:
+            continue
+        for layer in layers:
+            node = layer.values.get(binding.tag)
+            if layer is not tag_layer and node is not None and layer.path and node.start >= 0:
+                overridden.append((layer.path, node))
+        if not tag_layer.path or tag_node.start < 0 or binding.chart_default:
+            continue
+        site: Site | None
+        if binding.whole_reference:
+            site = reference_site(tag_node)
+        else:
+            name = _repository(layers, binding, "")
+            tag, digest = split_tag(tag_node.value.strip())
+            if binding.digest is not None:
+                _, digest_node = _effective(layers, binding.digest)
+                digest = digest or (digest_node.value.strip() if digest_node is not None else "")
+            if name is None or templated(tag_node.value) or not (tag or digest):
+                continue
+            site = Site(HELM, name, name, tag, digest, tag_node, 0)
+        if site is not None and not any(t.site.node is site.node for t in pins):
+            pins.append(Target(tag_layer, site))
+    return pins, overridden
+
+
 def _repository(layers: list[Layer], binding: Binding, image: str) -> str | None:
     """The normalised image name a binding forms, or None when it cannot be told."""
     if binding.chart_default:

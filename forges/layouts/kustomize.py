@@ -10,9 +10,17 @@ live in another repository.
 Which pin wins follows kustomize's order inside one kustomization: resources (each
 sub-kustomization built on its own), then components (which act on what came before), then
 patches (a patch that sets the image of a Deployment overrides that Deployment's pin in a
-base), then the `images:` transformer (which overrides every pin of that image below it).
-Only the winning pins are edited: a base shared by other overlays is left alone when the
-overlay overrides it.
+base), then the `images:` transformer. Only the winning pins are edited: a base shared by
+other overlays is left alone when the overlay overrides it.
+
+The `images:` transformer works as kustomize's does (api/filters/imagetag): each entry, in
+order, matches the images built so far by its `name`, and sets what they become — `newName`
+renames them, `newTag` or `digest` sets their tag, and then the entry is their pin, whatever
+a base says. So each rendered image is followed with every name it was known under: asked
+for `ghcr.io/acme/api`, the winner under an overlay entry `name: ghcr.io/acme/api, newName:
+<mirror>/api, newTag: "1.4.2"` is that entry (not the base's `:latest`); asked for the
+mirror's name, the same; and an image a lower kustomization renamed is matched, above it,
+by its new name. An entry that only renames leaves the tag where it was pinned below.
 """
 
 from __future__ import annotations
@@ -24,8 +32,9 @@ from dataclasses import dataclass, field
 
 from forges.layouts.apps import HELM_RELEASE
 from forges.layouts.documents import document_spans, plain_documents
-from forges.pinformats import FormatError, Mapping, Node, Scalar, yamltree
-from forges.pinsites import KUSTOMIZE, Site, pin_format, read_sites
+from forges.parsecache import parsed_list
+from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
+from forges.pinsites import Site, image_name, kustomize_site, pin_format, read_sites, scalar_text
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # kustomize's own test for a remote target: a URL, a scp-like Git address, or a known host.
@@ -71,6 +80,9 @@ class Build:
     root: Kustomization | None
     plain: list[str] = field(default_factory=list)  # manifests of a folder without a kustomization
     skipped: list[str] = field(default_factory=list)  # what was not followed, and why
+    # What the build renders (`_rendered`), walked once for the files it was built from:
+    # an edit asks for an image's winners and then for its names.
+    rendered: list[_Slot] | None = field(default=None, repr=False, compare=False)
 
     def kustomizations(self) -> list[Kustomization]:
         found: list[Kustomization] = []
@@ -115,10 +127,20 @@ def build(files: MappingType[str, str], path: str, recurse: bool = True) -> Buil
 
 
 def winning_pins(files: MappingType[str, str], built: Build, image: str) -> list[Candidate]:
-    """The pins of `image` that decide what the build renders (see the module docstring)."""
-    if built.root is None:
-        return [c for path in built.plain for c in _candidates(files, path, image)]
-    return _apply(files, built.root, image, [])
+    """The pins of `image` that decide what the build renders (see the module docstring):
+    those of every rendered image that was `image` somewhere on its way up."""
+    return [slot.candidate for slot in _rendered(files, built) if image in slot.names]
+
+
+def known_names(files: MappingType[str, str], built: Build, image: str) -> set[str]:
+    """Every name `image` has in the build (itself, and what `images:` entries rename it to
+    or from): an override on top of the build (Argo CD's `kustomize.images`, a Flux
+    Kustomization's `spec.images`) that names any of them sets its tag."""
+    found = {image}
+    for slot in _rendered(files, built):
+        if image in slot.names:
+            found |= slot.names
+    return found
 
 
 def overridden_pins(files: MappingType[str, str], built: Build) -> list[Candidate]:
@@ -126,26 +148,14 @@ def overridden_pins(files: MappingType[str, str], built: Build) -> list[Candidat
     `images:` transformer overrides. Pins in HelmRelease values and in the files a
     configMapGenerator turns into values are left out: Helm, not kustomize, decides between them."""
     values = {path for entries in generated_files(built).values() for _, path in entries}
-    paths = [path for path in built.files() if path not in values]
-    images: set[str] = set()
-    for path in paths:
-        fmt = pin_format(path)
-        if fmt is None or path not in files:
-            continue
-        try:
-            images.update(site.name for site in read_sites(files[path], fmt))
-        except ValueError:
-            continue
-    found: list[Candidate] = []
-    for image in sorted(images):
-        winners = {(c.path, c.site.node.start) for c in winning_pins(files, built, image)}
-        found += [
-            c
-            for path in paths
-            for c in _candidates(files, path, image)
-            if c.kind != HELM_RELEASE and (c.path, c.site.node.start) not in winners
-        ]
-    return found
+    winners = {(slot.candidate.path, slot.candidate.site.node.start) for slot in _rendered(files, built)}
+    return [
+        c
+        for path in built.files()
+        if path not in values
+        for c in _candidates(files, path)
+        if c.kind != HELM_RELEASE and (c.path, c.site.node.start) not in winners
+    ]
 
 
 @dataclass
@@ -300,32 +310,111 @@ def _target(raw: object) -> Target | None:
 # --- which pins win ------------------------------------------------------------------
 
 
-def _apply(files: MappingType[str, str], node: Kustomization, image: str, below: list[Candidate]) -> list[Candidate]:
+@dataclass(frozen=True)
+class _Slot:
+    """One image the build renders, on its way up: the pin that sets its tag, the name it has
+    now, and every name it had (`images:` entries match the name it has now)."""
+
+    candidate: Candidate
+    current: str
+    names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ImageEntry:
+    """One entry of a kustomization's `images:` list."""
+
+    name: str  # the normalised image name it matches
+    new_name: str  # what it renames that image to ("" when it keeps the name)
+    site: Site | None  # its `newTag` / `digest` pin; None when it only renames
+
+
+def _slot(candidate: Candidate) -> _Slot:
+    # A pin that itself renames (a HelmRelease post-renderer's, a Flux Kustomization's
+    # `spec.images` in the build) sets the tag of both names.
+    return _Slot(candidate, candidate.site.name, frozenset(candidate.site.names()))
+
+
+def _rendered(files: MappingType[str, str], built: Build) -> list[_Slot]:
+    if built.rendered is None:
+        if built.root is None:
+            built.rendered = [_slot(c) for path in built.plain for c in _candidates(files, path)]
+        else:
+            built.rendered = _apply(files, built.root, [])
+    return built.rendered
+
+
+def _apply(files: MappingType[str, str], node: Kustomization, below: list[_Slot]) -> list[_Slot]:
     accumulated = list(below)
     for path in node.resources:
-        accumulated.extend(_candidates(files, path, image))
+        accumulated.extend(_slot(c) for c in _candidates(files, path))
     for child in node.children:
-        accumulated.extend(_apply(files, child, image, []))
+        accumulated.extend(_apply(files, child, []))
     for component in node.components:
-        accumulated = _apply(files, component, image, accumulated)
+        accumulated = _apply(files, component, accumulated)
     for path, target in node.patches:
-        for patch in _candidates(files, path, image):
+        for patch in _candidates(files, path):
             aim = target or Target(patch.kind, patch.name)
-            accumulated = [c for c in accumulated if c.path == path or not aim.matches(c.kind, c.name)]
-            accumulated.append(patch)
-    own = [c for c in _candidates(files, node.file, image) if c.site.kind == KUSTOMIZE]
-    if own:
-        return own  # the `images:` transformer sets this image for everything built below it
+            accumulated = [
+                slot
+                for slot in accumulated
+                if slot.candidate.path == path
+                or patch.site.name not in slot.names
+                or not aim.matches(slot.candidate.kind, slot.candidate.name)
+            ]
+            accumulated.append(_slot(patch))
+    for entry in image_entries(files, node.file):
+        matched = [slot for slot in accumulated if slot.current == entry.name]
+        accumulated = [slot for slot in accumulated if slot.current != entry.name]
+        current = entry.new_name or entry.name
+        if entry.site is None:
+            accumulated += [_Slot(s.candidate, current, s.names | {current}) for s in matched]
+            continue
+        # The entry sets the tag of everything it matched; it is their one pin now. With
+        # nothing below to match (a remote base, a generated resource) it still decides.
+        names = frozenset({entry.name, current}).union(*(slot.names for slot in matched))
+        accumulated.append(_Slot(Candidate(node.file, entry.site, None, None), current, names))
     return accumulated
 
 
-def _candidates(files: MappingType[str, str], path: str, image: str) -> list[Candidate]:
+def image_entries(files: MappingType[str, str], path: str) -> list[ImageEntry]:
+    """The `images:` entries of a kustomization file, in order (kustomize applies them so)."""
+    text = files.get(path)
+    if text is None:
+        return []
+    return parsed_list("kustomize-images", text, "", lambda: _image_entries(text))
+
+
+def _image_entries(text: str) -> list[ImageEntry]:
+    try:
+        trees = yamltree.read(text)
+    except FormatError:
+        return []
+    images = trees[0].get("images") if trees and isinstance(trees[0], Mapping) else None
+    found = []
+    for item in images.items if isinstance(images, Sequence) else []:
+        if not isinstance(item, Mapping):
+            continue
+        name = image_name(scalar_text(item.get("name")))
+        new_name = scalar_text(item.get("newName"))
+        if name is None:
+            continue
+        renamed = image_name(new_name) if new_name else ""
+        if renamed is None:
+            continue  # a templated or invalid newName: what it renders to is unknown
+        site = kustomize_site(item)
+        found.append(ImageEntry(name, renamed if renamed != name else "", site))
+    return found
+
+
+def _candidates(files: MappingType[str, str], path: str) -> list[Candidate]:
+    """Every image pin of a file of the build, with the object it sits in."""
     text = files.get(path)
     fmt = pin_format(path)
     if text is None or fmt is None:
         return []
     try:
-        sites = [site for site in read_sites(text, fmt) if site.name == image]
+        sites = read_sites(text, fmt)
     except ValueError:
         return []
     if not sites:

@@ -7,9 +7,12 @@ pins that are an app's own are only those in what its tool builds for it — for
 its own documents (its definition and the patches that target it) and the files its
 `valuesFrom` ConfigMaps are generated from; for a kustomize path, what `kustomize build`
 includes, less the pins it overrides (a base's tag under an overlay's `images:`); for an
-Argo CD Helm source, the chart's values.yaml and its value files in
-Argo CD's order. `forges.layouts.tree.tree_reads` says it for one app with the same readers
-that place its edits (`tree_edits`), so the pins shown and the pins changed are the same.
+Argo CD Helm source, the chart's values.yaml and its value files in Argo CD's order. For
+either tool's Helm values, a tag a higher layer overrides is not the app's, and an effective
+tag with no repository beside it (`image.tag` alone in an environment's values file, a
+`.argocd-source-<app>.yaml` parameter) is: `Reads.pins` is what the app renders.
+`forges.layouts.tree.tree_reads` says it for one app with the same readers that place its
+edits (`tree_edits`), so the pins shown and the pins changed are the same.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from collections.abc import Iterable
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts import kustomize
+from forges.layouts import helm, kustomize
 from forges.pinformats import Mapping, Node, Scalar, Sequence
-from forges.pinsites import line_of, to_pin
+from forges.pinsites import Pin, line_of, to_pin
 
 
 @dataclass
@@ -31,6 +34,8 @@ class Reads:
     documents: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     overridden: set[tuple[str, int]] = field(default_factory=set)  # (file, line) of pins a build overrides
     skipped: list[str] = field(default_factory=list)  # what the build could not follow, and why
+    # Effective Helm tags no file-level reader sees as a pin (no repository beside them).
+    values_pins: list[Pin] = field(default_factory=list)
 
     @property
     def paths(self) -> list[str]:
@@ -46,6 +51,40 @@ class Reads:
         self.add_files(files, built.files())
         for candidate in kustomize.overridden_pins(files, built):
             self.overridden.add((candidate.path, to_pin(candidate.path, files[candidate.path], candidate.site).line))
+
+    def add_values(
+        self,
+        files: MappingType[str, str],
+        layers: list[helm.Layer],
+        bindings: list[helm.Binding],
+        post_rendered: Iterable[str] = (),
+    ) -> None:
+        """What Helm renders from value layers (lowest first): the tags higher layers override
+        are not the app's pins, and the effective ones are, wherever they are set, unless a
+        post-renderer sets that image's tag after Helm (`post_rendered`: the names it matches)."""
+        pins, overridden = helm.effective_pins(layers, bindings)
+        after = set(post_rendered)
+        overridden += [(t.layer.path, t.site.node) for t in pins if after.intersection(t.site.names())]
+        pins = [t for t in pins if not after.intersection(t.site.names())]
+        for path, node in overridden:
+            if path in files:
+                self.overridden.add((path, line_of(files[path], node.start)))
+        for target in pins:
+            path = target.layer.path
+            if path in files:
+                self.values_pins.append(to_pin(path, files[path], target.site))
+
+    def pins(self, scanned: Iterable[Pin]) -> list[Pin]:
+        """The image pins the app renders, from `scanned` (`forges.pins.scan` of the files it
+        reads): those it does not override, then the effective Helm tags (`add_values`) that
+        no scanned pin holds, once per place."""
+        found = [pin for pin in scanned if self.holds(pin.path, pin.line)]
+        places = {(pin.path, pin.line) for pin in found}
+        for pin in self.values_pins:
+            if (pin.path, pin.line) not in places and self.holds(pin.path, pin.line):
+                places.add((pin.path, pin.line))
+                found.append(pin)
+        return found
 
     def add_document(self, files: MappingType[str, str], path: str, document: Node) -> None:
         """The lines one positioned document spans (from its first to its last value)."""

@@ -11,7 +11,9 @@ What an application builds is `forges.layouts.tree.tree_reads`, by the readers t
 edits (`tree_edits`), not every file under its path: in a Kustomization path `./apps` holding
 one HelmRelease per service, each HelmRelease's pins are its own documents' and its
 `valuesFrom` files', not its neighbours'; a kustomize overlay's are what `kustomize build`
-renders (a base's tag that the overlay's `images:` overrides is not one).
+renders (a base's tag that the overlay's `images:` overrides is not one, and an entry that
+points the image at a mirror is the service's pin under either name); a Helm app's are the
+tags its value layers render (`Reads.pins`: not a chart default an environment overrides).
 
 Due-ness is per repository and revision: one falls due when its least recently read
 application was read 10 minutes ago (`GitPinRead.last_read_at`), and then every application
@@ -55,7 +57,7 @@ from forges.hosts import forge_for, parse
 from forges.layouts.reads import Reads
 from forges.layouts.tree import tree_reads
 from forges.parsecache import shared_parses
-from forges.pins import scan
+from forges.pins import Pin, scan
 from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import Finding, GitOpsApp
 from gitops.pinsource import (
@@ -401,13 +403,11 @@ def _store(
     for app in apps:
         read = reads[app.pk]
         own = {path: files[path] for path in read.paths if path in files}
-        found = scan(own)
         # A plain Secret among the files the app builds is a finding: named by path, never shown.
         secrets[app.pk] = raw_secret(app, [path for path in raw_secret_files(own) if path in read.whole])
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
-            for pin in found.pins
-            if read.holds(pin.path, pin.line) and (service := index.get(normalise_name(pin.image))) is not None
+            for service, pin in service_pins(own, read, index)
         ]
     stored_findings = {
         app_id: message
@@ -452,6 +452,24 @@ def _store(
         )
         for app in apps
     }
+
+
+def service_pins(files: dict[str, str], read: Reads, index: dict[str, str]) -> list[tuple[str, Pin]]:
+    """The pins an application renders (`read`: what `tree_reads` says it builds, less what
+    its build overrides), each with the service it pins: (service name, pin). `index` is
+    `service_image_index` (normalised image name -> service). A kustomize entry that renames
+    the service's image (`name: ghcr.io/acme/api`, `newName: <mirror>/api`) pins the service
+    under either name, an alias for the mirror or not; a base's `:latest` it overrides is not
+    held, so it is not one of the service's pins, nor is a chart's values.yaml tag that an
+    environment's values file overrides (whose `image.tag` is the pin, repository or not)."""
+    found = []
+    for pin in read.pins(scan(files).pins):
+        service = index.get(normalise_name(pin.image))
+        if service is None and pin.renamed_from:
+            service = index.get(normalise_name(pin.renamed_from))
+        if service is not None:
+            found.append((service, pin))
+    return found
 
 
 def on_finding_context(sender: Any, apps: Sequence[GitOpsApp], **kwargs: Any) -> dict[str, Any]:

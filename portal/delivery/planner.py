@@ -143,7 +143,9 @@ def branch_prefix(configured: str | None = None) -> str:
 def branch_name(changes: Change | Sequence[Change], prefix: str | None = None) -> str:
     """`portal/<service>-<version>[-<service>-<version>…]-<environment>`, safe for `git check-ref-format`."""
     group = group_of(changes)
-    parts = [_ref_part(f"{subject}-{c.to_version}") for c in group for subject in _branch_subjects(c)]
+    # A service moved to one version in two folders (two overlays of one environment) is named once.
+    parts = list(dict.fromkeys(
+        _ref_part(f"{subject}-{c.to_version}") for c in group for subject in _branch_subjects(c)))
     environment = group[0].environment
     name = "-".join(parts + ([_ref_part(environment)] if environment else []))
     if len(name) > MAX_BRANCH:
@@ -157,9 +159,9 @@ def title_for(changes: Change | Sequence[Change]) -> str:
     first = group[0]
     where = f" in {first.environment}" if first.environment else ""
     if first.kind == PROMOTION:
-        moves = ", ".join(f"{_subject(c)} {c.to_version}" for c in group)
+        moves = ", ".join(dict.fromkeys(f"{_subject(c)} {c.to_version}" for c in group))
         return f"Promote {moves} to {first.environment or 'the next environment'}"[:MAX_TITLE]
-    moves = ", ".join(f"{_subject(c)} to {c.to_version}" for c in group)
+    moves = ", ".join(dict.fromkeys(f"{_subject(c)} to {c.to_version}" for c in group))
     verb = "Roll back" if first.kind == ROLLBACK else "Update"
     return f"{verb} {moves}{where}"[:MAX_TITLE]
 

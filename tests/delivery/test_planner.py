@@ -205,3 +205,30 @@ def test_a_long_group_branch_is_cut_and_stays_unique() -> None:
 
     assert len(first) <= len("portal/") + 180 and first != other
     assert first.startswith("portal/service-number-00-2.0.0-")
+
+
+def test_one_service_in_two_overlays_of_an_environment_is_named_once() -> None:
+    """A matrix line of prod-eu-1 (overlays/prod) and prod-ap-1 (overlays/prod-ap): one pull
+    request, both files, and a title and branch that name the service and version once."""
+    ap = "apps/checkout/overlays/prod-ap"
+    files = {SHARED: TWO_IMAGES, f"{ap}/kustomization.yaml": TWO_IMAGES}
+    group = [change(clusters=("prod-eu-1",)), change(path=ap, clusters=("prod-ap-1",))]
+
+    preview = plan(group, [], files)
+
+    assert preview.title == "Update checkout to 1.7.0 in prod"
+    assert preview.branch == "portal/checkout-1.7.0-prod"
+    assert [e.path for e in preview.edits] == sorted([SHARED, f"{ap}/kustomization.yaml"])
+    assert preview.change.clusters == ("prod-eu-1", "prod-ap-1")
+
+
+def test_changes_that_land_in_one_place_are_planned_once() -> None:
+    """Four clusters whose applications build the same overlay: one edit, no "is at 1.7.0" problem."""
+    group = [change(clusters=(name,), apps=(n,)) for n, name in enumerate(["prod-eu-1", "prod-us-1", "prod-eu-2"])]
+
+    preview = plan(group, [], {SHARED: TWO_IMAGES})
+
+    assert preview.problems == [] and [e.path for e in preview.edits] == [SHARED]
+    assert preview.title == "Update checkout to 1.7.0 in prod"
+    assert preview.change.clusters == ("prod-eu-1", "prod-us-1", "prod-eu-2")
+    assert preview.change.apps == (0, 1, 2)

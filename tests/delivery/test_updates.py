@@ -55,7 +55,7 @@ def test_the_updates_page_shows_every_line_behind_with_open_pr_and_put_off(clien
     assert 'data-app="checkout-prod" data-target="1.7.0"' in html
     assert "payments-prod" not in html and "2.0.0" not in html
     assert html.count("Open PR → 1.7.0") == 2
-    assert f"app={fleet['dev'].pk}&amp;to=1.7.0" in html
+    assert f"item={fleet['dev'].pk}%3Acheckout%3A1.7.0" in html
     assert html.count(">Put off</button>") == 2
     assert html.count('type="checkbox" name="item"') == 2 and 'value="grouped"' in html
 

@@ -93,7 +93,7 @@ def test_the_page_lists_running_versions_worst_first_with_the_release_that_fixes
         "CVE-2023-45288"
     )
     assert "fixes 2 of 3" in html and "fixed in 1.7.0" in html
-    assert f"app={fleet.pk}" in html and "Open PR → 1.7.0" in html
+    assert f"item={fleet.pk}%3A" in html and "Open PR → 1.7.0" in html
     # payments' image has no SBOM: not checked, with the reason, never "no vulnerabilities".
     assert "Not checked" in html and "no SBOM attached (looked for" in html
     assert 'href="/security"' in html  # the navigation link

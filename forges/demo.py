@@ -23,6 +23,7 @@ from forges.forge import (
     ReleaseInfo,
     TreeEntry,
     WritesRefused,
+    is_commit_sha,
 )
 from forges.repourls import GITHUB, RepoRef, parse_repo_url
 
@@ -79,9 +80,10 @@ class DemoForge(Forge):
 
     def branch_head(self, branch: str) -> str:
         _check_name(branch)
-        done = _run(self.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+        ref = branch if is_commit_sha(branch) else f"refs/heads/{branch}"
+        done = _run(self.path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         if done.returncode != 0:
-            raise NotFound(f"demo repository: no branch {branch}", 404)
+            raise NotFound(f"demo repository: no branch or commit {branch}", 404)
         return done.stdout.decode().strip()
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:

@@ -203,7 +203,7 @@ def test_after_change_is_the_newest_version_change_on_the_cluster_in_the_day_bef
     found = by_name(items(api))
 
     after = found["payments-prod"]["after_change"]
-    assert after == {"service": "checkout", "from": "1.4.0", "to": "1.5.0", "at": after["at"]}
+    assert after == {"service": "checkout", "from": "1.4.0", "to": "1.5.0", "at": after["at"], "rollback": None}
     assert after["at"].endswith("+00:00") and parse_time(after["at"]) == picked.at
     assert found["checkout-prod"]["after_change"] is None  # healthy: never
     # payments-us turned missing an hour ago; its cluster's only change was 3 h before that.
@@ -458,6 +458,9 @@ def test_query_count_does_not_grow_with_the_page(api, catalog, params):
         Service.objects.create(name=f"svc{i}", image_repository=f"ghcr.io/acme/svc{i}") for i in range(3)
     ]
     seed_fleet([catalog.prod_eu, catalog.prod_us], services, apps_per_cluster=300)
+    # A degraded app first by name too: each page then holds failing apps, whose rollback offers
+    # cost the same queries for 10 of them as for 100.
+    seed_app(catalog.prod_eu, "a-degraded", service=services[3], health="Degraded", since=timedelta(hours=1))
     for cluster in (catalog.prod_eu, catalog.prod_us):
         for service in services:
             change(catalog, cluster, service, "1.0.0", "1.1.0", timezone.now() - timedelta(hours=2))

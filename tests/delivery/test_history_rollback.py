@@ -4,12 +4,12 @@ The demo's payments-staging (Argo CD, staging-eu-1) turned Degraded ten minutes 
 `status.history` shows a new commit deployed, and orders on prod-us-1 (Flux) five minutes after
 its Kustomization's `status.history` shows a new commit first applied; both a week before the
 portal's first poll, which saw no version change. What ran before is what Git pinned at the
-previous commit of the history. The demo repository has one commit, so these tests build one
-with two: the pins before (payments 2.4.0 in staging, orders 3.1.2 in prod) and the demo's own,
-and collect the demo's cluster objects with their history naming those two commits (the objects
-as the tools write them, through the collectors). Then the one offer shows on the service panel,
-/gitops, the API's after_change and the degraded alert, and its preview proposes the older
-version.
+previous commit of the history. Most tests here build a repository of two real commits (the pins
+before: payments 2.4.0 in staging, orders 3.1.2 in prod; then the demo's own) and collect the
+demo's cluster objects with their history naming those two commits (the objects as the tools
+write them, through the collectors); one takes the demo as `make run` builds it. Then the one
+offer shows on the service panel, /gitops, the API's after_change and the degraded alert, and
+its preview proposes the older version.
 """
 
 from __future__ import annotations
@@ -253,18 +253,38 @@ def test_following_the_offer_gives_a_clean_preview_of_the_older_version(history_
 
 
 @pytest.mark.django_db
-def test_a_commit_the_repository_does_not_hold_offers_nothing_and_says_why(settings, tmp_path):
-    """The demo as shipped: its objects name commits its one-commit repository does not hold."""
+def test_the_demo_as_make_run_builds_it_offers_both_rollbacks(settings, tmp_path, client, users):
+    """The demo repository holds the commits its clusters' histories name
+    (examples/gitops-repo-history.yaml), so `make run`'s own demo offers both rollbacks."""
     settings.DEMO_MODE = True
     settings.VAR_DIR = tmp_path
     build_demo_repo(tmp_path / "demo-gitops.git")
     call_command("load_demo", verbosity=0)
     announce_rollbacks(timezone.now())
-    row = PinsAtRevision.objects.get(revision=ARGO_BEFORE, path="apps/payments/overlays/staging")
+    payments, orders = payments_staging(), orders_prod_us()
+    found = offers_for_apps([payments, orders])
+    assert [(o.service, o.current, o.previous) for o in found[payments.pk]] == [("payments", "2.5.0", "2.4.0")]
+    assert [(o.service, o.current, o.previous) for o in found[orders.pk]] == [("orders", "3.2.0", "3.1.2")]
+    client.force_login(users["member"])
+    page = client.get(preview_url(found[payments.pk][0])).content.decode()
+    assert '+    newTag: &quot;2.4.0&quot;' in page and 'class="error"' not in page
+
+
+@pytest.mark.django_db
+def test_a_commit_the_repository_does_not_hold_offers_nothing_and_says_why(settings, tmp_path):
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    examples = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, examples)
+    unknown = "0123456789abcdef" * 2 + "01234567"
+    replace_in(examples / "clusters" / "staging-eu-1" / "argocd" / "applications.yaml", ARGO_BEFORE, unknown)
+    build_demo_repo(tmp_path / "demo-gitops.git")
+    call_command("load_demo", "--fleet", str(examples / "fleet.yaml"), verbosity=0)
+    announce_rollbacks(timezone.now())
+    row = PinsAtRevision.objects.get(revision=unknown, path="apps/payments/overlays/staging")
     assert "no branch or commit" in row.error and row.pins == {}
     assert offers_for_apps([payments_staging()]) == {}
     # Not read again before RETRY; read again after it.
-    assert revisionpins.read_missing({payments_staging().pk: payments_staging().health_since},
-                                     timezone.now() + timedelta(minutes=5), 2 * WINDOW) == 0
-    assert revisionpins.read_missing({payments_staging().pk: payments_staging().health_since},
-                                     timezone.now() + revisionpins.RETRY, 2 * WINDOW) > 0
+    failing = {payments_staging().pk: payments_staging().health_since}
+    assert revisionpins.read_missing(failing, timezone.now() + timedelta(minutes=5), 2 * WINDOW) == 0
+    assert revisionpins.read_missing(failing, timezone.now() + revisionpins.RETRY, 2 * WINDOW) == 1

@@ -112,7 +112,9 @@ def needed(deployed: Sequence[Deployed], failing_since: datetime, reach: timedel
     """The deployments whose pins judge trouble that began at `failing_since`: every one
     deployed after `failing_since - reach` (later ones too: a change after the trouble began
     means the trouble is not its), and the one before them, what the first of them replaced. Pure."""
-    since = failing_since - reach
+    # A row stored before parse_time read Go's zero time as unknown may still say 0001-01-01.
+    floor = datetime.min.replace(tzinfo=failing_since.tzinfo)
+    since = failing_since - reach if failing_since - floor > reach else floor
     first = next((i for i, d in enumerate(deployed) if d.at > since), len(deployed))
     return list(deployed[max(first - 1, 0):])
 

@@ -98,6 +98,7 @@ def test_only_the_deployments_that_can_be_blamed_and_the_one_before_them_are_nee
     assert needed(deployed, failing, 2 * WINDOW) == deployed[1:]
     assert needed(deployed, failing, timedelta(days=30)) == deployed
     assert needed(deployed[:1], failing, 2 * WINDOW) == deployed[:1]
+    assert needed(deployed, datetime(1, 1, 1, tzinfo=UTC), 2 * WINDOW) == deployed  # Go's zero time, stored
 
 
 def health(since: datetime, running: str = "2.5.0") -> AppHealth:

@@ -147,8 +147,6 @@ def stored(keys: Iterable[Key]) -> dict[Key, dict[str, list[str]]]:
     """(repository, commit, path) -> what Git pinned there, for the keys read without error.
     One query."""
     wanted = set(keys)
-    if not wanted:
-        return {}
     rows = PinsAtRevision.objects.filter(
         repository__in={k[0] for k in wanted}, revision__in={k[1] for k in wanted}, error=""
     ).values_list("repository", "revision", "path", "pins")

@@ -51,6 +51,7 @@ from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart
 from portal.timestamps import parse_time
 
 WINDOW = timedelta(days=1)  # how long after a version change new trouble is blamed on it
+NOTHING = ""  # no service, repository or commit is named so
 # How far before the trouble a history is read: the window, and one more to see whether the
 # change to blame was itself a return.
 HISTORY_REACH = 2 * WINDOW
@@ -291,7 +292,12 @@ def app_health(app: GitOpsApp) -> AppHealth:
 
 
 def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> dict[int, list[RollbackOffer]]:
-    """app id -> its rollback offers, for apps loaded with `cluster__environment`. One query at most."""
+    """app id -> its rollback offers, for apps loaded with `cluster__environment`. None for no
+    apps; else four queries, whether or not one of them is failing: a page costs the same number
+    of queries whatever it holds (the API's rule, `portal.api.filters.with_after_change`)."""
+    apps = list(apps)
+    if not apps:
+        return {}
     now = now or timezone.now()
     cutoff = grace_cutoff(now)
     candidates = [
@@ -301,18 +307,17 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
         # A discovered cluster (an unregistered Argo CD destination) has no environment to roll back in.
         and app.cluster.environment_id is not None
     ]
-    if not candidates:
-        return {}
     # Changes up to a window before the earliest trouble, and one window more to see whether the
     # latest change was itself a return.
     # No earlier than year 1: a row stored before parse_time read Go's zero time as unknown
     # may still say 0001-01-01, and subtracting from it would overflow.
-    first = min(app.health_since for app in candidates)  # type: ignore[type-var]
+    first = min((app.health_since for app in candidates if app.health_since is not None), default=now)
     floor = datetime.min.replace(tzinfo=first.tzinfo)
     earliest = first - 2 * WINDOW if first - floor > 2 * WINDOW else floor
-    services = sorted({name for app in candidates for name in (app.running or {})})
+    # NOTHING matches no row but keeps the query (an empty `__in` would skip it).
+    services = sorted({name for app in candidates for name in (app.running or {})}) or [NOTHING]
     rows = VersionChange.objects.filter(
-        cluster_id__in={app.cluster_id for app in candidates}, service__name__in=services, at__gte=earliest
+        cluster_id__in={app.cluster_id for app in candidates} or {0}, service__name__in=services, at__gte=earliest
     ).values_list("service__name", "cluster__name", "from_version", "to_version", "at")
     replacements = [Replacement(*row) for row in rows]
     charts = _chart_facts(candidates)
@@ -336,8 +341,9 @@ def _history_changes(apps: Sequence[GitOpsApp]) -> dict[int, list[Replacement]]:
     at its commits (`revisionpins`; none is read here). Two queries: the apps' histories, the
     pins at their commits."""
     since = {app.id: app.health_since for app in apps if app.health_since is not None}
-    facts = revisionpins.history_facts(since, HISTORY_REACH, since)
-    known = revisionpins.stored(fact.key(d.commit) for fact in facts.values() for d in fact.deployed)
+    facts = revisionpins.history_facts(since or {0: timezone.now()}, HISTORY_REACH, since)
+    keys = [fact.key(d.commit) for fact in facts.values() for d in fact.deployed]
+    known = revisionpins.stored(keys or [(NOTHING, NOTHING, NOTHING)])
     clusters = {app.id: app.cluster.name for app in apps}
     found: dict[int, list[Replacement]] = {}
     for app_id, fact in facts.items():
@@ -351,8 +357,8 @@ def _history_changes(apps: Sequence[GitOpsApp]) -> dict[int, list[Replacement]]:
 def _chart_facts(apps: Sequence[GitOpsApp]) -> dict[int, tuple[ChartPin, list[Replacement]]]:
     """app id -> (the chart it pins, its chart version changes), for the failing apps that install
     a chart from a Helm or OCI repository. One query (a page's objects need not carry their
-    history), none when no failing app may install a chart."""
-    ids = [app.id for app in apps]
+    history), even when none is failing."""
+    ids = [app.id for app in apps] or [0]  # no app has id 0: the query runs, and matches none
     clusters = {app.id: app.cluster.name for app in apps}
     rows = GitOpsApp.objects.filter(may_install_a_chart(), pk__in=ids).values_list(
         "id", "repo_url", "chart", "target_revision", "sources", "history")

@@ -17,12 +17,15 @@ class Migration(migrations.Migration):
                 ('repository', models.CharField(max_length=500)),
                 ('revision', models.CharField(help_text='the full commit SHA', max_length=64)),
                 ('path', models.CharField(max_length=500)),
-                ('pins', models.JSONField(blank=True, default=dict, help_text='service name -> the versions pinned, sorted')),
+                ('pins', models.JSONField(
+                    blank=True, default=dict, help_text='service name -> the versions pinned, sorted')),
                 ('read_at', models.DateTimeField()),
                 ('error', models.TextField(blank=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('repository', 'revision', 'path'), name='uniq_pins_at_revision')],
+                'constraints': [
+                    models.UniqueConstraint(fields=('repository', 'revision', 'path'), name='uniq_pins_at_revision'),
+                ],
             },
         ),
     ]

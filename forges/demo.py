@@ -4,13 +4,23 @@
 demo GitOps repository (examples/gitops-repo) is committed into a bare repository
 (var/demo-gitops.git) and read with `git` itself. Every write is refused: demo mode
 never pretends to open a pull request.
+
+The demo clusters' histories (Argo CD's `status.history`, Flux's) name commits from before the
+one the demo repository holds; a rollback reads what Git pinned at them. They are listed in
+examples/gitops-repo-history.yaml as edits of gitops-repo/, and `build_demo_repo` commits each
+under `refs/demo-history/<the commit the clusters name>`: a commit SHA not in the repository is
+looked up there (commit SHAs cannot be chosen, so the demo's names are kept beside them).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+
+import yaml
 
 from forges.forge import (
     MAX_RELEASES,
@@ -23,11 +33,14 @@ from forges.forge import (
     ReleaseInfo,
     TreeEntry,
     WritesRefused,
+    is_commit_sha,
 )
 from forges.repourls import GITHUB, RepoRef, parse_repo_url
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_SOURCE = ROOT / "examples" / "gitops-repo"
+DEMO_HISTORY = ROOT / "examples" / "gitops-repo-history.yaml"
+HISTORY_REFS = "refs/demo-history/"
 DEMO_BRANCH = "main"
 REFUSAL = "Demo mode does not write to Git: the portal only shows the preview of this pull request."
 _GIT_TIMEOUT = 30
@@ -39,12 +52,20 @@ def demo_repo_path() -> Path:
     return Path(getattr(settings, "VAR_DIR", ROOT / "var")) / "demo-gitops.git"
 
 
-def build_demo_repo(target: Path | None = None, source: Path = DEMO_SOURCE, branch: str = DEMO_BRANCH) -> Path:
-    """Commit `source` into the bare repository `target` (created when missing); idempotent."""
+def build_demo_repo(
+    target: Path | None = None, source: Path = DEMO_SOURCE, branch: str = DEMO_BRANCH, history: Path | None = None
+) -> Path:
+    """Commit `source` into the bare repository `target` (created when missing), and the earlier
+    commits `history` lists (examples/gitops-repo-history.yaml for the demo's own `source`) under
+    HISTORY_REFS; idempotent."""
     target = Path(target) if target is not None else demo_repo_path()
     if not (target / "HEAD").exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         _git(target.parent, "init", "--quiet", "--bare", f"--initial-branch={branch}", str(target))
+    if history is None and source == DEMO_SOURCE:
+        history = DEMO_HISTORY
+    if history is not None:
+        _build_history(target, source, history)
     # The index lives in the bare repository; the files are read from `source` in place.
     tree_args = ["--git-dir", str(target), "--work-tree", str(source)]
     _git(source, *tree_args, "add", "--all", ".")
@@ -53,6 +74,34 @@ def build_demo_repo(target: Path | None = None, source: Path = DEMO_SOURCE, bran
         return target
     _git(source, *tree_args, "commit", "--quiet", "--no-verify", "-m", "Demo GitOps repository")
     return target
+
+
+def _build_history(target: Path, source: Path, history: Path) -> None:
+    """Commit each entry of `history` (oldest first: `commit`, `message`, `edits` {path: [old,
+    new]}) as `source` with its edits, under HISTORY_REFS + its `commit`, each the parent of the
+    next; the ones already there are kept. An edit that no longer applies is an error: the
+    history file must follow gitops-repo/."""
+    entries = yaml.safe_load(history.read_text()) or []
+    if all(_git_ok(target, "rev-parse", "--verify", "--quiet", f"{HISTORY_REFS}{e['commit']}") for e in entries):
+        return
+    parent = ""
+    with tempfile.TemporaryDirectory() as scratch:
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}  # the main branch's index is left alone
+        for number, entry in enumerate(entries):
+            tree_dir = Path(scratch) / f"tree-{number}"
+            shutil.copytree(source, tree_dir)
+            for path, (old, new) in (entry.get("edits") or {}).items():
+                file = tree_dir / path
+                text = file.read_text()
+                if old not in text:
+                    raise RuntimeError(f"{history.name}: {path} holds no {old!r}: the history no longer follows it")
+                file.write_text(text.replace(old, new, 1))
+            tree_args = ["--git-dir", str(target), "--work-tree", str(tree_dir)]
+            _git(tree_dir, *tree_args, "add", "--all", ".", env=index)
+            tree = _git(tree_dir, *tree_args, "write-tree", env=index).decode().strip()
+            parents = ["-p", parent] if parent else []
+            parent = _git(target, "commit-tree", tree, *parents, "-m", str(entry["message"])).decode().strip()
+            _git(target, "update-ref", f"{HISTORY_REFS}{entry['commit']}", parent)
 
 
 class DemoForge(Forge):
@@ -79,9 +128,13 @@ class DemoForge(Forge):
 
     def branch_head(self, branch: str) -> str:
         _check_name(branch)
-        done = _run(self.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+        ref = branch if is_commit_sha(branch) else f"refs/heads/{branch}"
+        done = _run(self.path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        if done.returncode != 0 and is_commit_sha(branch):
+            # A commit the demo clusters' histories name (see the module docstring).
+            done = _run(self.path, "rev-parse", "--verify", "--quiet", f"{HISTORY_REFS}{branch}^{{commit}}")
         if done.returncode != 0:
-            raise NotFound(f"demo repository: no branch {branch}", 404)
+            raise NotFound(f"demo repository: no branch or commit {branch}", 404)
         return done.stdout.decode().strip()
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:
@@ -161,19 +214,19 @@ def _env() -> dict[str, str]:
     }
 
 
-def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         ["git", "-c", "commit.gpgsign=false", *(["--git-dir", str(cwd)] if (cwd / "HEAD").exists() else []), *args],
         cwd=cwd,
         capture_output=True,
-        env=_env(),
+        env={**_env(), **(env or {})},
         timeout=_GIT_TIMEOUT,
         check=False,
     )
 
 
-def _git(cwd: Path, *args: str) -> bytes:
-    done = _run(cwd, *args)
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
+    done = _run(cwd, *args, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout

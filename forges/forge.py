@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +42,14 @@ NONE = "none"
 # Release notes matter for the versions people move to, which are recent: the
 # newest hundred releases are plenty, and one or two pages on every forge.
 MAX_RELEASES = 100
+# A full commit SHA (SHA-1, or SHA-256 in a repository using it): a revision that names itself.
+_COMMIT_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def is_commit_sha(ref: str) -> bool:
+    """Whether `ref` is a full commit SHA. Every reading method taking a `branch` also takes one:
+    a rollback reads what Git pinned at a commit a GitOps tool's history names, not at a branch."""
+    return bool(_COMMIT_SHA.match(ref))
 
 
 class ForgeError(Exception):
@@ -251,7 +260,8 @@ class Forge(abc.ABC):
 
     @abc.abstractmethod
     def branch_head(self, branch: str) -> str:
-        """The commit SHA a branch points at; NotFound when there is no such branch."""
+        """The commit SHA a branch points at (a full commit SHA: itself); NotFound when there is no
+        such branch."""
 
     @abc.abstractmethod
     def tree(self, path: str, branch: str) -> list[TreeEntry]:

@@ -33,6 +33,7 @@ from forges.forge import (
     TreeEntry,
     error_message,
     fold_checks,
+    is_commit_sha,
     newest_first,
     redact,
     release_page,
@@ -89,6 +90,8 @@ class GiteaForge(Forge):
         return self._request("GET", "", "repository")["default_branch"]
 
     def branch_head(self, branch: str) -> str:
+        if is_commit_sha(branch):
+            return branch  # the trees and contents APIs take a commit where they take a branch
         return self._request("GET", f"/branches/{quote(branch, safe='')}", f"branch {branch}")["commit"]["id"]
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:

@@ -39,6 +39,7 @@ from forges.forge import (
     TreeEntry,
     error_message,
     fold_checks,
+    is_commit_sha,
     newest_first,
     redact,
     release_page,
@@ -93,6 +94,8 @@ class GitHubForge(Forge):
         return self._call("GET", "repository", lambda: self._repo.default_branch)
 
     def branch_head(self, branch: str) -> str:
+        if is_commit_sha(branch):
+            return branch  # the trees and contents APIs take a commit where they take a branch
         return self._call("GET", f"branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:

@@ -37,6 +37,7 @@ from forges.forge import (
     ReleaseInfo,
     TreeEntry,
     error_message,
+    is_commit_sha,
     newest_first,
     redact,
     release_page,
@@ -91,6 +92,8 @@ class GitLabForge(Forge):
         return self._call("project", lambda: self._gl.projects.get(self.repo.path).default_branch)
 
     def branch_head(self, branch: str) -> str:
+        if is_commit_sha(branch):
+            return branch  # the tree and files APIs take a commit where they take a branch
         return self._call(f"branch {branch}", lambda: self._project.branches.get(branch).commit["id"])
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:

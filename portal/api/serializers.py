@@ -19,6 +19,7 @@ from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload, sync_held
 from portal.delivery.models import PullRequest, ServicePolicy
+from portal.delivery.rollbacks import CHART_KEY, preview_url
 
 # Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
 DNS_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
@@ -114,11 +115,21 @@ class SyncWindowSerializer(serializers.Serializer):
     error = serializers.CharField(allow_blank=True)
 
 
+class RollbackSerializer(serializers.Serializer):
+    """The rollback the portal offers for the change (the same offer as the service page's button)."""
+
+    to = serializers.CharField(help_text="the version the rollback returns to")
+    preview_url = serializers.URLField(help_text="the rollback pull request's preview page")
+
+
 class AfterChangeSerializer(serializers.Serializer):
-    """A version change on the same cluster in the day before the app turned degraded or missing."""
+    """The version change the app's trouble follows: the one its rollback offer blames (read from the
+    tool's own history, or as the portal saw it), else the newest version change on the same
+    cluster in the day before the app turned degraded or missing."""
 
     service = serializers.CharField()
     at = OffsetDateTimeField()
+    rollback = RollbackSerializer(allow_null=True, help_text="null when no rollback is offered")
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # `from` is a Python keyword, so it cannot be a class attribute; `to` keeps it company.
@@ -128,6 +139,7 @@ class AfterChangeSerializer(serializers.Serializer):
             "from": serializers.CharField(help_text="version(s) running before"),
             "to": serializers.CharField(help_text="version(s) running after"),
             "at": fields["at"],
+            "rollback": fields["rollback"],
         }
 
 
@@ -426,11 +438,23 @@ class AppSerializer(serializers.Serializer):
 
     @extend_schema_field(AfterChangeSerializer(allow_null=True))
     def get_after_change(self, app: GitOpsApp) -> dict[str, Any] | None:
-        if app.health_status not in ATTENTION_HEALTH or getattr(app, "after_change_at", None) is None:
+        if app.health_status not in ATTENTION_HEALTH:
+            return None
+        offers = (self.context.get("rollbacks") or {}).get(app.id)
+        if offers:
+            offer = offers[0]
+            return AfterChangeSerializer({
+                # A chart's rollback names it as its preview does: "chart=<name>".
+                "service": f"{CHART_KEY}{offer.chart}" if offer.chart else offer.service, "from": offer.previous,
+                "to": offer.current, "at": offer.replaced_at,
+                "rollback": {"to": offer.previous,
+                             "preview_url": self.context["request"].build_absolute_uri(preview_url(offer))},
+            }).data
+        if getattr(app, "after_change_at", None) is None:
             return None
         return AfterChangeSerializer({
             "service": app.after_change_service, "from": app.after_change_from, "to": app.after_change_to,
-            "at": app.after_change_at,
+            "at": app.after_change_at, "rollback": None,
         }).data
 
     @extend_schema_field(serializers.URLField())

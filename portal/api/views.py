@@ -36,6 +36,7 @@ from portal.api.serializers import (
     PullRequestSerializer,
 )
 from portal.api.throttles import TokenRateThrottle
+from portal.delivery import rollbacks
 from portal.delivery.gitpins import git_pins_by_app
 
 RECENT_STATE_CHANGES = 50
@@ -169,7 +170,8 @@ class GitOpsListView(PortalAPIView):
         apps = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(apps)
         pins = git_pins_by_app([app.id for app in page])
-        context = {**self.get_serializer_context(), "now": self.now, "git_pins": pins}
+        context = {**self.get_serializer_context(), "now": self.now, "git_pins": pins,
+                   "rollbacks": rollbacks.offers_for_apps(page, self.now)}
         return self.get_paginated_response(AppSerializer(page, many=True, context=context).data)
 
 
@@ -211,7 +213,7 @@ class GitOpsDetailView(PortalAPIView):
         changes = StateChange.objects.filter(app=app).order_by("-at", "-id")[:RECENT_STATE_CHANGES]
         context = {
             **self.get_serializer_context(), "now": timezone.now(), "state_changes": list(changes),
-            "git_pins": git_pins_by_app([app.id]),
+            "git_pins": git_pins_by_app([app.id]), "rollbacks": rollbacks.offers_for_apps([app]),
         }
         return Response(AppDetailSerializer(app, context=context).data)
 

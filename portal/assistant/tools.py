@@ -177,6 +177,9 @@ def reasons_for(app: dict[str, Any], merged: list[dict[str, Any]]) -> list[dict[
         if app.get("after_change"):
             change = app["after_change"]
             detail += f" (after {change['service']} {change['from']} -> {change['to']} at {change['at']})"
+            if change.get("rollback"):
+                # The offer the service page and the alert show: the same one, with its preview.
+                detail += f"; rollback PR offered -> {change['rollback']['to']}: {change['rollback']['preview_url']}"
         reasons.append({"reason": "degraded", "detail": detail + "."})
     return reasons
 

@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, sync_held
 from gitops.revisions import short_revision
-from portal.delivery import rollbacks, signals
+from portal.delivery import revisionpins, rollbacks, signals
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import SUSPENDED_WORDS
 from portal.timestamps import utc_stamp
@@ -335,8 +335,13 @@ def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
 
 
 def announce_rollbacks(now: datetime) -> int:
-    """Announce "rollback offered" once per offer (the key names the offer and its episode)."""
-    apps = rollbacks.failing_apps(now).select_related("cluster", "cluster__environment").only(*rollbacks.OFFER_FIELDS)
+    """Announce "rollback offered" once per offer (the key names the offer and its episode).
+    First reads what Git pinned at the commits the failing apps' tool histories name, where not
+    read yet: here, in the worker, so that no page waits on a forge for it."""
+    apps = list(rollbacks.failing_apps(now).select_related("cluster", "cluster__environment")
+                .only(*rollbacks.OFFER_FIELDS))
+    failing = {app.id: app.health_since for app in apps if app.health_since and app.cluster.environment_id}
+    revisionpins.read_missing(failing, now, rollbacks.HISTORY_REACH)
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:

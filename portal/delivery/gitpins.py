@@ -526,3 +526,24 @@ def pin_summary(pinned: list[str], running: list[str]) -> str:
     if not running:
         return f"Git pins {pins}"
     return f"Git pins {pins}, runs {', '.join(sorted(set(running)))}"
+
+
+def pins_at_commit(apps: Sequence[GitOpsApp], forge: Forge, commit: str) -> dict[int, dict[str, list[str]]]:
+    """What Git pinned for each of `apps` at `commit` (service -> the versions, sorted), found as
+    `read_pins` finds them (the same reads and scan), stored nowhere. The apps' pins must be in
+    their own columns (`gitops.pinsource.in_own_columns`) of the repository `forge` reads: a
+    GitOps tool's history names commits of that source. Forge errors propagate."""
+    objects = _objects(apps)
+    _entries, tree = forge.tree_files(commit)
+    index = service_image_index(Service.objects.all())
+    found: dict[int, dict[str, list[str]]] = {}
+    with shared_parses():
+        for app in apps:
+            read = tree_reads(tree, objects[app.pk], path=_clean_path(app.path), repository=app.repo_url)
+            own = {path: tree[path] for path in read.paths if path in tree}
+            versions: dict[str, set[str]] = defaultdict(set)
+            for pin in scan(own).pins:
+                if read.holds(pin.path, pin.line) and (service := index.get(normalise_name(pin.image))) is not None:
+                    versions[service].add(pin.version)
+            found[app.pk] = {service: sorted(v) for service, v in sorted(versions.items())}
+    return found

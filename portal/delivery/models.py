@@ -313,3 +313,26 @@ class VersionLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.service_id} in {self.environment_id}: {self.versions} on {self.cluster_names}"
+
+
+class PinsAtRevision(models.Model):
+    """The versions Git pinned under one path of a repository at one commit: what a rollback
+    returns to when a GitOps tool's own history names the commit that ran before. A commit never
+    changes, so a row read once holds for good; a failed read keeps its reason and is retried
+    (`portal.delivery.revisionpins`). Written by the worker, read by pages: a page never reads a
+    forge for it."""
+
+    repository = models.CharField(max_length=500)
+    revision = models.CharField(max_length=64, help_text="the full commit SHA")
+    path = models.CharField(max_length=500)
+    pins = models.JSONField(default=dict, blank=True, help_text="service name -> the versions pinned, sorted")
+    read_at = models.DateTimeField()
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "revision", "path"], name="uniq_pins_at_revision"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository}@{self.revision[:12]}:{self.path}"

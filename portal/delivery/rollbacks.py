@@ -21,6 +21,14 @@ Application's `status.history[]` (oldest first; `revisions[i]` of the chart sour
 CD records as the chart version it installed), a Flux HelmRelease's `status.history[]` snapshots
 (`chartVersion`, `lastDeployed`; a failed attempt counts, it is what the version change did).
 The version that replaced the previous one must be what Git pins now (else the pin moved on).
+
+An image version's changes come first from the tool's own history, which holds them whenever
+they happened, before the portal's first poll included: the commits an Argo CD Application's or
+a Flux Kustomization's `status.history[]` shows deployed, each dated by its deployment, and what
+Git pinned at each (`portal.delivery.revisionpins`: read in the background once per repository,
+commit and path, and only looked up here). A service the history shows no change of (or whose
+history's pins are not read yet) falls back to the portal's own VersionChange rows: the changes
+it saw between two of its polls. Both go through the one rule, `_to_blame`.
 """
 
 from __future__ import annotations
@@ -37,11 +45,16 @@ from django.utils import timezone
 
 from gitops.fields import as_dict, as_list, as_str
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
+from portal.delivery import revisionpins
 from portal.delivery.models import PullRequest
 from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart
 from portal.timestamps import parse_time
 
 WINDOW = timedelta(days=1)  # how long after a version change new trouble is blamed on it
+NOTHING = ""  # no service, repository or commit is named so
+# How far before the trouble a history is read: the window, and one more to see whether the
+# change to blame was itself a return.
+HISTORY_REACH = 2 * WINDOW
 
 
 @dataclass(frozen=True)
@@ -111,17 +124,24 @@ def decide(
     now: datetime,
     grace_period: timedelta,
     window: timedelta = WINDOW,
+    history: Sequence[Replacement] = (),
 ) -> list[RollbackOffer]:
     """The rollback offers for one app (one per service whose last version change is to blame). Pure.
 
-    `replacements` are the VersionChange rows of the app's cluster, any order.
+    `replacements` are the VersionChange rows of the app's cluster, any order; `history` the
+    changes the app's own tool history shows (`history_changes`), which replace them for each
+    service it names.
     """
     if not _failing(app, now, grace_period):
         return []
     assert app.health_since is not None
     by_service: dict[str, list[Replacement]] = defaultdict(list)
+    for change in history:
+        if change.service in app.services:
+            by_service[change.service].append(change)
+    told = set(by_service)
     for change in replacements:
-        if change.cluster == app.cluster and change.service in app.services:
+        if change.cluster == app.cluster and change.service in app.services and change.service not in told:
             by_service[change.service].append(change)
     offers = []
     for service in sorted(by_service):
@@ -183,6 +203,25 @@ def _offer(app: AppHealth, service: str, current: str, previous: str, at: dateti
         failure=f"{app.health_status}: {message}" if message else app.health_status,
         chart=chart,
     )
+
+
+def history_changes(
+    deployed: Sequence[revisionpins.Deployed], pins: Mapping[str, Mapping[str, Sequence[str]]], cluster: str
+) -> list[Replacement]:
+    """The image version changes a tool's history shows: between each two consecutive deployed
+    commits (oldest first), each service whose pinned versions differ, dated by the later
+    deployment. `pins` is commit -> service -> versions Git pinned there; nothing when one of
+    the commits' pins is not known (a gap would hide a change, or a return). Pure."""
+    if len(deployed) < 2 or any(d.commit not in pins for d in deployed):
+        return []
+    found = []
+    for before, after in zip(deployed, deployed[1:], strict=False):
+        old, new = pins[before.commit], pins[after.commit]
+        for service in sorted(set(old) & set(new)):
+            if sorted(old[service]) != sorted(new[service]):
+                found.append(Replacement(service, cluster, ", ".join(sorted(old[service])),
+                                         ", ".join(sorted(new[service])), after.at))
+    return found
 
 
 def chart_changes(history: Sequence[Mapping[str, object]], chart_source: int, cluster: str,
@@ -253,7 +292,12 @@ def app_health(app: GitOpsApp) -> AppHealth:
 
 
 def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> dict[int, list[RollbackOffer]]:
-    """app id -> its rollback offers, for apps loaded with `cluster__environment`. One query at most."""
+    """app id -> its rollback offers, for apps loaded with `cluster__environment`. None for no
+    apps; else four queries, whether or not one of them is failing: a page costs the same number
+    of queries whatever it holds (the API's rule, `portal.api.filters.with_after_change`)."""
+    apps = list(apps)
+    if not apps:
+        return {}
     now = now or timezone.now()
     cutoff = grace_cutoff(now)
     candidates = [
@@ -263,25 +307,25 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
         # A discovered cluster (an unregistered Argo CD destination) has no environment to roll back in.
         and app.cluster.environment_id is not None
     ]
-    if not candidates:
-        return {}
     # Changes up to a window before the earliest trouble, and one window more to see whether the
     # latest change was itself a return.
     # No earlier than year 1: a row stored before parse_time read Go's zero time as unknown
     # may still say 0001-01-01, and subtracting from it would overflow.
-    first = min(app.health_since for app in candidates)  # type: ignore[type-var]
+    first = min((app.health_since for app in candidates if app.health_since is not None), default=now)
     floor = datetime.min.replace(tzinfo=first.tzinfo)
     earliest = first - 2 * WINDOW if first - floor > 2 * WINDOW else floor
-    services = sorted({name for app in candidates for name in (app.running or {})})
+    # NOTHING matches no row but keeps the query (an empty `__in` would skip it).
+    services = sorted({name for app in candidates for name in (app.running or {})}) or [NOTHING]
     rows = VersionChange.objects.filter(
-        cluster_id__in={app.cluster_id for app in candidates}, service__name__in=services, at__gte=earliest
+        cluster_id__in={app.cluster_id for app in candidates} or {0}, service__name__in=services, at__gte=earliest
     ).values_list("service__name", "cluster__name", "from_version", "to_version", "at")
     replacements = [Replacement(*row) for row in rows]
     charts = _chart_facts(candidates)
+    histories = _history_changes(candidates)
     offers: dict[int, list[RollbackOffer]] = {}
     for app in candidates:
         health = app_health(app)
-        found = decide(health, replacements, now, now - cutoff)
+        found = decide(health, replacements, now, now - cutoff, history=histories.get(app.id, ()))
         if app.id in charts:
             pin, changes = charts[app.id]
             chart_offer = decide_chart(health, changes, pin.version, pin.ref.chart, now, now - cutoff)
@@ -292,11 +336,29 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
     return offers
 
 
+def _history_changes(apps: Sequence[GitOpsApp]) -> dict[int, list[Replacement]]:
+    """app id -> the image version changes its tool's history shows, from the pins already read
+    at its commits (`revisionpins`; none is read here). Two queries: the apps' histories, the
+    pins at their commits."""
+    since = {app.id: app.health_since for app in apps if app.health_since is not None}
+    facts = revisionpins.history_facts(since or {0: timezone.now()}, HISTORY_REACH, since)
+    keys = [fact.key(d.commit) for fact in facts.values() for d in fact.deployed]
+    known = revisionpins.stored(keys or [(NOTHING, NOTHING, NOTHING)])
+    clusters = {app.id: app.cluster.name for app in apps}
+    found: dict[int, list[Replacement]] = {}
+    for app_id, fact in facts.items():
+        pins = {d.commit: known[fact.key(d.commit)] for d in fact.deployed if fact.key(d.commit) in known}
+        changes = history_changes(fact.deployed, pins, clusters[app_id])
+        if changes:
+            found[app_id] = changes
+    return found
+
+
 def _chart_facts(apps: Sequence[GitOpsApp]) -> dict[int, tuple[ChartPin, list[Replacement]]]:
     """app id -> (the chart it pins, its chart version changes), for the failing apps that install
     a chart from a Helm or OCI repository. One query (a page's objects need not carry their
-    history), none when no failing app may install a chart."""
-    ids = [app.id for app in apps]
+    history), even when none is failing."""
+    ids = [app.id for app in apps] or [0]  # no app has id 0: the query runs, and matches none
     clusters = {app.id: app.cluster.name for app in apps}
     rows = GitOpsApp.objects.filter(may_install_a_chart(), pk__in=ids).values_list(
         "id", "repo_url", "chart", "target_revision", "sources", "history")

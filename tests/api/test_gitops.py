@@ -206,7 +206,7 @@ def test_after_change_is_the_newest_version_change_on_the_cluster_in_the_day_bef
     found = by_name(items(api))
 
     after = found["payments-prod"]["after_change"]
-    assert after == {"service": "checkout", "from": "1.4.0", "to": "1.5.0", "at": after["at"]}
+    assert after == {"service": "checkout", "from": "1.4.0", "to": "1.5.0", "at": after["at"], "rollback": None}
     assert after["at"].endswith("+00:00") and parse_time(after["at"]) == picked.at
     assert found["checkout-prod"]["after_change"] is None  # healthy: never
     # payments-us turned missing an hour ago; its cluster's only change was 3 h before that.

@@ -47,7 +47,8 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     assert {"400", "401", "403", "429"} <= set(listed["responses"])
     item = spec["components"]["schemas"]["App"]["properties"]
     assert item["sync_blocked_until"]["format"] == "date-time" and item["sync_blocked_until"]["nullable"]
-    assert set(spec["components"]["schemas"]["AfterChange"]["properties"]) == {"service", "from", "to", "at"}
+    assert set(spec["components"]["schemas"]["AfterChange"]["properties"]) == {
+        "service", "from", "to", "at", "rollback"}
     bearer = spec["components"]["securitySchemes"]["bearerAuth"]
     assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
 

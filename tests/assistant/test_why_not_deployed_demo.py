@@ -95,3 +95,21 @@ def test_a_merged_pull_request_not_running_yet(demo):
     plain = apps["prod-eu-1/team-checkout/checkout-prod"]
     assert [r["reason"] for r in plain["reasons"]] == ["merged_not_deployed"]
     assert plain["verdict"].startswith("checkout 3.4.0 in prod (https://github.com/acme/gitops/pull/41) merged")
+
+
+def test_the_degraded_payments_staging_names_its_rollback_from_argo_cds_history(demo, settings, tmp_path):
+    """payments-staging turned Degraded ten minutes after its Argo CD history shows 2.5.0's commit
+    deployed, a week before the portal's first poll: the tool names the change and the rollback
+    offer the service page shows, once the worker has read what Git pinned at the commit before."""
+    from forges.demo import build_demo_repo
+    from portal.delivery.deployments import announce_rollbacks
+
+    settings.DEMO_MODE = True
+    settings.VAR_DIR = tmp_path
+    build_demo_repo(tmp_path / "demo-gitops.git")
+    announce_rollbacks(timezone.now())
+    apps = explain(demo, service="payments", environment="staging")
+    [degraded] = [r["detail"] for r in apps["staging-eu-1/argocd/payments-staging"]["reasons"]
+                  if r["reason"] == "degraded"]
+    assert "(after payments 2.4.0 -> 2.5.0 at 2026-11-29T13:12:36+00:00)" in degraded
+    assert "rollback PR offered -> 2.4.0: http://testserver/pr/preview?kind=rollback&app=" in degraded

@@ -83,6 +83,11 @@ class GitModel:
         tree = {path: ("100644", self.put_blob(text.encode())) for path, text in files.items()}
         self.branches[branch] = self.commit(tree, [], "initial")
 
+    def resolve(self, ref: str) -> str | None:
+        """The commit a ref names: a branch's head, or a commit SHA itself (as the forges' `ref`
+        parameters take one)."""
+        return self.branches.get(ref) or (ref if ref in self.commits else None)
+
     def put_blob(self, data: bytes) -> str:
         sha = git_sha("blob", data)
         self.blobs[sha] = data

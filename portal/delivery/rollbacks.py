@@ -37,16 +37,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlencode
 
 from django.db.models import QuerySet
-from django.urls import reverse
 from django.utils import timezone
 
 from gitops.fields import as_dict, as_list, as_str
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
+from portal import links
 from portal.delivery import revisionpins
 from portal.delivery.models import PullRequest
+from portal.delivery.planner import ROLLBACK
 from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart
 from portal.timestamps import parse_time
 
@@ -410,7 +410,7 @@ def open_rollbacks(offers: Iterable[RollbackOffer]) -> dict[tuple[str, str, str]
     return found
 
 
-CHART_KEY = "chart="  # how an offer key names a chart instead of a service
+CHART_KEY = links.CHART_SUBJECT  # how an offer key names a chart instead of a service
 
 
 def offer_key(offer: RollbackOffer) -> tuple[str, str, str]:
@@ -422,11 +422,5 @@ def offer_key(offer: RollbackOffer) -> tuple[str, str, str]:
 def preview_url(offer: RollbackOffer) -> str:
     """The preview page of the rollback PR (a GET: following it writes nothing). The preview reads
     what went wrong and since when from the application itself."""
-    params = [
-        ("kind", "rollback"),
-        ("app", str(offer.app_id)),
-        ("service", f"{CHART_KEY}{offer.chart}" if offer.chart else offer.service),
-        ("from", offer.current),
-        ("to", offer.previous),
-    ]
-    return f"{reverse('pr-preview')}?{urlencode(params)}"
+    subject = f"{links.CHART_SUBJECT}{offer.chart}" if offer.chart else offer.service
+    return links.preview_url(ROLLBACK, [links.OfferItem(offer.app_id, subject, offer.previous, offer.current)])

@@ -112,4 +112,4 @@ def test_the_degraded_payments_staging_names_its_rollback_from_argo_cds_history(
     [degraded] = [r["detail"] for r in apps["staging-eu-1/argocd/payments-staging"]["reasons"]
                   if r["reason"] == "degraded"]
     assert "(after payments 2.4.0 -> 2.5.0 at 2026-11-29T13:12:36+00:00)" in degraded
-    assert "rollback PR offered -> 2.4.0: http://testserver/pr/preview?kind=rollback&app=" in degraded
+    assert "rollback PR offered -> 2.4.0: http://testserver/pr/preview?kind=rollback&mode=grouped&item=" in degraded

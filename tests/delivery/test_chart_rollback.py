@@ -172,8 +172,8 @@ def test_a_failing_helmrelease_is_offered_its_previous_chart_version_and_the_pr_
     [offer] = offers_for_apps([loaded(release)])[release.pk]
     assert (offer.chart, offer.current, offer.previous) == ("notifications", "0.3.2", "0.3.1")
     query = parse_qs(urlsplit(preview_url(offer)).query)
-    assert query == {"kind": ["rollback"], "app": [str(release.pk)], "service": ["chart=notifications"],
-                     "from": ["0.3.2"], "to": ["0.3.1"]}
+    assert query == {"kind": ["rollback"], "mode": ["grouped"],
+                     "item": [f"{release.pk}:chart=notifications:0.3.1:0.3.2"]}
 
     client.force_login(users["member"])
     listing = client.get(reverse("gitops")).content.decode()
@@ -227,4 +227,4 @@ def test_the_chart_rollback_is_announced_as_the_chart():
     assert event.title == "Rollback offered: the notifications chart 0.3.2 → 0.3.1 on prod-us-1"
     assert event.key == offer.event_key and "chart=notifications" in event.key
     [preview] = [link.url for link in event.links if link.label == "Preview rollback PR"]
-    assert "service=chart%3Dnotifications" in preview
+    assert "%3Achart%3Dnotifications%3A0.3.1%3A0.3.2" in preview

@@ -130,8 +130,7 @@ def test_member_sees_the_rollback_button_on_the_panel_and_gitops(client, users, 
     assert url.replace("&", "&amp;") in panel
     query = parse_qs(urlsplit(url).query)
     assert urlsplit(url).path == reverse("pr-preview")
-    assert query == {"kind": ["rollback"], "app": [str(broken.pk)], "service": ["checkout"], "from": ["1.7.0"],
-                     "to": ["1.6.0"]}
+    assert query == {"kind": ["rollback"], "mode": ["grouped"], "item": [f"{broken.pk}:checkout:1.6.0:1.7.0"]}
 
 
 @pytest.fixture
@@ -215,7 +214,7 @@ def test_rollback_offered_is_announced_once(catalog):
     event = episodes.get().event
     assert event.services == ("checkout",) and event.cluster == "prod-eu-1"
     assert "1.7.0 replaced 1.6.0" in event.summary and "Degraded" in event.summary
-    assert f"app={broken.pk}" in event.links[0].url
+    assert f"item={broken.pk}%3A" in event.links[0].url
 
 
 @pytest.mark.django_db

@@ -110,7 +110,7 @@ def test_every_offer_in_the_demo_leads_to_a_clean_preview(demo, client, member, 
 
     assert len(offers.found) >= 40, "the demo offers far fewer pull requests than it should"
     kinds = {url.split("kind=")[1].split("&")[0] for url in offers.found if "kind=" in url}
-    assert {"upgrade", "promotion"} <= kinds, kinds
+    assert {"upgrade", "promotion", "rollback"} <= kinds, kinds
     for url, where in sorted(offers.found.items()):
         response = client.get(url)
         verdict = judge(url, response.status_code, response.content.decode())

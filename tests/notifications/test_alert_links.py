@@ -252,7 +252,7 @@ def test_the_send_test_button_sends_the_chosen_alert(receiver, admin_client, cat
     assert actions["elements"][0]["text"]["text"] == "Rollback PR → 1.6.0"
     # The fleet's own degraded app and its offer: the button names that app, and opens its preview.
     rollback = actions["elements"][0]["url"]
-    assert f"app={app.pk}&" in rollback
+    assert f"item={app.pk}%3Acheckout%3A1.6.0%3A1.7.0" in rollback
     assert "Roll back checkout to 1.6.0 in prod" in follow(admin_client, rollback).content.decode()
     assert admin_client.post(reverse("notification-channel-test"), {"id": channel.pk, "sample": "nope"}).status_code \
         == 404
@@ -318,7 +318,7 @@ def test_a_sample_is_built_from_the_fleet_and_every_link_opens(name, catalog, gi
     assert_every_link_opens(client, users["viewer"], event)
     app = GitOpsApp.objects.get(name="checkout-prod")
     if name in ("degraded", "rollback_offered"):  # the fleet's own offer, with its real ids
-        assert f"app={app.pk}&" in event.links[0].url and "to=1.6.0" in event.links[0].url
+        assert f"item={app.pk}%3Acheckout%3A1.6.0%3A" in event.links[0].url
     if name == "pr_checks_failed":
         assert ("Pull request", f"{github.server.url}/acme/gitops/pull/7") in [(x.label, x.url) for x in event.links]
 

@@ -145,8 +145,7 @@ def test_the_event_names_the_likeliest_cause_first_and_links_back(catalog, chann
         "degraded on prod-eu-1, 5 hours after 2.4.0 replaced 2.3.1",
     )
     # A rollback is on offer (2.5.0 replaced 2.4.0 an hour before): the alert carries it first.
-    rollback = (f"https://portal.example.com/pr/preview?kind=rollback&app={app.pk}&service=payments"
-                "&from=2.5.0&to=2.4.0")
+    rollback = f"https://portal.example.com/pr/preview?kind=rollback&mode=grouped&item={app.pk}%3Apayments%3A2.4.0%3A2.5.0"
     assert event.links == (
         Link("Rollback PR → 2.4.0", rollback),
         Link("Open in portal", "https://portal.example.com/services/payments"),

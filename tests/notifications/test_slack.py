@@ -72,8 +72,8 @@ def test_the_message_is_block_kit_with_url_buttons(receiver, slack, degraded):
             ]},
             {"type": "actions", "elements": [
                 {"type": "button", "text": {"type": "plain_text", "text": "Rollback PR → 2.4.0"},
-                 "url": f"http://127.0.0.1:8000/pr/preview?kind=rollback&app={degraded.pk}&service=payments"
-                        "&from=2.5.0&to=2.4.0", "action_id": "link-0", "style": "primary"},
+                 "url": f"http://127.0.0.1:8000/pr/preview?kind=rollback&mode=grouped&item={degraded.pk}"
+                        "%3Apayments%3A2.4.0%3A2.5.0", "action_id": "link-0", "style": "primary"},
                 {"type": "button", "text": {"type": "plain_text", "text": "Open in portal"},
                  "url": "http://127.0.0.1:8000/services/payments", "action_id": "link-1"},
                 {"type": "button", "text": {"type": "plain_text", "text": "Synced commit"},

@@ -94,6 +94,10 @@ class GitModel:
         self.commits[sha] = Commit(sha, dict(files), parents, message)
         return sha
 
+    def commit_at(self, ref: str) -> str | None:
+        """The commit a ref names, as every forge reads one: a branch, or a commit's own SHA."""
+        return self.branches.get(ref) or (ref if ref in self.commits else None)
+
     def files_at(self, branch: str) -> dict[str, str]:
         commit = self.commits[self.branches[branch]]
         return {path: self.blobs[sha].decode() for path, (_mode, sha) in commit.files.items()}

@@ -124,9 +124,10 @@ class FakeGitea(FakeServer):
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
         ref = request.query.get("ref") or self.model.default_branch
-        if ref not in self.model.branches:
+        commit = self.model.commit_at(ref)
+        if commit is None:
             return self.error(404, f"object does not exist [id: {ref}, rel_path: ]")
-        files = self.model.commits[self.model.branches[ref]].files
+        files = self.model.commits[commit].files
         if path not in files:
             return self.error(404, f"object does not exist [id: , rel_path: {path}]")
         blob = files[path][1]
@@ -140,7 +141,7 @@ class FakeGitea(FakeServer):
                 "sha": blob,
                 "size": len(self.model.blobs[blob]),
                 "content": base64.b64encode(self.model.blobs[blob]).decode(),
-                "last_commit_sha": self.model.branches[ref],
+                "last_commit_sha": commit,
             },
         )
 

@@ -187,9 +187,10 @@ class FakeGitHub(FakeServer):
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
         branch = request.query.get("ref") or self.model.default_branch
-        if branch not in self.model.branches:
+        commit = self.model.commit_at(branch)
+        if commit is None:
             return self.error(404, f"No commit found for the ref {branch}")
-        files = self.model.commits[self.model.branches[branch]].files
+        files = self.model.commits[commit].files
         if path not in files:
             return self.error(404, "Not Found")
         blob = files[path][1]

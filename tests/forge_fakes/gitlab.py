@@ -106,10 +106,11 @@ class FakeGitLab(FakeServer):
 
     def tree(self, request: Request, project: str) -> Response:
         ref = request.query.get("ref", "main")
-        if ref not in self.model.branches:
+        commit = self.model.commit_at(ref)
+        if commit is None:
             return self.error(404, "404 Tree Not Found")
         path = request.query.get("path", "").strip("/")
-        files = self.model.commits[self.model.branches[ref]].files
+        files = self.model.commits[commit].files
         rows = [
             {"id": blob, "name": p.rsplit("/", 1)[-1], "type": "blob", "path": p, "mode": mode}
             for p, (mode, blob) in sorted(files.items())
@@ -128,7 +129,8 @@ class FakeGitLab(FakeServer):
 
     def get_file(self, request: Request, project: str, path: str) -> Response:
         ref = request.query.get("ref", "main")
-        files = self.model.commits[self.model.branches[ref]].files if ref in self.model.branches else {}
+        commit = self.model.commit_at(ref)
+        files = self.model.commits[commit].files if commit is not None else {}
         if path not in files:
             return self.error(404, "404 File Not Found")
         blob = files[path][1]
@@ -141,8 +143,8 @@ class FakeGitLab(FakeServer):
                 "content": base64.b64encode(self.model.blobs[blob]).decode(),
                 "ref": ref,
                 "blob_id": blob,
-                "commit_id": self.model.branches[ref],
-                "last_commit_id": self.model.branches[ref],
+                "commit_id": commit,
+                "last_commit_id": commit,
                 "size": len(self.model.blobs[blob]),
             },
         )

@@ -60,6 +60,8 @@ class TreeCache:
 
     def tree(self, repository: Key, commit: str, read: Callable[[], Sequence[TreeEntry]]) -> tuple[TreeEntry, ...]:
         """The tree of `commit`: kept, or `read()` and kept."""
+        if self.max_bytes <= 0:
+            return tuple(read())  # off: nothing kept is used either (a before/after in one process)
         entries = self._get(("tree", *repository, commit))
         if entries is None:
             entries = tuple(read())
@@ -70,7 +72,7 @@ class TreeCache:
     def text(self, repository: Key, blob: str, read: Callable[[], str]) -> str:
         """The text of the blob `blob`: kept, or `read()` and kept. An empty `blob` (a forge that
         names none) is never kept."""
-        if not blob:
+        if not blob or self.max_bytes <= 0:
             return read()
         text = self._get(("blob", *repository, blob))
         if text is None:

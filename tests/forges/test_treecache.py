@@ -74,3 +74,43 @@ def test_the_bound_is_the_settings_unless_given(settings):
     settings.PORTAL_FORGE_TREE_CACHE_BYTES = 1234
     assert TreeCache().max_bytes == 1234
     assert TreeCache(max_bytes=5).max_bytes == 5
+
+
+def test_turned_off_it_answers_nothing_it_kept_before(settings):
+    settings.PORTAL_FORGE_TREE_CACHE_BYTES = 10_000
+    cache = TreeCache()
+    reads = Reads("text")
+    cache.text(REPO, "b", reads)
+    settings.PORTAL_FORGE_TREE_CACHE_BYTES = 0
+    cache.text(REPO, "b", reads)
+    assert reads.calls == 2
+
+
+def test_parses_kept_from_preview_to_preview_are_bounded_and_by_text(settings):
+    from forges.parsecache import KeptParses, kept_parses, parsed_list
+
+    calls: list[str] = []
+
+    def parse(text: str):
+        return lambda: calls.append(text) or [text.upper()]
+
+    for _ in range(2):
+        with kept_parses():
+            assert parsed_list("test", "a: 1\n", "", parse("a: 1\n")) == ["A: 1\n"]
+    assert calls == ["a: 1\n"], "parsed once, across two blocks"
+    with kept_parses():
+        parsed_list("test", "a: 2\n", "", parse("a: 2\n"))
+    assert calls == ["a: 1\n", "a: 2\n"], "another text is parsed afresh"
+
+    settings.PORTAL_FORGE_TREE_CACHE_BYTES = 0
+    with kept_parses():
+        parsed_list("test", "a: 1\n", "", parse("a: 1\n"))
+    assert calls[-1] == "a: 1\n" and len(calls) == 3, "off: nothing kept is used"
+
+    small = KeptParses(max_chars=10)
+    small[("p", "", "12345")] = 1
+    small[("p", "", "67890")] = 2
+    small[("p", "", "abc")] = 3  # over 10 characters: the oldest goes
+    assert list(small) == [("p", "", "67890"), ("p", "", "abc")]
+    small[("p", "", "x" * 11)] = 4  # larger than the bound: never kept
+    assert len(small) == 2

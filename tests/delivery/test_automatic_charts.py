@@ -82,7 +82,8 @@ def test_a_freeze_and_a_sync_window_hold_the_chart_pr_until_they_end(catalog, no
 
     held = run(now=lambda: now)
     assert github.model.pulls == [] and len(held.held) == 1 and "change freeze" in held.held[0]
-    assert not AutoPRAttempt.objects.exists()  # held is not failed: the next run looks again
+    # Held is recorded, not failed: the next run looks again.
+    assert list(AutoPRAttempt.objects.values_list("outcome", "retry_after")) == [("freeze", None)]
 
     app.sync_blocked, app.sync_blocked_until = True, now + timedelta(hours=5)
     app.save(update_fields=["sync_blocked", "sync_blocked_until"])

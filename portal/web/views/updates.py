@@ -25,7 +25,7 @@ from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
-from portal.delivery.models import ChangeFreeze
+from portal.delivery.models import AutoPRAttempt, ChangeFreeze
 from portal.delivery.upgrades import BehindLines, charts_behind, put_off
 from portal.releases import summaries
 from portal.releases.models import RegistryPoll, Release
@@ -77,6 +77,7 @@ def updates(request: HttpRequest) -> HttpResponse:
     for b in rows:
         b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
     _add_supply_chain(rows)
+    _add_auto_attempts(rows)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
@@ -109,6 +110,14 @@ def updates(request: HttpRequest) -> HttpResponse:
         ),
     }
     return render(request, "web/updates.html", context)
+
+
+def _add_auto_attempts(rows: list) -> None:
+    """Each shown line's last automatic pull request attempt (what it did and why), one query."""
+    found = AutoPRAttempt.objects.latest_per_place({line.service.pk for line in rows})
+    for line in rows:
+        place = ("app", line.app.pk) if line.app is not None else ("workload", line.workload.pk)
+        line.auto_attempt = found.get((*place, line.service.pk))
 
 
 def _add_supply_chain(rows: list) -> None:

@@ -52,6 +52,10 @@ def test_an_offer_shows_progress_while_the_preview_reads_the_repository(page, se
     assert page.locator("tr[data-app=checkout-prod] a.open-pr").get_attribute("aria-busy") == "true"
     assert "/updates" in page.url  # still the page clicked on, and it says why
 
+    for _ in range(500):  # the held request reaches the handler when Playwright next dispatches
+        if held:
+            break
+        page.wait_for_timeout(10)
     assert len(held) == 1
     held[0].continue_()
     page.wait_for_url("**/pr/preview?**")

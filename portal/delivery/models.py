@@ -244,13 +244,14 @@ class PullRequest(models.Model):
 
 
 class AutoPRAttemptQuerySet(models.QuerySet["AutoPRAttempt"]):
-    def latest_per_place(self, service_ids: Iterable[int]) -> dict[tuple[str, int, int], AutoPRAttempt]:
-        """The newest attempt of each (("app", app id) or ("workload", workload id), service id)
-        of these services: what the automatic job last did there, whatever the version."""
-        found: dict[tuple[str, int, int], AutoPRAttempt] = {}
+    def latest_per_place(self, service_ids: Iterable[int]) -> dict[tuple[str, int, int, str], AutoPRAttempt]:
+        """The newest attempt of each ("app", app id) or ("workload", workload id), service id and
+        chart ("" for the image's tag) of these services: what the automatic job last did there,
+        whatever the version."""
+        found: dict[tuple[str, int, int, str], AutoPRAttempt] = {}
         for row in self.filter(service_id__in=list(service_ids)).order_by("attempted_at", "pk"):
             place = ("app", row.app_id) if row.app_id is not None else ("workload", row.workload_id)
-            found[(*place, row.service_id)] = row
+            found[(*place, row.service_id, row.chart)] = row  # type: ignore[index]
         return found
 
     def latest_per_environment(self, service: Service) -> dict[str, AutoPRAttempt]:
@@ -318,11 +319,17 @@ class AutoPRAttempt(models.Model):
         return self.SAID.get(self.outcome, self.outcome)
 
     @property
+    def chart(self) -> str:
+        """The chart whose version the attempt moved ("" when it moved the image's tag)."""
+        if self.to_version.startswith("chart="):
+            return self.to_version.removeprefix("chart=").rpartition(":")[0]
+        return ""
+
+    @property
     def what(self) -> str:
         """What was to be opened, in words: `1.7.0`, or `the notifications chart 0.4.0`."""
-        if self.to_version.startswith("chart="):
-            chart, _, version = self.to_version.removeprefix("chart=").rpartition(":")
-            return f"the {chart} chart {version}"
+        if self.chart:
+            return f"the {self.chart} chart {self.to_version.rpartition(':')[2]}"
         return self.to_version
 
 

@@ -77,7 +77,8 @@ def updates(request: HttpRequest) -> HttpResponse:
     for b in rows:
         b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
     _add_supply_chain(rows)
-    _add_auto_attempts(rows)
+    chart_lines = charts_behind(today=now.date())
+    _add_auto_attempts(rows, chart_lines)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
@@ -99,7 +100,7 @@ def updates(request: HttpRequest) -> HttpResponse:
         "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
         "max_ticks": MAX_CHANGES_PER_PR,
         # Chart versions pinned behind what the chart repository offers, and charts that follow a range.
-        "chart_lines": charts_behind(today=now.date()),
+        "chart_lines": chart_lines,
         # "Nothing is behind" is only true of services whose releases were read: say which were not.
         "services_with_releases": Release.objects.values("service").distinct().count(),
         "registry_errors": list(
@@ -112,12 +113,16 @@ def updates(request: HttpRequest) -> HttpResponse:
     return render(request, "web/updates.html", context)
 
 
-def _add_auto_attempts(rows: list) -> None:
-    """Each shown line's last automatic pull request attempt (what it did and why), one query."""
-    found = AutoPRAttempt.objects.latest_per_place({line.service.pk for line in rows})
+def _add_auto_attempts(rows: list, chart_lines: list) -> None:
+    """Each shown line's last automatic pull request attempt (what it did and why), one query:
+    an image line's tag attempts, a chart line's attempts of its chart."""
+    charted = [c for c in chart_lines if c.service is not None]
+    found = AutoPRAttempt.objects.latest_per_place({line.service.pk for line in [*rows, *charted]})
     for line in rows:
         place = ("app", line.app.pk) if line.app is not None else ("workload", line.workload.pk)
-        line.auto_attempt = found.get((*place, line.service.pk))
+        line.auto_attempt = found.get((*place, line.service.pk, ""))
+    for c in charted:
+        c.auto_attempt = found.get(("app", c.app.pk, c.service.pk, c.pin.ref.chart))
 
 
 def _add_supply_chain(rows: list) -> None:

@@ -15,6 +15,7 @@ looked up there (commit SHAs cannot be chosen, so the demo's names are kept besi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -44,6 +45,7 @@ HISTORY_REFS = "refs/demo-history/"
 DEMO_BRANCH = "main"
 REFUSAL = "Demo mode does not write to Git: the portal only shows the preview of this pull request."
 _GIT_TIMEOUT = 30
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def demo_repo_path() -> Path:
@@ -138,7 +140,19 @@ class DemoForge(Forge):
         return done.stdout.decode().strip()
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:
-        head = self.branch_head(branch)
+        return self._tree_at(self.branch_head(branch), path)
+
+    def commit_tree(self, commit: str) -> list[TreeEntry]:
+        return self._tree_at(self._commit(commit), "")
+
+    def _commit(self, ref: str) -> str:
+        """A branch's head, or `ref` itself when it names a commit (a tree read at a commit
+        reads its files at that commit too)."""
+        if _SHA.fullmatch(ref):
+            return ref  # one that is not in the repository fails the read that uses it: NotFound
+        return self.branch_head(ref)
+
+    def _tree_at(self, head: str, path: str) -> list[TreeEntry]:
         args = ["ls-tree", "-r", "-l", "-z", head]
         if path.strip("/"):
             args += ["--", path.strip("/")]
@@ -154,7 +168,7 @@ class DemoForge(Forge):
         return entries
 
     def read_file(self, path: str, branch: str) -> str:
-        head = self.branch_head(branch)
+        head = self._commit(branch)
         done = _run(self.path, "cat-file", "blob", f"{head}:{path}")
         if done.returncode != 0:
             raise NotFound(f"demo repository: no file {path} on {branch}", 404)

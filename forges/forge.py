@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from forges import treecache
 from forges.pins import pin_format
 from forges.repourls import RepoRef, release_url
 from portal.redaction import redact as redact_credentials
@@ -207,24 +208,29 @@ def error_message(body: Any) -> str:
 
 class TreeFiles(Mapping[str, str]):
     """The files of one tree by path; each is read from the forge the first time its text is
-    asked for, then kept. Listing the paths reads nothing."""
+    asked for, then kept. Listing the paths reads nothing. `paths` maps each path to its blob
+    SHA where the tree named one: a text read before under that SHA (`forges.treecache`) is not
+    read again."""
 
-    def __init__(self, forge: Forge, branch: str, paths: Iterable[str]) -> None:
+    def __init__(self, forge: Forge, branch: str, paths: Mapping[str, str] | Iterable[str]) -> None:
         self._forge = forge
-        self._branch = branch
-        self._paths = list(dict.fromkeys(paths))
-        self._known = set(self._paths)
+        self._branch = branch  # a branch, or the commit SHA the tree was read at
+        blobs = dict(paths) if isinstance(paths, Mapping) else dict.fromkeys(paths, "")
+        self._paths = list(blobs)
+        self._blobs = blobs
         self._texts: dict[str, str] = {}
 
     def __getitem__(self, path: str) -> str:
-        if path not in self._known:
+        if path not in self._blobs:
             raise KeyError(path)
         if path not in self._texts:
-            self._texts[path] = self._forge.read_file(path, self._branch)
+            self._texts[path] = treecache.commits.text(
+                self._forge.cache_key, self._blobs[path], lambda: self._forge.read_file(path, self._branch)
+            )
         return self._texts[path]
 
     def __contains__(self, path: object) -> bool:
-        return path in self._known
+        return path in self._blobs
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -280,12 +286,24 @@ class Forge(abc.ABC):
         wanted = [e.path for e in entries if pin_format(e.path) is not None]
         return entries, self.read_files(wanted, branch)
 
+    @abc.abstractmethod
+    def commit_tree(self, commit: str) -> list[TreeEntry]:
+        """Every file (blob) of the whole repository at a commit SHA."""
+
+    @property
+    def cache_key(self) -> tuple[str, ...]:
+        """This repository in `forges.treecache`: its forge (by web root, port included) and name."""
+        return (self.kind, self.repo.web_root, *self.repo.key)
+
     def tree_files(self, branch: str) -> tuple[list[TreeEntry], TreeFiles]:
-        """The whole tree at a branch, and its pin-holding files read only when asked for:
+        """The whole tree at a branch's head, and its pin-holding files read only when asked for:
         what an application builds (kustomize bases, `$values` files) can be anywhere in the
-        repository, but it is rarely more than a handful of its files."""
-        entries = self.tree("", branch)
-        return entries, TreeFiles(self, branch, [e.path for e in entries if pin_format(e.path) is not None])
+        repository, but it is rarely more than a handful of its files. The head is asked every
+        time (one call); the tree and texts of a commit read before come from `forges.treecache`,
+        and every file is read at that commit, so tree and texts always agree."""
+        head = self.branch_head(branch)
+        entries = list(treecache.commits.tree(self.cache_key, head, lambda: self.commit_tree(head)))
+        return entries, TreeFiles(self, head, {e.path: e.sha for e in entries if pin_format(e.path) is not None})
 
     @abc.abstractmethod
     def open_pull_requests(self) -> list[PullRequestInfo]:

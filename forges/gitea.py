@@ -95,8 +95,12 @@ class GiteaForge(Forge):
         return self._request("GET", f"/branches/{quote(branch, safe='')}", f"branch {branch}")["commit"]["id"]
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:
-        head = self.branch_head(branch)
-        prefix = path.strip("/")
+        return self._tree_at(self.branch_head(branch), path.strip("/"), branch)
+
+    def commit_tree(self, commit: str) -> list[TreeEntry]:
+        return self._tree_at(commit, "", commit[:12])
+
+    def _tree_at(self, head: str, prefix: str, branch: str) -> list[TreeEntry]:
         entries: list[TreeEntry] = []
         # The recursive tree is paged; `truncated` says whether another page follows.
         for page in range(1, _MAX_PAGES + 1):

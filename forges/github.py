@@ -99,9 +99,12 @@ class GitHubForge(Forge):
         return self._call("GET", f"branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
 
     def tree(self, path: str, branch: str) -> list[TreeEntry]:
-        head = self.branch_head(branch)
-        prefix = path.strip("/")
+        return self._tree_at(self.branch_head(branch), path.strip("/"), f"tree at {branch}")
 
+    def commit_tree(self, commit: str) -> list[TreeEntry]:
+        return self._tree_at(commit, "", f"tree at {commit[:12]}")
+
+    def _tree_at(self, head: str, prefix: str, what: str) -> list[TreeEntry]:
         def read() -> list[TreeEntry]:
             commit = self._repo.get_git_commit(head)
             tree = self._repo.get_git_tree(commit.tree.sha, recursive=True)
@@ -109,7 +112,7 @@ class GitHubForge(Forge):
                 return self._walk(commit.tree.sha, "", prefix)
             return [_entry(e.path, e.sha, e.mode, e.size) for e in tree.tree if e.type == "blob"]
 
-        entries = self._call("GET", f"tree at {branch}", read)
+        entries = self._call("GET", what, read)
         return [e for e in entries if not prefix or e.path == prefix or e.path.startswith(prefix + "/")]
 
     def _walk(self, sha: str, base: str, prefix: str) -> list[TreeEntry]:

@@ -103,6 +103,9 @@ class GitLabForge(Forge):
         )
         return [TreeEntry(r["path"], r["id"], r.get("mode") or "100644") for r in rows if r["type"] == "blob"]
 
+    def commit_tree(self, commit: str) -> list[TreeEntry]:
+        return self.tree("", commit)  # GitLab takes a commit SHA wherever it takes a ref
+
     def read_file(self, path: str, branch: str) -> str:
         return self._call(
             f"file {path} at {branch}", lambda: self._project.files.get(file_path=path, ref=branch).decode().decode()

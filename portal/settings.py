@@ -291,6 +291,9 @@ PORTAL_GITOPS_GITEA_TOKEN = os.environ.get("PORTAL_GITOPS_GITEA_TOKEN", "")
 PORTAL_FORGE_HOSTS = dict(
     item.split("=", 1) for item in env_list("PORTAL_FORGE_HOSTS", []) if "=" in item
 )
+# Trees and file texts of commits already read, kept per process (forges.treecache): a commit
+# never changes, so a preview of a branch whose head did not move reads no tree again. 0: none kept.
+PORTAL_FORGE_TREE_CACHE_BYTES = int(os.environ.get("PORTAL_FORGE_TREE_CACHE_MB", "64")) * 1024 * 1024
 # Registry credentials by host, as the names of the variables that hold them:
 # "ghcr.io=GHCR_USER:GHCR_TOKEN". The named variables are read when a client is built.
 PORTAL_REGISTRY_AUTH = os.environ.get("PORTAL_REGISTRY_AUTH", "")

@@ -50,6 +50,21 @@ def kube_emulator() -> Iterator[KubeEmulator]:
         yield emulator
 
 
+@pytest.fixture(autouse=True)
+def _no_trees_from_another_test() -> Iterator[None]:
+    """Each test reads its forge fake afresh: the fakes' commits are content-addressed, so two tests
+    holding the same files would otherwise share the process's cached trees (forges.treecache)
+    and a test counting tree reads would see the other's (and parses, kept by text, likewise)."""
+    from forges.parsecache import KEPT
+    from forges.treecache import commits
+
+    commits.clear()
+    KEPT.clear()
+    yield
+    commits.clear()
+    KEPT.clear()
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     # Printed even under -q, so a CI log shows which database and broker the tests used.
     for line in pytest_report_header(config):

@@ -48,6 +48,7 @@ from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.planner import UPGRADE, Change
 from portal.delivery.policy import PolicyError
+from portal.delivery.pull_requests import IN_PROGRESS, LINKED, NOTHING_TO_OPEN, OPENED, REFUSED
 from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
 from portal.timestamps import utc_stamp
 
@@ -149,18 +150,20 @@ def _consider(
     label = line.label
     if line.done:
         return
-    freezes = freezes_in_effect(line.environment, at)
-    if freezes:
-        report.held.append(f"{label}: change freeze until {utc_stamp(freezes[0].ends_at)}")
-        return
-    if line.app is not None and window_blocks(line.app, at):
-        report.held.append(f"{label}: a sync window blocks {line.app.name}")
-        return
     place = {"app": line.app} if line.app is not None else {"app": None, "workload": line.workload}
     attempt = AutoPRAttempt.objects.filter(**place, service=line.service, to_version=line.attempt_key).first()
     if attempt is not None and attempt.outcome == AutoPRAttempt.Outcome.OPENED:
         return  # opened before and since closed or merged: not reopened automatically
-    if attempt is not None and attempt.retry_after is not None and attempt.retry_after > at:
+    waiting = attempt is not None and attempt.retry_after is not None and attempt.retry_after > at
+    hold = _hold(line, at)
+    if hold is not None:
+        outcome, why = hold
+        report.held.append(f"{label}: {why}")
+        if not waiting:  # a failure waiting for its retry stays what the pages say
+            _record(line, place, attempt, outcome, why, at, tried=False)
+        return
+    if waiting:
+        assert attempt is not None and attempt.retry_after is not None
         report.waiting.append(f"{label}: retried after {utc_stamp(attempt.retry_after)}")
         return
     try:
@@ -168,26 +171,42 @@ def _consider(
         forge = forge_factory(change.repository) if forge_factory else None
         result = open_change(change, None, automatic=True, forge=forge, now=now)
         ok, message = result.ok, result.message
+        outcome = _outcome(result.status, message)
     except ChangeError as error:
-        ok, message = False, str(error)
-    outcome = AutoPRAttempt.Outcome.OPENED if ok else AutoPRAttempt.Outcome.FAILED
-    retry_after = None if ok else at + RETRY_AFTER
-    if attempt is None:
-        AutoPRAttempt.objects.create(
-            **place,
-            service=line.service,
-            to_version=line.attempt_key,
-            outcome=outcome,
-            message=message[:2000],
-            attempted_at=at,
-            retry_after=retry_after,
-        )
-    else:
-        AutoPRAttempt.objects.filter(pk=attempt.pk).update(
-            outcome=outcome,
-            message=message[:2000],
-            attempted_at=at,
-            retry_after=retry_after,
-            attempts=F("attempts") + 1,
-        )
+        ok, message, outcome = False, str(error), AutoPRAttempt.Outcome.NO_PIN
+    _record(line, place, attempt, outcome, message, at, tried=True)
     (report.opened if ok else report.failed).append(f"{label}: {message}")
+
+
+def _hold(line: _Wanted, at: datetime) -> tuple[str, str] | None:
+    """What holds the attempt now, and why in words (None: nothing)."""
+    freezes = freezes_in_effect(line.environment, at)
+    if freezes:
+        return AutoPRAttempt.Outcome.FREEZE, f"change freeze until {utc_stamp(freezes[0].ends_at)}"
+    if line.app is not None and window_blocks(line.app, at):
+        return AutoPRAttempt.Outcome.WINDOW, f"a sync window blocks {line.app.name}"
+    return None
+
+
+def _outcome(status: str, message: str) -> str:
+    """An open's status in the words the pages show (a refusal for want of a pin is said so)."""
+    if status in (OPENED, LINKED, IN_PROGRESS):
+        return AutoPRAttempt.Outcome.OPENED
+    if status == REFUSED:
+        return AutoPRAttempt.Outcome.NO_PIN if message.startswith(NOTHING_TO_OPEN) else AutoPRAttempt.Outcome.REFUSED
+    return AutoPRAttempt.Outcome.FAILED
+
+
+def _record(
+    line: _Wanted, place: dict, attempt: AutoPRAttempt | None, outcome: str, message: str, at: datetime, *, tried: bool
+) -> None:
+    """The attempt's row: created, or its last result replaced (`attempts` counts real tries, not holds)."""
+    retry_after = at + RETRY_AFTER if tried and outcome != AutoPRAttempt.Outcome.OPENED else None
+    fields = {"outcome": outcome, "message": message[:2000], "attempted_at": at, "retry_after": retry_after,
+              "environment": line.environment[:63]}
+    if attempt is None:
+        AutoPRAttempt.objects.create(**place, service=line.service, to_version=line.attempt_key,
+                                     attempts=1 if tried else 0, **fields)
+    else:
+        counted = {"attempts": F("attempts") + 1} if tried else {}
+        AutoPRAttempt.objects.filter(pk=attempt.pk).update(**fields, **counted)

@@ -408,6 +408,10 @@ class DeliveryPreview:
     error: str = ""  # the repository could not be read
     follows: str = ""  # what the application follows when it is not a branch ("the tag v1.4.0")
     confirmed: bool = False  # the person chose the default branch anyway
+    # What opening asks of the forge after the pull request exists (the services' policies):
+    # shown before, so nobody learns who was asked to review only once it is open.
+    reviewers: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
 
     @property
     def change(self) -> Change:
@@ -579,7 +583,9 @@ def preview_change(
             + ", ".join(f"{p.path} line {p.line}" for p in preview.digest_pinned)
         )
     preview.description = _with_notes(preview.description, changes, warnings, automatic)
-    return DeliveryPreview(changes, preview, warnings, follows=follows, confirmed=confirm_default_branch)
+    reviewers, labels = _reviewers_and_labels(changes)
+    return DeliveryPreview(changes, preview, warnings, follows=follows, confirmed=confirm_default_branch,
+                           reviewers=reviewers, labels=labels)
 
 
 def _apps_named(apps: Sequence[GitOpsApp]) -> str:
@@ -640,14 +646,13 @@ def open_change(
             f"Not opened: the application follows {delivery.follows}, not a branch; confirm in the preview "
             f"to propose the change on {delivery.change.base_branch}.",
         )
-    reviewers, labels = _reviewers_and_labels(changes)
     return open_planned(
         forge,
         delivery.preview,
         user=user,
         automatic=automatic,
-        reviewers=reviewers,
-        labels=labels,
+        reviewers=delivery.reviewers,
+        labels=delivery.labels,
         now=now,
     )
 

@@ -3,6 +3,7 @@ attempts and the matrix's read model."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -242,25 +243,60 @@ class PullRequest(models.Model):
         return not self.services and f"the {chart} chart" in self.title
 
 
+class AutoPRAttemptQuerySet(models.QuerySet["AutoPRAttempt"]):
+    def latest_per_place(self, service_ids: Iterable[int]) -> dict[tuple[str, int, int, str], AutoPRAttempt]:
+        """The newest attempt of each ("app", app id) or ("workload", workload id), service id and
+        chart ("" for the image's tag) of these services: what the automatic job last did there,
+        whatever the version."""
+        found: dict[tuple[str, int, int, str], AutoPRAttempt] = {}
+        for row in self.filter(service_id__in=list(service_ids)).order_by("attempted_at", "pk"):
+            place = ("app", row.app_id) if row.app_id is not None else ("workload", row.workload_id)
+            found[(*place, row.service_id, row.chart)] = row  # type: ignore[index]
+        return found
+
+    def latest_per_environment(self, service: Service) -> dict[str, AutoPRAttempt]:
+        """The newest attempt in each environment for one service (its page's policy section)."""
+        found: dict[str, AutoPRAttempt] = {}
+        for row in self.filter(service=service).exclude(environment="").order_by("attempted_at", "pk"):
+            found[row.environment] = row
+        return found
+
+
 class AutoPRAttempt(models.Model):
-    """An automatic pull request tried for one service, application (or workload outside GitOps)
-    and version, and how it went."""
+    """The last automatic pull request tried for one service, application (or workload outside
+    GitOps) and version, and how it went: opened, or not and why. A hold (a freeze, a sync
+    window) is tried again at the next run; what failed, the next day (`retry_after`)."""
 
     class Outcome(models.TextChoices):
         OPENED = "opened"
-        FAILED = "failed"
+        REFUSED = "refused"  # the forge or the portal would not open it (demo mode, a tag followed)
+        NO_PIN = "no_pin"  # no file pins the version, or no Git location is known
+        WINDOW = "window"  # held by a sync window
+        FREEZE = "freeze"  # held by a change freeze
+        FAILED = "failed"  # the forge could not be read or written
+
+    # Outcomes that will be tried again at the next run, not the next day.
+    HELD = (Outcome.WINDOW, Outcome.FREEZE)
+    # Each outcome as the pages say it.
+    SAID = {Outcome.OPENED: "opened", Outcome.REFUSED: "refused", Outcome.NO_PIN: "no pin",
+            Outcome.WINDOW: "held by a sync window", Outcome.FREEZE: "held by a change freeze",
+            Outcome.FAILED: "failed"}
 
     app = models.ForeignKey("gitops.GitOpsApp", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     # A workload no GitOps tool deploys (gitops.platforms), when `app` is None.
     workload = models.ForeignKey("gitops.Workload", null=True, blank=True, on_delete=models.CASCADE,
                                  related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    # Where the policy asked for it, as named then (the service page shows the last per environment).
+    environment = models.CharField(max_length=63, blank=True)
     to_version = models.CharField(max_length=200)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     message = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=1)
     attempted_at = models.DateTimeField()
     retry_after = models.DateTimeField(null=True, blank=True, help_text="a failed attempt is tried again from then")
+
+    objects = AutoPRAttemptQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -273,6 +309,28 @@ class AutoPRAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"automatic PR {self.service_id} → {self.to_version} on {self.app_id}: {self.outcome}"
+
+    @property
+    def held(self) -> bool:
+        return self.outcome in self.HELD
+
+    @property
+    def said(self) -> str:
+        return self.SAID.get(self.outcome, self.outcome)
+
+    @property
+    def chart(self) -> str:
+        """The chart whose version the attempt moved ("" when it moved the image's tag)."""
+        if self.to_version.startswith("chart="):
+            return self.to_version.removeprefix("chart=").rpartition(":")[0]
+        return ""
+
+    @property
+    def what(self) -> str:
+        """What was to be opened, in words: `1.7.0`, or `the notifications chart 0.4.0`."""
+        if self.chart:
+            return f"the {self.chart} chart {self.to_version.rpartition(':')[2]}"
+        return self.to_version
 
 
 class Placement(models.Model):

@@ -38,6 +38,7 @@ LINKED = opening.LINKED
 REFUSED = opening.REFUSED
 FAILED = opening.FAILED
 IN_PROGRESS = "in_progress"  # another worker holds the claim
+NOTHING_TO_OPEN = "Nothing to open"  # how a refusal starts when no file pins what the change moves
 
 DEMO_REFUSAL = (
     "The demo portal does not open pull requests: it reads a local copy of the demo repository. "
@@ -74,7 +75,7 @@ def open_planned(
     if not preview.can_open:
         reason = "; ".join(preview.problems) or "nothing to change"
         target = f"{repository} {preview.branch}"
-        return _audited(user, REFUSED, f"Nothing to open: {reason}", target, preview, automatic=automatic)
+        return _audited(user, REFUSED, f"{NOTHING_TO_OPEN}: {reason}", target, preview, automatic=automatic)
     with _branch_lock(repository, preview.branch):
         row, refused = _claim(forge, preview, repository, user, automatic)
         if refused is not None:

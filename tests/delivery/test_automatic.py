@@ -73,10 +73,15 @@ def test_a_freeze_holds_automatic_prs_until_it_ends(setup, catalog, github):
 
     held = run(now=lambda: now)
     assert github.model.pulls == [] and len(held.held) == 1 and "change freeze" in held.held[0]
-    assert not AutoPRAttempt.objects.exists()  # held is not failed: the next run looks again
+    # Held is recorded (the pages say why nothing opened), not failed: the next run looks again.
+    attempt = AutoPRAttempt.objects.get()
+    assert (attempt.outcome, attempt.retry_after, attempt.attempts, attempt.environment) == ("freeze", None, 0, "dev")
+    assert attempt.message.startswith("change freeze until ")
 
     after = run(now=lambda: now + timedelta(hours=3))
     assert len(after.opened) == 1 and len(github.model.pulls) == 1
+    attempt.refresh_from_db()
+    assert (attempt.outcome, attempt.attempts) == ("opened", 1)
 
 
 def test_a_freeze_of_another_environment_does_not_hold(setup, catalog, github):
@@ -117,7 +122,7 @@ def test_one_that_cannot_be_opened_is_retried_the_next_day_not_every_30_minutes(
     first = run(now=lambda: start)
     attempt = AutoPRAttempt.objects.get()
     assert len(first.failed) == 1 and "not at 1.5.0" in attempt.message
-    assert attempt.outcome == "failed" and attempt.retry_after == start + timedelta(days=1)
+    assert attempt.outcome == "no_pin" and attempt.retry_after == start + timedelta(days=1)
 
     later = run(now=lambda: start + timedelta(minutes=30))
     assert later.failed == [] and len(later.waiting) == 1

@@ -72,7 +72,8 @@ def test_a_chart_jump_beyond_the_level_is_left_for_a_person(catalog, notificatio
         "the notifications chart 0.4.0 in notifications (prod-us-1): a minor jump, the policy allows patch"]
 
 
-def test_a_freeze_and_a_sync_window_hold_the_chart_pr_until_they_end(catalog, notifications, github):  # noqa: F811
+def test_a_freeze_and_a_sync_window_hold_the_chart_pr_until_they_end(catalog, notifications, github,  # noqa: F811
+                                                                      client, users):
     app = release_applied_from(github, catalog, notifications)
     automatic(notifications)
     now = timezone.now()
@@ -82,7 +83,13 @@ def test_a_freeze_and_a_sync_window_hold_the_chart_pr_until_they_end(catalog, no
 
     held = run(now=lambda: now)
     assert github.model.pulls == [] and len(held.held) == 1 and "change freeze" in held.held[0]
-    assert not AutoPRAttempt.objects.exists()  # held is not failed: the next run looks again
+    # Held is recorded, not failed: the next run looks again; Updates says so on the chart's line.
+    assert list(AutoPRAttempt.objects.values_list("outcome", "retry_after")) == [("freeze", None)]
+    client.force_login(users["viewer"])
+    updates = client.get("/updates").content.decode()
+    row = updates.split('data-chart="notifications"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-outcome="freeze"' in row and "the notifications chart 0.4.0" in row
+    assert "held by a change freeze" in row
 
     app.sync_blocked, app.sync_blocked_until = True, now + timedelta(hours=5)
     app.save(update_fields=["sync_blocked", "sync_blocked_until"])

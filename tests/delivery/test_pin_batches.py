@@ -55,6 +55,11 @@ def tree_reads(github) -> int:
     return sum(1 for method, path, _status in github.server.log if method == "GET" and "/git/trees/" in path)
 
 
+def head_reads(github) -> int:
+    """Asks for the branch's head: one per read of the repository, whether or not its tree is kept."""
+    return sum(1 for method, path, _status in github.server.log if method == "GET" and "/branches/" in path)
+
+
 def test_a_hundred_due_apps_in_one_repository_are_one_task_and_one_tree_read(
     catalog, github, memory_broker: MemoryBroker
 ):
@@ -144,7 +149,7 @@ def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, git
                       path=overlay(i)) for i in range(3)]
     [batch] = due_batches()
     assert read_repository_pins.apply(args=(batch.repository, batch.revision, list(batch.app_ids))).get()["ok"]
-    assert tree_reads(github) == 1
+    assert tree_reads(github) == 1 and head_reads(github) == 1
     read_at = GitPinRead.objects.get(app=first[0]).last_read_at
 
     newcomer = seed_app(catalog.prod_us, "shop-003", service=catalog.checkout, repo_url=github.repository,
@@ -158,7 +163,8 @@ def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, git
     [batch] = due_batches(read_at + NEW_APP_WAIT / 2)
     assert len(batch.app_ids) == 4
     assert read_repository_pins.apply(args=(batch.repository, batch.revision, list(batch.app_ids))).get()["ok"]
-    assert tree_reads(github) == 2
+    # One read of the repository; its head has not moved, so its tree is the one already read.
+    assert head_reads(github) == 2 and tree_reads(github) == 1
     assert GitPinRead.objects.values("last_read_at").distinct().count() == 1, "one schedule"
     assert due_batches() == []
 

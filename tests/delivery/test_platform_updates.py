@@ -109,9 +109,10 @@ def test_an_automatic_pr_opens_for_the_labelled_workload_once(vault, github):
     assert row.automatic and row.environment == "prod" and row.to_version == "1.18.0"
     opened = AutoPRAttempt.objects.get(workload=vault["labelled"])
     assert opened.app is None and opened.outcome == "opened"
-    # Without labels: recorded as failed with the reason, tried again the next day, not every run.
+    # Without labels: recorded as no pin (no Git location) with the reason, tried again the next
+    # day, not every run.
     failed = AutoPRAttempt.objects.get(workload=vault["unlabelled"])
-    assert failed.outcome == "failed" and "names no Git location" in failed.message
+    assert failed.outcome == "no_pin" and "names no Git location" in failed.message
     assert failed.retry_after is not None
 
     again = run()
@@ -128,7 +129,9 @@ def test_a_freeze_holds_a_workload_outside_gitops_too(vault, github):
 
     report = run(now=lambda: now)
 
-    assert github.model.pulls == [] and len(report.held) == 2 and not AutoPRAttempt.objects.exists()
+    assert github.model.pulls == [] and len(report.held) == 2
+    # Held is recorded (the pages say why), with no retry date: the next run looks again.
+    assert set(AutoPRAttempt.objects.values_list("outcome", "retry_after", "attempts")) == {("freeze", None, 0)}
     assert all("change freeze" in line for line in report.held)
 
 

@@ -5,7 +5,10 @@ silently). Both ways a PR opens: automatically (the policy's auto_pr) and by a p
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from portal.audit.models import AuditLog
@@ -72,3 +75,32 @@ def test_a_pr_a_person_opens_carries_them_too(setup, forge, users):
     _assert_reviewers_and_labels(forge, pull, "; ".join(f"{k}: {v}" for k, v in result.skipped.items()))
     audit = AuditLog.objects.get(action="pull_request.opened")
     assert audit.details["automatic"] is False and audit.actor == users["member"]
+
+
+def preview_url(app_id: int) -> str:
+    return reverse("pr-preview") + "?" + urlencode({"kind": "upgrade", "service": "checkout", "app": app_id,
+                                                    "to": "1.7.0"})
+
+
+def test_the_preview_lists_the_reviewers_and_labels_opening_will_ask_for(setup, forge, client, users):
+    client.force_login(users["viewer"])
+    response = client.get(preview_url(setup["staging"].pk))
+    assert response.status_code == 200
+    html = response.content.decode()
+    reviewers = html.split('class="reviewers">', 1)[1].split("</dd>", 1)[0]
+    labels = html.split('class="labels">', 1)[1].split("</dd>", 1)[0]
+    assert "alice" in reviewers and "@acme/platform" in reviewers and "none" not in reviewers
+    assert "dependencies" in labels and "portal" in labels
+    assert forge.model.pulls == []  # a preview writes nothing
+
+
+def test_a_preview_without_a_policy_says_nobody_is_asked(catalog, forge, client, users):
+    app = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.6.0",
+                   repo_url=forge.repository, path=PROD)
+    client.force_login(users["viewer"])
+    response = client.get(preview_url(app.pk))
+    assert response.status_code == 200
+    html = response.content.decode()
+    reviewers = html.split('class="reviewers">', 1)[1].split("</dd>", 1)[0]
+    assert "none: no version policy of these services names any" in reviewers
+

@@ -83,11 +83,6 @@ class GitModel:
         tree = {path: ("100644", self.put_blob(text.encode())) for path, text in files.items()}
         self.branches[branch] = self.commit(tree, [], "initial")
 
-    def resolve(self, ref: str) -> str | None:
-        """The commit a ref names: a branch's head, or a commit SHA itself (as the forges' `ref`
-        parameters take one)."""
-        return self.branches.get(ref) or (ref if ref in self.commits else None)
-
     def put_blob(self, data: bytes) -> str:
         sha = git_sha("blob", data)
         self.blobs[sha] = data
@@ -98,6 +93,10 @@ class GitModel:
         sha = git_sha("commit", payload)
         self.commits[sha] = Commit(sha, dict(files), parents, message)
         return sha
+
+    def commit_at(self, ref: str) -> str | None:
+        """The commit a ref names, as every forge reads one: a branch, or a commit's own SHA."""
+        return self.branches.get(ref) or (ref if ref in self.commits else None)
 
     def files_at(self, branch: str) -> dict[str, str]:
         commit = self.commits[self.branches[branch]]

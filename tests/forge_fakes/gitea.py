@@ -124,7 +124,7 @@ class FakeGitea(FakeServer):
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
         ref = request.query.get("ref") or self.model.default_branch
-        commit = self.model.resolve(ref)
+        commit = self.model.commit_at(ref)
         if commit is None:
             return self.error(404, f"object does not exist [id: {ref}, rel_path: ]")
         files = self.model.commits[commit].files

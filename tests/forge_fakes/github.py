@@ -187,8 +187,7 @@ class FakeGitHub(FakeServer):
 
     def get_contents(self, request: Request, owner: str, name: str, path: str) -> Response:
         branch = request.query.get("ref") or self.model.default_branch
-        # GitHub's `ref` is "the name of the commit/branch/tag": a commit SHA too.
-        commit = self.model.resolve(branch)
+        commit = self.model.commit_at(branch)
         if commit is None:
             return self.error(404, f"No commit found for the ref {branch}")
         files = self.model.commits[commit].files

@@ -106,7 +106,7 @@ class FakeGitLab(FakeServer):
 
     def tree(self, request: Request, project: str) -> Response:
         ref = request.query.get("ref", "main")
-        commit = self.model.resolve(ref)
+        commit = self.model.commit_at(ref)
         if commit is None:
             return self.error(404, "404 Tree Not Found")
         path = request.query.get("path", "").strip("/")
@@ -129,8 +129,8 @@ class FakeGitLab(FakeServer):
 
     def get_file(self, request: Request, project: str, path: str) -> Response:
         ref = request.query.get("ref", "main")
-        commit = self.model.resolve(ref)
-        files = self.model.commits[commit].files if commit else {}
+        commit = self.model.commit_at(ref)
+        files = self.model.commits[commit].files if commit is not None else {}
         if path not in files:
             return self.error(404, "404 File Not Found")
         blob = files[path][1]

@@ -58,7 +58,7 @@ def test_an_admin_previews_and_saves_a_policy_and_a_viewer_reads_it(page, seeded
     page.wait_for_function(
         "() => document.querySelector('#policy-check tr[data-environment=\"dev\"] td.newest')?.innerText === '1.7.0'")
     dev = check.locator('tr[data-environment="dev"]')
-    assert "opened automatically" in dev.inner_text()
+    assert "automatic by policy" in dev.inner_text()
     assert "offered, not automatic" in check.locator('tr[data-environment="prod"]').inner_text()
     assert not ServicePolicy.objects.exists()
 

@@ -56,7 +56,7 @@ def test_an_admin_checks_previews_and_saves_a_policy(client, users, fleet):
     check = client.post(reverse("service-policy-check", kwargs={"name": "checkout"}), data, HTTP_HX_REQUEST="true")
     body = check.content.decode()
     assert check.status_code == 200 and "not saved yet" in body
-    assert '<td class="mono newest">1.7.0</td>' in body and "opened automatically" in body
+    assert '<td class="mono newest">1.7.0</td>' in body and "automatic by policy" in body
     assert not ServicePolicy.objects.exists()  # a check saves nothing
 
     bad = client.post(reverse("service-policy-check", kwargs={"name": "checkout"}), form_data(range=">=1.6 <two"))

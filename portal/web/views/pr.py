@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
+from forges.parsecache import kept_parses
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, Workload
 from portal.accounts.roles import Role, has_role, requires_role
 from portal.catalog.models import Service
@@ -217,8 +218,9 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
     except (RequestError, ChangeError) as error:
         return render(request, "web/preview.html", {"error": str(error)}, status=400)
     confirm = confirmed(request.GET)
-    previews = [preview_change(group, confirm_default_branch=confirm)
-                for group in pull_requests_for(built.changes, mode)]
+    with kept_parses():  # the files of a commit previewed before are not parsed again either
+        previews = [preview_change(group, confirm_default_branch=confirm)
+                    for group in pull_requests_for(built.changes, mode)]
     can_act = has_role(request.user, Role.MEMBER)
     context = {
         "kind": kind,

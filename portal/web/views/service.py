@@ -22,6 +22,7 @@ from portal.catalog.models import Environment, Service
 from portal.delivery import policies
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.models import AutoPRAttempt
 from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.links import ArgoCDLinks, argocd_links
@@ -203,7 +204,20 @@ def _policy_context(service: Service, user: object, form: PolicyForm | None = No
         "policy_problem": problem,
         "policy_preview": policies.preview(service, policy, timezone.now().date()) if policy else [],
         "policy_form": form if is_admin else None,
+        "auto_attempts": _auto_attempts(service),
     }
+
+
+def _auto_attempts(service: Service) -> list[tuple[str, AutoPRAttempt]]:
+    """The automatic job's last attempt in each environment, in pipeline order (then by name)."""
+    # Names only: an application's raw object is never read for a page.
+    shown = AutoPRAttempt.objects.select_related("app__cluster", "workload__cluster").defer("app__raw")
+    latest = shown.latest_per_environment(service)
+    if not latest:
+        return []
+    order = {name: i for i, name in enumerate(Environment.objects.order_by("order", "name")
+                                              .values_list("name", flat=True))}
+    return sorted(latest.items(), key=lambda pair: (order.get(pair[0], len(order)), pair[0]))
 
 
 def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm | None = None,

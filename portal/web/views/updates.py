@@ -27,7 +27,7 @@ from portal.catalog.models import Environment, Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
-from portal.delivery.models import ChangeFreeze
+from portal.delivery.models import AutoPRAttempt, ChangeFreeze
 from portal.delivery.upgrades import BehindLines, charts_behind, put_off
 from portal.releases import summaries
 from portal.releases.models import ImageSbom, RegistryPoll, Release
@@ -79,6 +79,8 @@ def updates(request: HttpRequest) -> HttpResponse:
     for b in rows:
         b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
     supply_chain_note = _add_supply_chain(rows)
+    chart_lines = charts_behind(today=now.date())
+    _add_auto_attempts(rows, chart_lines)
     by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
     context = {
         "by_service": by_service,
@@ -101,7 +103,7 @@ def updates(request: HttpRequest) -> HttpResponse:
         "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
         "max_ticks": MAX_CHANGES_PER_PR,
         # Chart versions pinned behind what the chart repository offers, and charts that follow a range.
-        "chart_lines": charts_behind(today=now.date()),
+        "chart_lines": chart_lines,
         # "Nothing is behind" is only true of services whose releases were read: say which were not.
         "services_with_releases": Release.objects.values("service").distinct().count(),
         "registry_errors": list(
@@ -137,6 +139,18 @@ def unchecked_note(results: Sequence[SupplyChainDiff]) -> str:
     total = sum(why.values())
     reasons = "; ".join(f"{reason} ({count})" for reason, count in why.most_common())
     return f"Supply chain not checked for {total} of {len(results)} line{'s' if len(results) != 1 else ''}: {reasons}."
+
+
+def _add_auto_attempts(rows: list, chart_lines: list) -> None:
+    """Each shown line's last automatic pull request attempt (what it did and why), one query:
+    an image line's tag attempts, a chart line's attempts of its chart."""
+    charted = [c for c in chart_lines if c.service is not None]
+    found = AutoPRAttempt.objects.latest_per_place({line.service.pk for line in [*rows, *charted]})
+    for line in rows:
+        place = ("app", line.app.pk) if line.app is not None else ("workload", line.workload.pk)
+        line.auto_attempt = found.get((*place, line.service.pk, ""))
+    for c in charted:
+        c.auto_attempt = found.get(("app", c.app.pk, c.service.pk, c.pin.ref.chart))
 
 
 def _add_supply_chain(rows: list) -> str:

@@ -334,14 +334,24 @@ def _first_seen(prs: Sequence[PullRequest]) -> dict[tuple[int, str], datetime]:
     return seen
 
 
+def read_failing_histories(now: datetime, app_ids: Iterable[int] | None = None) -> int:
+    """Read what Git pinned at the commits the failing apps' tool histories name (of `app_ids`
+    only, when given), where not read yet: the facts a history rollback offer is judged from. In
+    the worker, so that no page waits on a forge for it; how many commits were read."""
+    apps = rollbacks.failing_apps(now)
+    if app_ids is not None:
+        apps = apps.filter(pk__in=list(app_ids))
+    failing = dict(apps.filter(cluster__environment__isnull=False).values_list("id", "health_since"))
+    return revisionpins.read_missing(failing, now, rollbacks.HISTORY_REACH) if failing else 0
+
+
 def announce_rollbacks(now: datetime) -> int:
     """Announce "rollback offered" once per offer (the key names the offer and its episode).
     First reads what Git pinned at the commits the failing apps' tool histories name, where not
     read yet: here, in the worker, so that no page waits on a forge for it."""
+    read_failing_histories(now)
     apps = list(rollbacks.failing_apps(now).select_related("cluster", "cluster__environment")
                 .only(*rollbacks.OFFER_FIELDS))
-    failing = {app.id: app.health_since for app in apps if app.health_since and app.cluster.environment_id}
-    revisionpins.read_missing(failing, now, rollbacks.HISTORY_REACH)
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:

@@ -28,6 +28,7 @@ def pins_claim_key(batch_key: str) -> str:
 @shared_task(name="delivery.read_repository_pins")
 def read_repository_pins(repository: str, revision: str, app_ids: list[int], claim: str = "") -> dict:
     """Read the pins of the given applications of one repository at one revision (one tree read)."""
+    from portal.delivery.deployments import read_failing_histories
     from portal.delivery.gitpins import batch_apps, batch_key, read_pins
 
     wanted = batch_key(repository, revision)
@@ -40,6 +41,9 @@ def read_repository_pins(repository: str, revision: str, app_ids: list[int], cla
         if not apps:
             return {"skipped": "no such application in this repository"}
         reports = read_pins(apps)
+        # A failing app of this repository is offered its rollback as soon as its history's pins
+        # are known, not at the next deployment pass (minutes later).
+        read_failing_histories(timezone.now(), [app.pk for app in apps])
         failed = sorted({r.error for r in reports.values() if not r.ok})
         return {"repository": wanted, "apps": len(apps), "ok": not failed, "errors": failed}
     finally:

@@ -256,12 +256,17 @@ def test_following_the_offer_gives_a_clean_preview_of_the_older_version(history_
 @pytest.mark.django_db
 def test_the_demo_as_make_run_builds_it_offers_both_rollbacks(settings, tmp_path, client, users):
     """The demo repository holds the commits its clusters' histories name
-    (examples/gitops-repo-history.yaml), so `make run`'s own demo offers both rollbacks."""
+    (examples/gitops-repo-history.yaml), so `make run`'s own demo offers both rollbacks, as soon
+    as the worker's first pin read of the repository is done (not at the deployment pass)."""
+    from portal.delivery.gitpins import due_batches
+    from portal.delivery.tasks import read_repository_pins
+
     settings.DEMO_MODE = True
     settings.VAR_DIR = tmp_path
     build_demo_repo(tmp_path / "demo-gitops.git")
     call_command("load_demo", verbosity=0)
-    announce_rollbacks(timezone.now())
+    for batch in due_batches():
+        assert read_repository_pins(batch.repository, batch.revision, batch.app_ids)["ok"]
     payments, orders = payments_staging(), orders_prod_us()
     found = offers_for_apps([payments, orders])
     assert [(o.service, o.current, o.previous) for o in found[payments.pk]] == [("payments", "2.5.0", "2.4.0")]

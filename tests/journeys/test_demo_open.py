@@ -1,8 +1,9 @@
 """The demo's offers opened for real, on the GitHub, GitLab and Gitea fakes holding the demo's
 GitOps repository: for a sample of offers (a matrix line that groups clusters, an upgrade on
-Updates, a promotion on Delivery, a chart upgrade), the pull request opened has the branch the
-preview named, changes exactly the files and lines the preview showed, and carries its title
-and description. The fakes speak each forge's own API (tests/forge_fakes)."""
+Updates, a promotion on Delivery, a chart upgrade, a rollback from a tool's history), the pull
+request opened has the branch the preview named, changes exactly the files and lines the
+preview showed, and carries its title and description. The fakes speak each forge's own API
+(tests/forge_fakes)."""
 
 from __future__ import annotations
 
@@ -35,11 +36,13 @@ def sample_offers(client) -> list[str]:
         return [html.unescape(u) for u in _OFFER.findall(client.get(path).content.decode())]
 
     matrix, updates, delivery = offers("/matrix"), offers("/updates"), offers("/delivery")
+    panel = offers("/services/payments")
     picked = [
         next(u for u in matrix if u.count("item=") > 1),  # a line grouping several clusters
         next(u for u in updates if "kind=upgrade" in u and "chart%3D" not in u and "chart=" not in u),
         next(u for u in delivery if "kind=promotion" in u and "chart" not in u),
         next(u for u in updates if "chart=" in u or "chart%3D" in u),
+        next(u for u in panel if "kind=rollback" in u),  # payments-staging, from Argo CD's history
     ]
     return list(dict.fromkeys(picked))
 
@@ -50,7 +53,7 @@ def test_sampled_demo_offers_open_the_pull_request_their_preview_shows(demo, cli
     for kind in KINDS:  # one demo for the three forges: it is the slow part
         PullRequest.objects.all().delete()  # each forge opens them anew
         open_on(kind, urls, member)
-    assert len(urls) == 4
+    assert len(urls) == 5
 
 
 def open_on(kind: str, urls: list[str], member: object) -> None:

@@ -15,7 +15,6 @@ looked up there (commit SHAs cannot be chosen, so the demo's names are kept besi
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -45,7 +44,6 @@ HISTORY_REFS = "refs/demo-history/"
 DEMO_BRANCH = "main"
 REFUSAL = "Demo mode does not write to Git: the portal only shows the preview of this pull request."
 _GIT_TIMEOUT = 30
-_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def demo_repo_path() -> Path:
@@ -146,10 +144,8 @@ class DemoForge(Forge):
         return self._tree_at(self._commit(commit), "")
 
     def _commit(self, ref: str) -> str:
-        """A branch's head, or `ref` itself when it names a commit (a tree read at a commit
-        reads its files at that commit too)."""
-        if _SHA.fullmatch(ref):
-            return ref  # one that is not in the repository fails the read that uses it: NotFound
+        """The commit a branch or a commit SHA names here: a SHA the demo clusters' histories name
+        is filed under HISTORY_REFS (`branch_head`), so it is looked up, never read as it is."""
         return self.branch_head(ref)
 
     def _tree_at(self, head: str, path: str) -> list[TreeEntry]:

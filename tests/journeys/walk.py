@@ -24,7 +24,8 @@ from portal.releases.versions import parse_tag
 
 PREVIEW = "/pr/preview?"
 _OFFER_ATTR = re.compile(r'(?:href|hx-get)="(?:https?://[^/"]+)?(/pr/preview\?[^"]*)"')
-_OFFER_TEXT = re.compile(r'(?:https?://[^/\s"\']+)?(/pr/preview\?[^\s"\'<>]+)')
+# In prose (an assistant's answer), a link may end a sentence: its closing punctuation is not part of it.
+_OFFER_TEXT = re.compile(r'(?:https?://[^/\s"\']+)?(/pr/preview\?[^\s"\'<>]*[^\s"\'<>.,;:)])')
 _PARTIAL = re.compile(r'hx-get="(/(?:matrix/cell|services/[\w-]+/panels)\?[^"]*)"')
 _TITLE = re.compile(r"<section class=\"panel preview\"[^>]*>\s*<h3>(.*?)</h3>", re.S)
 _BRANCH = re.compile(r"<dt>New branch</dt><dd class=\"mono\">(.*?)</dd>", re.S)

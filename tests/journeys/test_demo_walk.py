@@ -20,7 +20,7 @@ from django.utils import timezone
 from gitops.models import GitOpsApp
 from portal.accounts import tokens
 from portal.catalog.models import Service
-from tests.journeys.walk import Offers, judge, partials
+from tests.journeys.walk import Offers, judge, partials, template_leaks
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +33,7 @@ def collect_from_pages(client, offers: Offers) -> None:
         response = client.get(path)
         assert response.status_code == 200, path
         page = response.content.decode()
+        assert not template_leaks(page), (path, template_leaks(page))
         offers.from_html(page, path)
         for partial in partials(page):
             loaded = client.get(partial, HTTP_HX_REQUEST="true")
@@ -114,6 +115,7 @@ def test_every_offer_in_the_demo_leads_to_a_clean_preview(demo, client, member, 
     for url, where in sorted(offers.found.items()):
         response = client.get(url)
         verdict = judge(url, response.status_code, response.content.decode())
+        verdict.problems += [f"template text shown: {leak}" for leak in template_leaks(response.content.decode())]
         if not verdict.clean:
             broken.append(f"{url} (shown on {', '.join(sorted(where))}): {'; '.join(verdict.problems)}")
     assert not broken, f"{len(broken)} of {len(offers.found)} offers or links broke:\n" + "\n".join(broken)

@@ -53,6 +53,16 @@ class Offers:
             self.add(url, where)
 
 
+_TEMPLATE_TEXT = re.compile(r"\{[#%]|[#%]\}")
+
+
+def template_leaks(text: str) -> list[str]:
+    """Template syntax a page shows as text (a comment Django does not close on one line): what a
+    person would read instead of the page."""
+    body = re.sub(r"<(script|style)\b.*?</\1>", "", text, flags=re.S)
+    return [text_of(body[max(0, m.start() - 40): m.end() + 40]) for m in _TEMPLATE_TEXT.finditer(body)]
+
+
 def partials(text: str) -> list[str]:
     """The htmx partials a page loads by itself or on a click (matrix cells, service panels)."""
     return list(dict.fromkeys(html.unescape(u) for u in _PARTIAL.findall(text)))

@@ -6,13 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from portal.audit.models import AuditLog
 from portal.delivery.automatic import run
-from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest, ServicePolicy
+from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest
 from portal.releases.models import Release
-from tests.fixtures.seed import seed_app
+from tests.fixtures.seed import seed_automatic
 from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
@@ -28,15 +27,7 @@ def github(monkeypatch):
 
 @pytest.fixture
 def setup(catalog, github):
-    now = timezone.now()
-    for tag in ("1.6.0", "1.7.0"):
-        Release.objects.create(service=catalog.checkout, tag=tag, version=tag, seen_at=now)
-    ServicePolicy.objects.create(service=catalog.checkout, auto_pr={"dev": "minor"})
-    dev = seed_app(catalog.dev_cluster, "checkout-dev", service=catalog.checkout, version="1.6.0",
-                   repo_url=github.repository, path=PROD)
-    staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.6.0",
-                       repo_url=github.repository, path=PROD)
-    return {"dev": dev, "staging": staging, "now": now}
+    return seed_automatic(catalog, github.repository, ("1.6.0", "1.7.0"), {"dev": "minor"}, PROD)
 
 
 def test_an_automatic_pr_opens_within_the_policy_signed_as_automatic(setup, github):

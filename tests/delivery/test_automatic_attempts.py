@@ -10,13 +10,12 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest, ServicePolicy
 from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.releases.models import Release
-from tests.fixtures.seed import seed_app
+from tests.fixtures.seed import seed_automatic
 from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
@@ -32,15 +31,7 @@ def github(monkeypatch):
 
 @pytest.fixture
 def setup(catalog, github):
-    now = timezone.now()
-    for tag in ("1.6.0", "1.6.1"):
-        Release.objects.create(service=catalog.checkout, tag=tag, version=tag, seen_at=now)
-    ServicePolicy.objects.create(service=catalog.checkout, auto_pr={"dev": "minor", "staging": "patch"})
-    dev = seed_app(catalog.dev_cluster, "checkout-dev", service=catalog.checkout, version="1.6.0",
-                   repo_url=github.repository, path=PROD)
-    staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.6.0",
-                       repo_url=github.repository, path=PROD)
-    return {"dev": dev, "staging": staging, "now": now}
+    return seed_automatic(catalog, github.repository, ("1.6.0", "1.6.1"), {"dev": "minor", "staging": "patch"}, PROD)
 
 
 def page(client, users, name: str) -> str:

@@ -244,3 +244,23 @@ def test_load_asks_the_read_model_which_services_can_wait_and_sorts_no_running_r
     assert len(running) == 1, "which services can wait is read from VersionLine, not every running row"
     assert "DISTINCT" not in running[0]
     assert any('FROM "delivery_versionline"' in q["sql"] for q in queries.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_train_promotes_every_waiting_service_not_only_the_shown_page(client, users, catalog):
+    """Twelve services wait and the table shows ten a page: "Promote all 12 → prod" carries all
+    twelve moves, and the second page of the table shows the other two."""
+    from portal.catalog.models import Service
+
+    for n in range(12):
+        service = Service.objects.create(name=f"svc-{n:02d}", image_repository=f"ghcr.io/acme/svc-{n:02d}")
+        seed_app(catalog.staging_cluster, f"svc-{n:02d}-staging", service=service, version="1.1.0")
+        seed_app(catalog.prod_eu, f"svc-{n:02d}-prod", service=service, version="1.0.0")
+    client.force_login(users["member"])
+    response = client.get(reverse("delivery"))
+    assert len(response.context["promotions"]) == 10
+    [(train, url)] = response.context["trains"]
+    assert len(train.services) == 12 and "Promote all 12 → prod" in response.content.decode()
+    assert len(parse_qs(urlsplit(url).query)["item"]) == 12
+    second = client.get(reverse("delivery") + "?promotions_page=2")
+    assert len(second.context["promotions"]) == 2

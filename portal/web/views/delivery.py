@@ -245,10 +245,11 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     if params["service"]:
         found = [p for p in found if p.service == params["service"]]
         groups = [g for g in groups if any(service == params["service"] for service, _, _ in g.moves)]
-    waiting = Paginator(found, PROMOTIONS_PER_PAGE).get_page(request.GET.get("promotions_page"))
+    # Offers of every waiting promotion (a fixed number of queries), so that a train promotes all
+    # of them, not only the shown page's; the table shows a page of them.
+    offers, grouped, trains = promotion_offers(back, found, groups[:GROUPS_SHOWN])
+    waiting = Paginator(offers, PROMOTIONS_PER_PAGE).get_page(request.GET.get("promotions_page"))
     pr_page = Paginator(shown_rows, PULL_REQUESTS_PER_PAGE).get_page(request.GET.get("pr_page"))
-    # Offers (and their open pull requests) for the shown page of promotions only.
-    offers, grouped, trains = promotion_offers(back, list(waiting.object_list), groups[:GROUPS_SHOWN])
     return {
         "chart_promotions": chart_promotion_offers(back, params["service"]),
         "rows": rows,
@@ -257,7 +258,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
         "median_proposal": leadtimes.humanize(medians.from_proposal),
         "median_merge": leadtimes.humanize(medians.from_merge),
         "not_deployed": [row for row in rows if row.progress is not None],
-        "promotions": offers,
+        "promotions": list(waiting.object_list),
         "promotions_page": waiting,
         "groups": grouped,
         "trains": trains,

@@ -67,8 +67,8 @@ def _measure(args: argparse.Namespace, vendor: str, application, deployment) -> 
         from gitops import kinds, polling
         from gitops.agent import SEQUENCE_HEADER, encode, read_snapshot
         from gitops.sources import KubeSource
-        from portal.catalog import agents
-        from portal.catalog.models import Cluster, Environment, Service
+        from portal.kernel.catalog import agents
+        from portal.kernel.catalog.models import Cluster, Environment, Service
 
         os.environ["BENCH_KUBE_TOKEN"] = emulator.token
         for spec in kinds.KINDS:

@@ -26,9 +26,9 @@ def seed(apps: int, clusters: int) -> str:
     from django.utils import timezone
 
     from gitops.models import VersionChange
-    from portal.accounts import tokens
-    from portal.accounts.roles import Role, grant
-    from portal.catalog.models import Cluster, Environment, Service
+    from portal.kernel.accounts import tokens
+    from portal.kernel.accounts.roles import Role, grant
+    from portal.kernel.catalog.models import Cluster, Environment, Service
     from tests.fixtures.seed import seed_fleet
 
     stamp = str(int(time.time()))

@@ -137,7 +137,7 @@ def main() -> None:
         import urllib3
 
         from gitops import kinds, polling
-        from portal.catalog.models import Cluster, Environment, Service
+        from portal.kernel.catalog.models import Cluster, Environment, Service
 
         os.environ["BENCH_KUBE_TOKEN"] = emulator.token
         for spec in kinds.KINDS:
@@ -341,7 +341,7 @@ def health_rule_cost(count: int) -> None:
 
     from gitops import kinds, polling
     from gitops.collectors import health
-    from portal.catalog.models import ArgoCDInstance, Cluster, Environment
+    from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
     from tests.gitops.decisionmodel import ALL_PHASES, GROUP, KIND, argocd_cm, decision_model, kustomization
     from tests.kube_emulator import KubeEmulator
 

@@ -14,7 +14,7 @@ Modes (--mode):
   GitHub Enterprise Server is (PORTAL_GITOPS_GITHUB_API=http://127.0.0.1:PORT/api/v3). The fake
   counts every request by repository and kind.
 - agent: first the pull run, then the same fleet pushed instead: every cluster registered with
-  connection "agent" and an agent token (portal.catalog.agents.issue, as the Clusters page
+  connection "agent" and an agent token (portal.kernel.catalog.agents.issue, as the Clusters page
   issues them), the portal's web served by gunicorn as docker-compose.yml serves it (with
   --web-workers 2 rather than compose's 4: this machine has 2 cores), and one agent per cluster
   — the portal's own gitops.agent.Agent, the code `manage.py agent` runs — as threads of
@@ -370,8 +370,8 @@ def seed(tree: Path, env: dict[str, str], fleet: list[FleetCluster], base: str,
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=tree, env=env, check=True)
     script = f"""
 import json, os
-from portal.catalog import agents
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog import agents
+from portal.kernel.catalog.models import Cluster, Environment, Service
 envs = [Environment.objects.create(name=n, order=i, production=n == "prod")
         for i, n in enumerate(["dev", "staging", "prod"])]
 Service.objects.bulk_create(Service(name=f"svc{{i:03d}}", image_repository=f"ghcr.io/acme/svc{{i:03d}}")
@@ -732,8 +732,8 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from portal.accounts.roles import Role, grant
-    from portal.catalog.models import Cluster
+    from portal.kernel.accounts.roles import Role, grant
+    from portal.kernel.catalog.models import Cluster
 
     viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
     grant(viewer, Role.VIEWER)

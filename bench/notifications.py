@@ -66,7 +66,7 @@ def seed(hook_url: str) -> None:
     from django.utils import timezone
 
     from gitops.models import GitOpsApp, StateChange
-    from portal.catalog.models import Cluster, Environment, Service
+    from portal.kernel.catalog.models import Cluster, Environment, Service
     from portal.notifications.models import Channel, Rule
 
     now = timezone.now()

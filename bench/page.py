@@ -37,7 +37,7 @@ def serve(tree: Path) -> None:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from portal.accounts.roles import Role, grant
+    from portal.kernel.accounts.roles import Role, grant
     from portal.wsgi import freeze_startup_objects
 
     setup_test_environment()

@@ -60,7 +60,7 @@ FLEETS = {10_000: Fleet(10_000, 40, 300), 50_000: Fleet(50_000, 500, 200)}
 
 def _clear() -> list:
     from gitops.models import GitOpsApp, RunningVersion, Workload
-    from portal.catalog.models import Cluster, Environment, Service
+    from portal.kernel.catalog.models import Cluster, Environment, Service
 
     GitOpsApp.objects.all().delete()
     RunningVersion.objects.all().delete()
@@ -75,7 +75,7 @@ def _clear() -> list:
 def seed(fleet: Fleet) -> None:
     """The 100- and 10,000-app fleets: every app healthy-ish, one version spread per cluster
     (tests.fixtures.seed.seed_fleet), as the figures before issue 18 were measured."""
-    from portal.catalog.models import Cluster, Service
+    from portal.kernel.catalog.models import Cluster, Service
     from tests.fixtures.seed import seed_fleet
 
     envs = _clear()
@@ -101,9 +101,9 @@ def seed_spread(fleet: Fleet) -> None:
 
     from gitops.bulkwrite import bulk_insert_rows, copy_rows
     from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
-    from portal.catalog.models import Cluster, Service
     from portal.delivery import placements
     from portal.delivery.models import Placement
+    from portal.kernel.catalog.models import Cluster, Service
     from portal.releases.models import Release
 
     now = timezone.now()
@@ -281,7 +281,7 @@ def main() -> None:
         from django.db import connection
         from django.test import Client
 
-        from portal.accounts.roles import Role, grant
+        from portal.kernel.accounts.roles import Role, grant
         from portal.wsgi import freeze_startup_objects
 
         user = get_user_model().objects.create_user("bench")

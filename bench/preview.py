@@ -99,7 +99,7 @@ def member_client():
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from portal.accounts.roles import Role, grant
+    from portal.kernel.accounts.roles import Role, grant
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     grant(user, Role.MEMBER)
@@ -139,7 +139,7 @@ def github_fleet(rounds: int, repositories: int, padding: int) -> None:
     from django.utils import timezone
     from fleet import SERVICES, forge_repositories, repository_of
 
-    from portal.catalog.models import Cluster, Environment, Service
+    from portal.kernel.catalog.models import Cluster, Environment, Service
     from portal.releases.models import Release
     from tests.fixtures.seed import seed_app
 

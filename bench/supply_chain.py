@@ -39,7 +39,7 @@ def documents(count: int) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
     from portal.releases.kev import refresh_kev
     from portal.releases.models import ImageSbom, PackageCheck, Release
     from portal.releases.oci import RegistryClient

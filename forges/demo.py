@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from django.conf import settings
 
 from forges.forge import (
     MAX_RELEASES,
@@ -214,7 +215,7 @@ def _check_name(branch: str) -> None:
 def _env() -> dict[str, str]:
     # Fixed identity and no user/system config, so the demo commit is the same everywhere.
     return {
-        **os.environ,
+        **settings.PORTAL_CHILD_PROCESS_ENVIRONMENT(),
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_AUTHOR_NAME": "GitOps portal demo",

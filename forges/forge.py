@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from forges import treecache
 from forges.pins import pin_format
 from forges.repourls import RepoRef, release_url
-from portal.redaction import redact as redact_credentials
+from portal.kernel.redaction import redact as redact_credentials
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def fold_checks(states: Iterable[str]) -> str:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """`text` without `secrets` or any credential a forge may echo (portal.redaction)."""
+    """`text` without `secrets` or any credential a forge may echo (portal.kernel.redaction)."""
     return redact_credentials(text, secrets)
 
 

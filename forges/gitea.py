@@ -40,7 +40,7 @@ from forges.forge import (
 )
 from forges.repourls import GITEA, RepoRef
 from forges.retry import RetryingSession, RetryPolicy
-from portal.timestamps import parse_time
+from portal.kernel.timestamps import parse_time
 
 _PAGE = 50
 _MAX_PAGES = 1000  # a bound on any paged walk, far beyond a real repository

@@ -44,7 +44,7 @@ from forges.forge import (
 )
 from forges.repourls import GITLAB, RepoRef
 from forges.retry import RetryingSession, RetryPolicy
-from portal.timestamps import parse_time
+from portal.kernel.timestamps import parse_time
 
 DEFAULT_URL = "https://gitlab.com"
 _T = TypeVar("_T")

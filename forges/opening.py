@@ -23,7 +23,7 @@ from typing import Any
 from forges.edits import FileEdit
 from forges.forge import BranchExists, FileChange, Forge, ForgeError, PullRequestInfo, WritesRefused, redact
 from forges.hosts import GITEA_TOKEN, GITHUB_TOKEN, GITLAB_TOKEN
-from portal.audit.models import record
+from portal.kernel.audit.models import record
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import yaml
 
 from forges.parsecache import parsed_list
 from forges.pinformats import BARE, PLAIN, FormatError, Mapping, Node, Scalar, Sequence, hcltree, jsontree, yamltree
-from portal.imagerefs import parse_image
+from portal.kernel.imagerefs import parse_image
 
 IMAGE = "image"  # a whole image reference in one string
 HELM = "helm"  # repository/tag fields of a Helm values map

@@ -10,7 +10,7 @@ from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
 from forges import hosts, repourls
-from portal.links import safe_http_url
+from portal.kernel.links import safe_http_url
 
 
 @lru_cache(maxsize=4096)  # a fleet has few repositories and many apps on each

@@ -59,7 +59,7 @@ from gitops.sources import (
     _status_reason,
 )
 from gitops.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
-from portal.redaction import redact
+from portal.kernel.redaction import redact
 
 APPLICATION_API_VERSION = "argoproj.io/v1alpha1"
 # `spec` is selectable in every Argo CD since the fast projection (v2.6): destination and

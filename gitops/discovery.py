@@ -13,7 +13,7 @@ listed here, grouped by repository, with where they run and a suggested service:
 
 Labels are read from the GitOps objects (Application, Kustomization, HelmRelease): the store
 keeps no workload labels. Matching is the poll's: the normalised image name
-(`portal.imagerefs`), so an app listed under an image is the app that service will claim.
+(`portal.kernel.imagerefs`), so an app listed under an image is the app that service will claim.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from gitops.models import GitOpsApp, Workload
-from portal.audit.models import record
-from portal.catalog.models import IgnoredImage, Service, service_image_index
-from portal.imagerefs import normalise_name, parse_image
+from portal.kernel.audit.models import record
+from portal.kernel.catalog.models import IgnoredImage, Service, service_image_index
+from portal.kernel.imagerefs import normalise_name, parse_image
 
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"

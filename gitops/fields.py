@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from portal.timestamps import parse_time, rfc3339
+from portal.kernel.timestamps import parse_time, rfc3339
 
 
 def dig(obj: Any, *keys: str) -> Any:

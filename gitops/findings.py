@@ -10,7 +10,7 @@ gitops imports none of them.
 
 Findings are re-derived after every poll of a cluster (`derive_findings`), so they say
 what the cluster says now; a finding can be muted per app with a reason (`mute`, audited
-in portal.audit), and the mute survives polls because it names the app and the rule, not
+in portal.kernel.audit), and the mute survives polls because it names the app and the rule, not
 a finding row. A missing notification rule is one finding per environment and tool, on one
 of the apps it leaves silent (`group_silent`). The raw-Secret rule reads Git, not the
 cluster: the pin reader (portal.delivery.gitpins) applies `raw_secret_files` to the files it read and stores its
@@ -33,8 +33,8 @@ from django.utils import timezone
 from gitops.fields import as_bool, as_list, as_str, dig
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
 from gitops.signals import finding_context
-from portal.audit.models import record
-from portal.catalog.models import Environment
+from portal.kernel.audit.models import record
+from portal.kernel.catalog.models import Environment
 
 OUT_OF_SYNC = "OutOfSync"
 SYNC_RUNNING = "Running"

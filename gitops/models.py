@@ -25,7 +25,7 @@ from gitops.health.cel import HealthCheckExprs
 from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
 from gitops.rows import ARGO
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
 TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
 

@@ -18,7 +18,6 @@ good data and is marked stale with the API's own message.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -59,9 +58,10 @@ from gitops.unchanged import (
     objects_digest,
     with_catalog,
 )
-from portal.catalog import revision as catalog_revision
-from portal.catalog.models import ArgoCDInstance, Cluster
-from portal.redaction import redact
+from portal.kernel.catalog import revision as catalog_revision
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster
+from portal.kernel.credentials import cluster_token
+from portal.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def source_for(cluster: Cluster) -> ClusterSource:
     if kind == Cluster.Connection.IN_CLUSTER:
         return KubeSource.in_cluster(name=cluster.name, timeout=timeout)
     if kind in (Cluster.Connection.API, Cluster.Connection.ARGOCD_API):
-        token = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+        token = cluster_token(cluster)
         if not token:
             raise SourceError(
                 "unauthorized", f"no token: environment variable {cluster.token_env or '(none named)'} is empty"
@@ -436,7 +436,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
             # database), the cluster must show as stale with a reason, never as "ok".
             # Its text is shown on /clusters: no credential of the cluster may reach it.
             log.exception("poll of %s failed unexpectedly", cluster.name)
-            credential = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+            credential = cluster_token(cluster)
             message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
             return _mark_stale(cluster, message, at, started)
         seconds = time.monotonic() - started
@@ -508,7 +508,7 @@ def _previous_poll(cluster: Cluster) -> PreviousPoll:
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
     which image is which service and which cluster is which destination (the catalog's revision,
-    moved by every change of a service or a cluster: portal.catalog.revision), this cluster's
+    moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
     Argo CD instance, its own cluster list when its source answered one, the health rules, and
     the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
     # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
@@ -600,7 +600,7 @@ def _poll_platform(cluster: Cluster, at: datetime, started: float) -> PollReport
         return _mark_stale(cluster, str(exc), at, started)
     except Exception as exc:  # noqa: BLE001 - as for any poll: stale with a reason, never "ok"
         log.exception("poll of %s failed unexpectedly", cluster.name)
-        credential = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+        credential = cluster_token(cluster)
         return _mark_stale(cluster, redact(f"poll failed: {type(exc).__name__}: {exc}", [credential]), at, started)
     seconds = time.monotonic() - started
     Cluster.objects.filter(pk=cluster.pk).update(

@@ -39,7 +39,8 @@ from kubernetes.config.kube_config import load_kube_config
 
 from gitops.fields import MAX_DEPTH, as_str, dig, storable_text
 from gitops.kinds import KindSpec, selector_matches, split_api_version
-from portal.redaction import redact
+from portal.kernel.credentials import in_cluster_environment
+from portal.kernel.redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -404,7 +405,7 @@ class KubeSource:
         loader = InClusterConfigLoader(
             token_filename=token_path,
             cert_filename=ca_path,
-            environ=os.environ if environ is None else environ,
+            environ=dict(in_cluster_environment()) if environ is None else environ,
         )
         try:
             loader.load_and_set(configuration)

@@ -29,7 +29,7 @@ from gitops.models import AppProject, GitOpsApp, RunningVersion, StateChange, Ve
 from gitops.rows import Snapshot, app_key
 from gitops.signals import cluster_stored
 from gitops.topology import Unregistered
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 
 __all__ = ["Snapshot", "StoreResult", "app_key", "write"]
 

@@ -18,7 +18,7 @@ from gitops.collectors.workloads import WORKLOAD_KINDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS
 from gitops.rows import ProjectRow, ResourceKey, app_key
-from portal.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
 
 # Large JSON columns, always rewritten from the poll's values when a row changes: an
 # unchanged app is recognised by its fingerprint, so they are never read back.

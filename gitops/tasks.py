@@ -1,7 +1,7 @@
 """Celery tasks: beat fans out one poll per cluster, so a slow cluster delays nobody.
 
 A cluster whose poll is already queued or running is not queued again: `poll_all` takes a
-claim on the cluster (`portal.celery.claims`) before it queues, and the poll gives it back
+claim on the cluster (`portal.kernel.claims`) before it queues, and the poll gives it back
 when it ends. The message expires when the claim does, a little before the next tick, so
 under a backlog the next tick replaces a poll that never started instead of adding one."""
 
@@ -17,8 +17,8 @@ from django.utils import timezone
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import LOCK_SECONDS, poll
 from gitops.windowstate import app_target, verdict
-from portal.catalog.models import Cluster
-from portal.celery import claims
+from portal.kernel.catalog.models import Cluster
+from portal.kernel.claims import claims
 
 QUEUED_SHARE = 0.9  # of the poll interval: how long a queued poll stays claimed and valid
 

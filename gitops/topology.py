@@ -190,7 +190,7 @@ def _agent_of(server: str, name: str, namespace: str, agents: AgentMapping) -> s
 
 
 class CatalogCluster(Protocol):
-    """What matching needs of a catalog cluster (portal.catalog.models.Cluster)."""
+    """What matching needs of a catalog cluster (portal.kernel.catalog.models.Cluster)."""
 
     @property
     def name(self) -> str: ...

@@ -78,9 +78,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI for /api/docs, served locally
     # kernel
-    "portal.catalog",
-    "portal.accounts",
-    "portal.audit",
+    "portal.kernel.catalog",
+    "portal.kernel.accounts",
+    "portal.kernel.audit",
     # reading clusters / talking to forges
     "gitops",
     "forges",
@@ -383,3 +383,31 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+
+# Secrets whose *variable name* is configuration (a cluster's token_env, the variables
+# PORTAL_REGISTRY_AUTH names, PORTAL_LLM_API_KEY_ENV, an agent's --token-env) are read when
+# used, so a rotated secret is picked up without a restart. This is the one function that reads
+# them; portal.kernel.credentials is how every layer asks for one.
+def _read_named_secret(name: str) -> str:
+    return os.environ.get(name, "") if name else ""
+
+
+PORTAL_NAMED_SECRET = _read_named_secret
+
+
+# What the Kubernetes client's in-cluster loader needs to find the API server (read when a
+# source is built, as the loader itself would).
+def _in_cluster_environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name.startswith("KUBERNETES_SERVICE_")}
+
+
+PORTAL_IN_CLUSTER_ENVIRONMENT = _in_cluster_environment
+
+
+# The environment a helper process (the demo forge's git) inherits.
+def _child_process_environment() -> dict[str, str]:
+    return dict(os.environ)
+
+
+PORTAL_CHILD_PROCESS_ENVIRONMENT = _child_process_environment

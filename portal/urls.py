@@ -5,7 +5,7 @@ from portal.assistant.views import mcp_endpoint
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("portal.accounts.urls")),
+    path("accounts/", include("portal.kernel.accounts.urls")),
     path("api/", include("portal.api.urls")),
     path("mcp", mcp_endpoint, name="mcp"),
     path("notifications/", include("portal.notifications.urls")),

@@ -33,10 +33,10 @@ from django.utils import timezone
 
 from forges.forge import ForgeError
 from gitops.polling import poll
-from portal.catalog.models import Cluster, Service
 from portal.delivery.changes import change_for_upgrade, open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
+from portal.kernel.catalog.models import Cluster, Service
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send

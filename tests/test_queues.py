@@ -172,9 +172,9 @@ def test_a_forge_backlog_of_ten_thousand_tasks_does_not_delay_a_poll(tmp_path: P
     import redis
 
     from gitops.tasks import poll_cluster
-    from portal.catalog.models import Cluster, Environment
-    from portal.catalog.tasks import ping
     from portal.delivery.tasks import read_repository_pins
+    from portal.kernel.catalog.models import Cluster, Environment
+    from portal.kernel.catalog.tasks import ping
 
     broker = redis.Redis.from_url(url)
     _clear_queues(broker)  # no message or claim from an earlier run

@@ -36,7 +36,7 @@ from gitops.rows import (
     ResourceKey,
     SourceSpec,
 )
-from portal.timestamps import parse_time, rfc3339
+from portal.kernel.timestamps import parse_time, rfc3339
 
 SYNC_STATUSES = (SYNCED, OUT_OF_SYNC, UNKNOWN)
 

@@ -41,7 +41,7 @@ from gitops.fields import (
 )
 from gitops.health import flux_health
 from gitops.rows import FLUX, HEALTHY, OUT_OF_SYNC, SYNCED, UNKNOWN, AppRow, ResourceKey, SourceSpec
-from portal.timestamps import parse_time, rfc3339
+from portal.kernel.timestamps import parse_time, rfc3339
 
 SOURCE_KINDS = ("GitRepository", "OCIRepository", "HelmRepository", "HelmChart", "Bucket")
 

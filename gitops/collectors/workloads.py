@@ -34,7 +34,7 @@ from gitops.fields import (
 )
 from gitops.health import kstatus
 from gitops.rows import ContainerImage, WorkloadRow
-from portal.catalog.images import parse_image
+from portal.kernel.catalog.images import parse_image
 
 # The apiVersion assumed when an object comes without one (items of an API list).
 WORKLOAD_API_VERSIONS = {

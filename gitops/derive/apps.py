@@ -28,7 +28,7 @@ from gitops.stored import ClusterState
 from gitops.topology import Unregistered
 from gitops.unchanged import without_stamps
 from gitops.windowstate import window_state
-from portal.catalog.images import parse_image
+from portal.kernel.catalog.images import parse_image
 
 # Every GitOpsApp column a poll writes for an app it has seen before.
 APP_FIELDS = [

@@ -26,7 +26,7 @@ from gitops.topology import (
     resolve_destination,
     unregistered,
 )
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from gitops.fields import dig
 from gitops.health.objects import ComputeError, first_condition, generation_field, raw_condition, read_conditions
 from gitops.rows import DEGRADED, HEALTHY, PROGRESSING
 from gitops.rows import UNKNOWN as ARGO_UNKNOWN
-from portal.timestamps import parse_time
+from portal.kernel.timestamps import parse_time
 
 
 class FluxHealth(NamedTuple):

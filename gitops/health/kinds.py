@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from gitops.fields import dig
 from gitops.health.objects import ComputeError, first_condition, generation_field, int_field, read_conditions, str_field
-from portal.timestamps import parse_time
+from portal.kernel.timestamps import parse_time
 
 # kstatus statuses.
 CURRENT = "Current"

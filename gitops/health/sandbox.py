@@ -14,7 +14,7 @@ from datetime import date, datetime
 from typing import Any, NamedTuple
 
 from gitops.rows import UNKNOWN
-from portal.timestamps import parse_time, rfc3339
+from portal.kernel.timestamps import parse_time, rfc3339
 
 RULE_FAILED_PREFIX = "rule failed: "
 # A rule's message ends up on pages and in alerts; a script must not be able to flood them.

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from gitops.rows import ContainerImage, WorkloadRow
-from portal.imagerefs import parse_image
+from portal.kernel.imagerefs import parse_image
 
 NOMAD_JOB = "NomadJob"
 CONTAINER = "Container"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from gitops.platforms import PlatformError, PlatformRead
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
+from portal.kernel.credentials import cluster_token
 
 CONNECTIONS = frozenset({Cluster.Connection.NOMAD, Cluster.Connection.DOCKER, Cluster.Connection.ECS})
 
@@ -16,7 +15,7 @@ def read_platform(cluster: Cluster, timeout: float = 20.0) -> PlatformRead:
 
         if not cluster.api_url:
             raise PlatformError("a Nomad cluster needs its API address (api_url)")
-        token = os.environ.get(cluster.token_env, "") if cluster.token_env else ""
+        token = cluster_token(cluster)
         return NomadReader(cluster.api_url, token, timeout=timeout, verify=cluster.verify_tls).read()
     if cluster.connection == Cluster.Connection.DOCKER:
         from gitops.platforms.docker import DockerReader

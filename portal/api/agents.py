@@ -20,9 +20,9 @@ from django.views.decorators.http import require_POST
 
 from gitops.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, decode_body
 from gitops.polling import poll
-from portal.audit.models import record
-from portal.catalog import agents
-from portal.catalog.models import AgentToken, Cluster
+from portal.kernel.audit.models import record
+from portal.kernel.catalog import agents
+from portal.kernel.catalog.models import AgentToken, Cluster
 
 _CHUNK = 256 * 1024
 

@@ -11,8 +11,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from portal.accounts import tokens
-from portal.accounts.roles import Role, has_role
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.roles import Role, has_role
 
 # Never echo the token: the client knows what it sent, and responses end up in logs.
 INVALID_TOKEN = "Invalid or revoked API token."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from drf_spectacular.views import SpectacularSwaggerView
 
-from portal.accounts.roles import Role, requires_role
+from portal.kernel.accounts.roles import Role, requires_role
 
 
 class APIDocsView(SpectacularSwaggerView):

@@ -13,8 +13,8 @@ from rest_framework.response import Response
 
 from portal.api.serializers import SLUG, inline_enum
 from portal.api.views import PortalAPIView, errors
-from portal.catalog.models import Environment, Service
 from portal.delivery.exposures import FILTER_SEVERITIES, SecurityReport, security_report
+from portal.kernel.catalog.models import Environment, Service
 
 
 def _stamp(value) -> str | None:  # type: ignore[no-untyped-def]

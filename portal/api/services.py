@@ -29,11 +29,11 @@ from gitops.models import RunningVersion
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers import VersionPolicyField
 from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
-from portal.catalog.models import Service
 from portal.delivery import promotions
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import BehindLines
-from portal.links import OfferItem, preview_url
+from portal.kernel.catalog.models import Service
+from portal.kernel.links import OfferItem, preview_url
 from portal.releases.models import Release
 from portal.releases.versions import sort_tags
 

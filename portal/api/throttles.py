@@ -8,7 +8,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from portal.accounts.models import ApiToken
+from portal.kernel.accounts.models import ApiToken
 
 DEFAULT_RATE = "600/minute"
 

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from portal.assistant.reads import Caller, ReadError, get, next_cursor
-from portal.catalog.models import Environment
 from portal.delivery.leadtimes import humanize, lead_time
+from portal.kernel.catalog.models import Environment
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100

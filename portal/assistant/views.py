@@ -1,7 +1,7 @@
 """/mcp: the MCP endpoint as a Django view (why a view: portal.assistant.server).
 
 The token is checked here, before the SDK sees the request, with the REST API's rules
-(portal.accounts.tokens, the viewer role): a missing, malformed, unknown or revoked token
+(portal.kernel.accounts.tokens, the viewer role): a missing, malformed, unknown or revoked token
 is a 401 with `WWW-Authenticate: Bearer`, a user without the viewer role a 403.
 """
 
@@ -16,10 +16,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from portal.accounts import tokens
-from portal.accounts.roles import Role, has_role
 from portal.assistant.reads import Caller
 from portal.assistant.server import SERVER, current_caller
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.roles import Role, has_role
 
 MAX_BODY = 1024 * 1024  # an MCP request is a small JSON-RPC message
 

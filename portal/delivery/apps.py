@@ -10,9 +10,9 @@ class DeliveryConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save, pre_save
 
         from gitops.signals import cluster_stored
-        from portal.catalog.fleetfile import service_loaded
-        from portal.catalog.models import Cluster
         from portal.delivery import placements, policies
+        from portal.kernel.catalog.fleetfile import service_loaded
+        from portal.kernel.catalog.models import Cluster
 
         # The matrix's read model derives from what each poll stores and from the clusters
         # themselves (portal.delivery.placements).

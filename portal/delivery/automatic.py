@@ -35,7 +35,6 @@ from django.utils import timezone
 
 from forges.forge import Forge
 from gitops.models import GitOpsApp, Workload
-from portal.catalog.models import Service
 from portal.delivery.changes import (
     ChangeError,
     change_for_chart_upgrade,
@@ -50,7 +49,8 @@ from portal.delivery.planner import UPGRADE, Change
 from portal.delivery.policy import PolicyError
 from portal.delivery.pull_requests import IN_PROGRESS, LINKED, NOTHING_TO_OPEN, OPENED, REFUSED
 from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
-from portal.timestamps import utc_stamp
+from portal.kernel.catalog.models import Service
+from portal.kernel.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,6 @@ from gitops.pinsource import (
     revision_kind,
 )
 from gitops.windowstate import held_until
-from portal.catalog.models import Service
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import (
     CLOSING,
@@ -62,11 +61,12 @@ from portal.delivery.planner import (
     plan,
 )
 from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.kernel.catalog.models import Service
+from portal.kernel.timestamps import utc_stamp
 from portal.releases import summaries
 from portal.releases.charts import ChartPin, ChartRef, chart_pin
 from portal.releases.excerpts import notes_for
 from portal.releases.vulns import supply_chain_diff
-from portal.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 

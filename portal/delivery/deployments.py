@@ -38,7 +38,7 @@ from gitops.revisions import short_revision
 from portal.delivery import revisionpins, rollbacks, signals
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import SUSPENDED_WORDS
-from portal.timestamps import utc_stamp
+from portal.kernel.timestamps import utc_stamp
 
 log = logging.getLogger(__name__)
 

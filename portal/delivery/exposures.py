@@ -15,8 +15,8 @@ from datetime import date
 from django.utils import timezone
 
 from gitops.models import RunningVersion
-from portal.catalog.models import Service
 from portal.delivery.upgrades import UpgradeTargets
+from portal.kernel.catalog.models import Service
 from portal.releases.models import FeedStatus
 from portal.releases.osv import SEVERITIES
 from portal.releases.vulns import Finding, ImageFacts, diff, facts_many

@@ -25,7 +25,7 @@ appearing minute by minute, costs a repository a read a minute at most, only whi
 one that appears while its repository's read waits in the queue is read with it (`batch_apps`).
 A read writes only what changed: most find the pins the last one stored.
 Applications with no known Git location keep a due-ness of their own. A batch already queued
-again (a claim, `portal.celery.claims`). Nothing is queued for a repository no configured
+again (a claim, `portal.kernel.claims`). Nothing is queued for a repository no configured
 forge token can read: its applications carry the reason once ("no token for github.com …:
 set PORTAL_GITOPS_TOKEN") on their `GitPinRead`, written without a log line. A failed read
 is recorded on every application of the batch and keeps the pins already stored.
@@ -71,10 +71,10 @@ from gitops.pinsource import (
     revision_kind,
 )
 from gitops.rows import ARGO
-from portal.catalog.images import normalise_name
-from portal.catalog.models import Service, service_image_index
 from portal.delivery import placements
 from portal.delivery.models import GitPin, GitPinRead
+from portal.kernel.catalog.images import normalise_name
+from portal.kernel.catalog.models import Service, service_image_index
 
 log = logging.getLogger(__name__)
 

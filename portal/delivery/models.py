@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.catalog.models import Service
 from portal.delivery.policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
+from portal.kernel.catalog.models import Service
 
 
 class ServicePolicy(models.Model):

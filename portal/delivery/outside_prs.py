@@ -91,7 +91,7 @@ def offered_changes(today: datetime | None = None) -> list[Change]:
 
 
 def _images(services: Iterable[str]) -> dict[str, str]:
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
 
     return dict(Service.objects.filter(name__in=set(services)).values_list("name", "image_repository"))
 

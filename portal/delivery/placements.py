@@ -26,8 +26,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from gitops.models import RunningVersion
-from portal.catalog.models import Cluster, Environment
 from portal.delivery.models import GitPin, Placement, VersionLine
+from portal.kernel.catalog.models import Cluster, Environment
 
 # First key of the advisory lock (the second is the environment id): "plac" in ASCII.
 _LOCK_NAMESPACE = 0x706C6163

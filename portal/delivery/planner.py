@@ -27,10 +27,10 @@ from django.conf import settings
 from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
 from forges.pins import NOT_PINNED_TAIL, Edit, Pin, chart_edit_result, tree_edit_result
-from portal.imagerefs import parse_image
+from portal.kernel.imagerefs import parse_image
+from portal.kernel.timestamps import utc_stamp
 from portal.releases.vulns import SupplyChainDiff
 from portal.releases.vulns import describe as describe_supply_chain
-from portal.timestamps import utc_stamp
 
 UPGRADE = "upgrade"
 PROMOTION = "promotion"

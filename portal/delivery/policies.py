@@ -18,10 +18,10 @@ from typing import Any
 
 from django.db import transaction
 
-from portal.audit.models import record
-from portal.catalog.models import Environment, Service
 from portal.delivery.models import ServicePolicy, VersionLine
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
+from portal.kernel.audit.models import record
+from portal.kernel.catalog.models import Environment, Service
 from portal.releases.models import Release
 from portal.releases.versions import jump, sort_tags
 
@@ -61,7 +61,7 @@ def save(service: Service, policy: VersionPolicy, actor: object | None, via: str
 
 
 def on_fleet_service(sender: object, service: Service, item: Mapping[str, Any], **kwargs: Any) -> None:
-    """The fleet file's `policy:` of a service (portal.catalog.fleetfile.service_loaded): the
+    """The fleet file's `policy:` of a service (portal.kernel.catalog.fleetfile.service_loaded): the
     same JSON document, stored as the service's policy. A service without one keeps the policy
     it has (set on its page); a bad one refuses the file (PolicyError is a ValueError)."""
     if "policy" not in item:

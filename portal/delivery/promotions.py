@@ -29,10 +29,10 @@ from django.db.models import Case, F, When
 from django.db.models.functions import Coalesce
 
 from gitops.models import RunningVersion, VersionChange
-from portal import links
-from portal.catalog.models import Environment
 from portal.delivery.models import VersionLine
 from portal.delivery.planner import PROMOTION
+from portal.kernel import links
+from portal.kernel.catalog.models import Environment
 from portal.releases.versions import Version, parse_tag
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from portal.delivery.planner import Change
-from portal.imagerefs import parse_image
+from portal.kernel.imagerefs import parse_image
 
 _PREFIX = re.compile(r"^\s*(?:\[security\]\s*)?(?:[^\w\s]+\s*)?(?:[\w-]+(?:\([^)]*\))?!?:\s*)?", re.IGNORECASE)
 # Renovate's default topic is "<dep> Docker tag"; a repository that sets `commitMessageTopic` to

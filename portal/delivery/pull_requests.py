@@ -28,10 +28,10 @@ from django.utils import timezone
 from forges import opening
 from forges.forge import Forge, PullRequestInfo
 from forges.repourls import repo_url
-from portal.audit.models import record
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Preview
 from portal.delivery.prtitles import names_change
+from portal.kernel.audit.models import record
 
 OPENED = opening.OPENED
 LINKED = opening.LINKED

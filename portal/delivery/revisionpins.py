@@ -43,7 +43,7 @@ from gitops.revisions import argocd_commit, flux_commit
 from gitops.rows import ARGO
 from portal.delivery.gitpins import pins_at_commit
 from portal.delivery.models import PinsAtRevision
-from portal.timestamps import parse_time
+from portal.kernel.timestamps import parse_time
 
 log = logging.getLogger(__name__)
 

@@ -43,12 +43,12 @@ from django.utils import timezone
 
 from gitops.fields import as_dict, as_list, as_str
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
-from portal import links
 from portal.delivery import revisionpins
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import ROLLBACK
+from portal.kernel import links
+from portal.kernel.timestamps import parse_time
 from portal.releases.charts import ChartPin, chart_pin, may_install_a_chart
-from portal.timestamps import parse_time
 
 WINDOW = timedelta(days=1)  # how long after a version change new trouble is blamed on it
 NOTHING = ""  # no service, repository or commit is named so

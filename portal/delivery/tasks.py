@@ -11,7 +11,7 @@ from dataclasses import asdict
 from celery import shared_task
 from django.utils import timezone
 
-from portal.celery import claims
+from portal.kernel.claims import claims
 
 log = logging.getLogger(__name__)
 

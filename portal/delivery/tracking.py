@@ -25,7 +25,7 @@ from django.utils import timezone
 from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
 from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
-from portal.links import safe_http_url
+from portal.kernel.links import safe_http_url
 
 log = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
-from portal.catalog.models import Cluster, Service
 from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.gitpins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
-from portal.links import safe_http_url
+from portal.kernel.catalog.models import Cluster, Service
+from portal.kernel.links import safe_http_url
 from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of
 from portal.releases.models import ChartVersion, Release
 from portal.releases.versions import jump, parse_tag, sort_tags

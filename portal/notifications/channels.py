@@ -26,9 +26,9 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from portal.kernel.redaction import redact
 from portal.notifications.events import Event, EventKind
 from portal.notifications.models import Channel
-from portal.redaction import redact
 
 USER_AGENT = "gitops-portal-notifications/1"
 RESPONSE_SNIPPET = 200

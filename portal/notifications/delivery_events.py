@@ -13,8 +13,8 @@ from django.utils import timezone
 from portal.delivery import rollbacks
 from portal.delivery.deployments import Progress
 from portal.delivery.models import PullRequest
+from portal.kernel.timestamps import utc_stamp
 from portal.notifications.events import Event, EventKind, emit, links, portal_url
-from portal.timestamps import utc_stamp
 
 
 def checks_failed_event(pr: PullRequest) -> Event:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils import timezone
 
-from portal.links import safe_http_url
+from portal.kernel.links import safe_http_url
 
 if TYPE_CHECKING:
     from portal.notifications.models import Episode, Rule

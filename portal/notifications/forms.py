@@ -9,7 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from portal.links import safe_http_url
+from portal.kernel.links import safe_http_url
 from portal.notifications.events import RULE_KINDS
 from portal.notifications.models import Channel, Rule
 

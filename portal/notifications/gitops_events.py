@@ -33,9 +33,9 @@ from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
-from portal.links import argocd_app_url
+from portal.kernel.links import argocd_app_url
+from portal.kernel.timestamps import utc_stamp
 from portal.notifications.events import Event, EventKind, Link, links, portal_url
-from portal.timestamps import utc_stamp
 
 # Causes are looked for among changes of the day before the episode began.
 CAUSE_WINDOW = timedelta(days=1)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from django.db import models
 
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.notifications.events import Event, EventKind
 
 if TYPE_CHECKING:

@@ -21,11 +21,11 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.kernel.redaction import redact
 from portal.notifications.channels import TransportError, transport_for
 from portal.notifications.events import Event, EventKind, Link, base_url
 from portal.notifications.models import Channel, Delivery
 from portal.notifications.statechanges import emit_gitops_events
-from portal.redaction import redact
 
 logger = logging.getLogger(__name__)
 

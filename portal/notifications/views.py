@@ -11,8 +11,8 @@ from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from portal.accounts.roles import Role, has_role, post_only, requires_role
-from portal.audit.models import record
+from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
+from portal.kernel.audit.models import record
 from portal.notifications.forms import ChannelForm, RuleForm
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.samples import SAMPLE_NAMES, SAMPLES

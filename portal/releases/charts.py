@@ -39,7 +39,7 @@ from gitops.fields import as_dict, as_list, as_str
 from gitops.models import GitOpsApp
 from gitops.models import may_install_a_chart as may_install_a_chart  # defined beside its index
 from gitops.pinsource import DEFAULT, RANGE, revision_kind
-from portal.redaction import redact
+from portal.kernel.redaction import redact
 from portal.releases.models import ChartPoll, ChartVersion
 from portal.releases.oci import RegistryClient, RegistryError
 from portal.releases.versions import parse_tag

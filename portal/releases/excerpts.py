@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.releases.models import Release
 from portal.releases.versions import parse_tag
 

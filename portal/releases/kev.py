@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.redaction import redact
+from portal.kernel.redaction import redact
 from portal.releases.models import FeedStatus, KnownExploited
 
 log = logging.getLogger(__name__)

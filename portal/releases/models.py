@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 
 
 class ReleaseQuerySet(models.QuerySet["Release"]):

@@ -31,8 +31,8 @@ from forges.forge import MAX_RELEASES, Forge, ForgeError, NotConfigured, Release
 from forges.hosts import forge_for, parse
 from forges.retry import RetryPolicy
 from forges.weblinks import repository_url
-from portal.catalog.models import Service
-from portal.links import safe_http_url
+from portal.kernel.catalog.models import Service
+from portal.kernel.links import safe_http_url
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.versions import parse_tag
 

@@ -15,7 +15,7 @@ or token (read from the environment by those names when a client is built).
 every other host is https. `PORTAL_REGISTRY_TIMEOUT` is the per-request timeout in
 seconds (default 10). Functions taking `environ` read all of these from it instead
 (tests). A `RegistryError` never carries a secret: messages name the variables, not
-their values, and registry-provided text goes through portal.redaction.redact (echoed
+their values, and registry-provided text goes through portal.kernel.redaction.redact (echoed
 Authorization headers, Basic/Bearer credentials and their base64 forms).
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,9 +32,10 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from django.conf import settings
 
-from portal.catalog.images import DOCKER_HUB, split_registry
-from portal.redaction import basic_pair, redact
-from portal.timestamps import parse_time
+from portal.kernel.catalog.images import DOCKER_HUB, split_registry
+from portal.kernel.credentials import named_secret
+from portal.kernel.redaction import basic_pair, redact
+from portal.kernel.timestamps import parse_time
 
 DOCKER_HUB_API = "https://registry-1.docker.io"
 MAX_PAGES = 1000  # a registry whose Link header loops must not keep a worker forever
@@ -110,8 +110,10 @@ def credentials_for(host: str, environ: Mapping[str, str] | None = None) -> Cred
     user_var, secret_var = names
     # The setting names these variables: a variable whose name comes from configuration is
     # the one kind portal.settings does not read itself.
-    env = os.environ if environ is None else environ
-    username, password = env.get(user_var, ""), env.get(secret_var, "")
+    if environ is None:
+        username, password = named_secret(user_var), named_secret(secret_var)
+    else:
+        username, password = environ.get(user_var, ""), environ.get(secret_var, "")
     source = f"${user_var}/${secret_var}"
     if not username or not password:
         raise RegistryError(f"{host}: credentials are configured as {source} but the variables are not both set")

@@ -13,8 +13,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from portal.catalog.models import Service
-from portal.redaction import redact
+from portal.kernel.catalog.models import Service
+from portal.kernel.redaction import redact
 from portal.releases.charts import ChartReport, poll_chart, used_charts
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import ForgeFactory, read_release_notes

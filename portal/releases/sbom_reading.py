@@ -20,8 +20,8 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from gitops.models import RunningVersion
-from portal.catalog.models import Service
-from portal.redaction import redact
+from portal.kernel.catalog.models import Service
+from portal.kernel.redaction import redact
 from portal.releases.models import ImageSbom, Release
 from portal.releases.oci import RegistryClient, RegistryError
 from portal.releases.osv import OsvClient, check_purls

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,8 +25,9 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
-from portal.catalog.models import Service
-from portal.redaction import redact
+from portal.kernel.catalog.models import Service
+from portal.kernel.credentials import named_secret
+from portal.kernel.redaction import redact
 from portal.releases.models import ReleaseSummary
 from portal.releases.notes import notes_between
 
@@ -58,7 +58,7 @@ def endpoint() -> Endpoint | None:
         return None
     if not url.endswith("/chat/completions"):
         url = f"{url}/chat/completions"
-    return Endpoint(url=url, model=model, key=os.environ.get(key_env, ""), timeout=settings.PORTAL_LLM_TIMEOUT)
+    return Endpoint(url=url, model=model, key=named_secret(key_env), timeout=settings.PORTAL_LLM_TIMEOUT)
 
 
 def prompt(service: Service, from_version: str, to_version: str, notes: list[tuple[str, str]]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.releases.kev import refresh_kev as refresh_kev_catalogue
 from portal.releases.polling import poll_charts, poll_service
 from portal.releases.sbom_reading import read_supply_chain as read_service_supply_chain

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
+from portal.kernel.timestamps import utc_stamp
 from portal.releases.licences import NOT_LEGAL_ADVICE, is_os_package, kind_of, same_licence
 from portal.releases.models import FeedStatus, ImageSbom, KnownExploited, PackageCheck, Release, Vulnerability
 from portal.releases.osv import SEVERITIES
 from portal.releases.sbom import Package
 from portal.releases.sbom_registry import DEFAULT_PLATFORM
-from portal.timestamps import utc_stamp
 
 ROLLBACK = "rollback"  # the kinds are the planner's; only rollback words differ here
 MAX_LISTED = 15  # findings listed per group in a description; the rest are counted

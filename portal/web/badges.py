@@ -175,7 +175,7 @@ def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeSt
     portal" for Renovate's, Dependabot's or a person's pull request, else its title. `compact`
     (a matrix cell): the reason a merge waits is the hover of "not deployed"."""
     from forges.pr_state import checks_page
-    from portal.links import safe_http_url
+    from portal.kernel.links import safe_http_url
 
     state = str(getattr(pr, "state", "") or "")
     number = getattr(pr, "number", None)

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from portal.links import OfferItem, preview_url
+from portal.kernel.links import OfferItem, preview_url
 from portal.web.badges import badge_html
 from portal.web.fleet import Cell, CellLine, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
@@ -256,5 +256,5 @@ def release(drawn: list) -> None:
 
 
 def preview_href(kind: str, items: list[OfferItem]) -> str:
-    """The pull request preview of a matrix line's items (`portal.links.preview_url`)."""
+    """The pull request preview of a matrix line's items (`portal.kernel.links.preview_url`)."""
     return preview_url(kind, items)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest
 
-from portal.accounts.roles import role_of
+from portal.kernel.accounts.roles import role_of
 
 NAVIGATION = [
     ("overview", "Overview"),

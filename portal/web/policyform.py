@@ -14,9 +14,9 @@ from typing import Any
 
 from django import forms
 
-from portal.catalog.models import Environment
 from portal.delivery import policies
 from portal.delivery.policy import ACCEPT_CHOICES, AUTO_PR_CHOICES, PolicyError, VersionPolicy
+from portal.kernel.catalog.models import Environment
 
 ACCEPT_LABELS = {"any": "any newer version", "major": "up to a major jump", "minor": "minor and patch (same major)",
                  "patch": "patch only (same minor)"}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, has_role
 from portal.delivery import rollbacks
 from portal.delivery.models import PullRequest
-from portal.links import safe_http_url
+from portal.kernel.accounts.roles import Role, has_role
+from portal.kernel.links import safe_http_url
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from gitops.attention import Attention
 from gitops.models import GitOpsApp
-from portal.catalog.models import Environment, Service
 from portal.delivery.models import VersionLine
+from portal.kernel.catalog.models import Environment, Service
 from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
 
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all

@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.urls import reverse
 
-from portal.accounts import tokens
-from portal.accounts.models import ApiToken
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops.models import StateChange, VersionChange
-from portal.accounts import tokens
-from portal.catalog.models import Service
+from portal.kernel.accounts import tokens
+from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app, seed_fleet
 
 pytestmark = pytest.mark.django_db
@@ -171,7 +171,7 @@ def test_sync_blocked_until_has_an_offset_and_is_null_once_passed(api, catalog):
 
 
 def test_every_time_is_iso_8601_with_an_offset(api, catalog):
-    from portal.catalog.models import Cluster
+    from portal.kernel.catalog.models import Cluster
 
     Cluster.objects.filter(pk=catalog.prod_eu.pk).update(stale_since=timezone.now() - timedelta(minutes=30))
     seed_app(catalog.prod_eu, "stale-app", service=catalog.checkout)

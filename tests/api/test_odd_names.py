@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from portal.accounts import tokens
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts import tokens
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_the_gitops_page_shows_odd_apps_escaped(client, users, odd_fleet):
 
 
 def test_argocd_has_no_page_for_an_app_without_namespace(settings):
-    from portal.links import argocd_app_url
+    from portal.kernel.links import argocd_app_url
 
     settings.PORTAL_ARGOCD_URL = "https://argocd.example.com"
     assert argocd_app_url("", "checkout-manual") is None

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from portal.accounts import tokens
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts import tokens
 
 pytestmark = pytest.mark.django_db
 

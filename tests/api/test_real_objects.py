@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from gitops.kinds import KindSpec
 from gitops.polling import poll
 from gitops.sources import ManifestSource
-from portal.accounts import tokens
-from portal.catalog.models import Cluster
+from portal.kernel.accounts import tokens
+from portal.kernel.catalog.models import Cluster
 from tests.fixtures.real_objects import REAL_OBJECTS
 
 pytestmark = pytest.mark.django_db

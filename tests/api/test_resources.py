@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from gitops.models import AppProject, Workload
 from gitops.polling import poll
-from portal.accounts import tokens
 from portal.api.projects import window_state
-from portal.catalog.models import Cluster
+from portal.kernel.accounts import tokens
+from portal.kernel.catalog.models import Cluster
 from portal.releases.models import Release
 from tests.fixtures.real_objects import REAL_OBJECTS, load_real
 from tests.fixtures.seed import seed_app

@@ -18,8 +18,8 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from gitops.models import AppProject, VersionChange, Workload
-from portal.accounts import tokens
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts import tokens
 from tests.fixtures.real_objects import load_real
 from tests.fixtures.seed import seed_app
 

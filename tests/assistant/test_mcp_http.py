@@ -16,8 +16,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gitops.models import GitOpsApp
-from portal.accounts import tokens
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts import tokens
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from mcp import Client, StdioServerParameters
 
-from portal.accounts import tokens
+from portal.kernel.accounts import tokens
 from tests.dburl import database_url
 from tests.fixtures.seed import seed_app
 

@@ -14,12 +14,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from portal.accounts import tokens
-from portal.accounts.roles import Role, grant
 from portal.assistant import tools
 from portal.assistant.reads import Caller
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
 

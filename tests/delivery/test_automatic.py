@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from portal.audit.models import AuditLog
 from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest
+from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_automatic
 from tests.forge_fakes.harness import serving

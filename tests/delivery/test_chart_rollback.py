@@ -30,7 +30,7 @@ from portal.delivery.rollbacks import (
     offers_for_apps,
     preview_url,
 )
-from portal.timestamps import rfc3339
+from portal.kernel.timestamps import rfc3339
 from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, demo_helmrelease
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import FILES, Harness, serving
@@ -145,7 +145,7 @@ def seed_failing_release(catalog, service, repository: str, *, pinned: str = "0.
 
 @pytest.fixture
 def notifications(catalog):
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
 
     return Service.objects.create(name="notifications", image_repository="ghcr.io/acme-shop/notifications")
 

@@ -33,7 +33,7 @@ def demo_repo(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.fixture
 def notifications(catalog):
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
 
     service = Service.objects.create(name="notifications", image_repository="ghcr.io/acme-shop/notifications")
     ServicePolicy.objects.create(service=service, accept="minor")

@@ -13,9 +13,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.catalog.models import Service
 from portal.delivery import promotions
 from portal.delivery.models import PullRequest
+from portal.kernel.catalog.models import Service
 from portal.web.views.delivery import PROMOTIONS_PER_PAGE, PULL_REQUESTS_PER_PAGE
 from tests.fixtures.seed import seed_app
 

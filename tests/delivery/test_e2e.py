@@ -17,12 +17,12 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp, VersionChange
 from gitops.polling import poll
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster, Service
 from portal.delivery.deployments import track
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
 from portal.delivery.upgrades import behind
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster, Service
 from portal.releases.models import Release
 from portal.releases.tasks import poll_registry
 

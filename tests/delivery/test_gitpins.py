@@ -14,10 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from forges.demo import DemoForge, build_demo_repo
-from portal.catalog.models import Service
 from portal.delivery.gitpins import due_app_ids, git_pins, pin_summary, read_app_pins
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.tasks import read_due_git_pins
+from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving
 

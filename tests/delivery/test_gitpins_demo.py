@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from forges.layouts.tree import tree_edit_result, tree_reads
-from portal.catalog.models import Service, service_image_index
 from portal.delivery.gitpins import service_pins
+from portal.kernel.catalog.models import Service, service_image_index
 
 ROOT = Path(__file__).parents[2] / "examples"
 REPOSITORY = "https://github.com/acme-shop/gitops.git"

@@ -27,7 +27,6 @@ from django.utils import timezone
 from forges.demo import build_demo_repo
 from gitops.models import GitOpsApp, VersionChange
 from gitops.rows import ARGO, FLUX
-from portal.accounts import tokens
 from portal.delivery import revisionpins
 from portal.delivery.deployments import announce_rollbacks
 from portal.delivery.models import PinsAtRevision
@@ -40,6 +39,7 @@ from portal.delivery.rollbacks import (
     offers_for_apps,
     preview_url,
 )
+from portal.kernel.accounts import tokens
 from portal.notifications.gitops_events import build_event
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

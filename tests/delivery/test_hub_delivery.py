@@ -23,10 +23,10 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp, RunningVersion, VersionChange
 from gitops.polling import poll
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from portal.delivery.deployments import announce_rollbacks
 from portal.delivery.rollbacks import offers_for_apps, preview_url
 from portal.delivery.upgrades import behind
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events

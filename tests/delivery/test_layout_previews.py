@@ -23,8 +23,8 @@ import pytest
 from gitops.collectors.argocd import application_row
 from gitops.derive.apps import plain
 from gitops.pinsource import NAME, revision_kind
-from portal.catalog.models import Service
 from portal.delivery.changes import change_for_chart_upgrade, change_for_upgrade, preview_change
+from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving
 from tests.forges.layout_cases import CHART_EXPECTED, EXPECTED, apps, layout, layout_files

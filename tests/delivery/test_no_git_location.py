@@ -16,8 +16,8 @@ import yaml
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.catalog.models import Service
 from portal.delivery.changes import no_pr_reason, no_pr_reasons
+from portal.kernel.catalog.models import Service
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app
 

@@ -18,7 +18,6 @@ import yaml
 
 from gitops.models import GitOpsApp
 from gitops.pinsource import COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, revision_kind
-from portal.catalog.models import Service
 from portal.delivery.changes import (
     ChangeError,
     change_for_promotion,
@@ -27,6 +26,7 @@ from portal.delivery.changes import (
     open_change,
     preview_change,
 )
+from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import FILES, KINDS, PROD, Harness, serving
 

@@ -20,10 +20,10 @@ from gitops.models import GitOpsApp, RunningVersion
 from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, WorkloadRow
 from gitops.store import Snapshot
-from portal.catalog.models import Cluster
 from portal.delivery import placements
 from portal.delivery.gitpins import read_app_pins
 from portal.delivery.models import GitPin, Placement, VersionLine
+from portal.kernel.catalog.models import Cluster
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import serving
 

@@ -11,9 +11,9 @@ import pytest
 
 from gitops.models import RunningVersion, Workload
 from gitops.platforms import COMPOSE_SERVICE, ECS_SERVICE, NOMAD_JOB
-from portal.catalog.models import Cluster, Environment, Service
 from portal.delivery.changes import ChangeError, change_for_workload, open_change, preview_change
 from portal.delivery.planner import ROLLBACK, UPGRADE
+from portal.kernel.catalog.models import Cluster, Environment, Service
 from tests.forge_fakes.harness import KINDS, serving
 
 pytestmark = pytest.mark.django_db

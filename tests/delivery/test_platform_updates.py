@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from gitops.models import RunningVersion, Workload
 from gitops.platforms import COMPOSE_SERVICE, NOMAD_JOB
-from portal.catalog.models import Environment, Service
 from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest, ServicePolicy
 from portal.delivery.upgrades import BehindLines
+from portal.kernel.catalog.models import Environment, Service
 from portal.releases.models import Release
 from tests.delivery.test_platform_changes import FILES, platform_workload
 from tests.forge_fakes.harness import serving
@@ -163,7 +163,7 @@ def test_delivery_offers_a_promotion_into_the_production_workloads_labelled_file
     """vault 1.18.0 runs on a staging Nomad cluster, 1.17.2 in the production job: the Delivery
     page's Open PR → prod previews the change of the production job file; the unlabelled
     production workload says why it gets none."""
-    from portal.catalog.models import Cluster
+    from portal.kernel.catalog.models import Cluster
 
     staging = Environment.objects.create(name="staging", order=2)
     cluster = Cluster.objects.create(name="nomad-staging", environment=staging, connection=Cluster.Connection.NOMAD)

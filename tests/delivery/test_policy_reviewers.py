@@ -11,12 +11,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.audit.models import AuditLog
 from portal.delivery import policies
 from portal.delivery.automatic import run
 from portal.delivery.changes import change_for_upgrade, open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.upgrades import behind
+from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import KINDS, serving

@@ -11,10 +11,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.audit.models import AuditLog
-from portal.catalog.models import Service
 from portal.delivery.changes import change_for_rollback, change_for_upgrade, open_change, preview_change
 from portal.delivery.models import ChangeFreeze, PullRequest
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, serving
 

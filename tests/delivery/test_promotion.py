@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.catalog.models import Environment
 from portal.delivery import placements
 from portal.delivery.models import PullRequest
 from portal.delivery.promotions import Running, from_git_pins, groups, load, staging_for, trains, waiting
+from portal.kernel.catalog.models import Environment
 from tests.fixtures.seed import seed_app
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
@@ -198,7 +198,7 @@ def test_an_open_promotion_pr_replaces_the_button(client, users, catalog):
 def test_a_promotion_pr_body_says_since_when_the_version_ran_in_the_environment_before(catalog):
     from portal.delivery.changes import change_for_promotion
     from portal.delivery.planner import describe
-    from portal.timestamps import utc_stamp
+    from portal.kernel.timestamps import utc_stamp
 
     now = timezone.now()
     staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
@@ -250,7 +250,7 @@ def test_load_asks_the_read_model_which_services_can_wait_and_sorts_no_running_r
 def test_the_train_promotes_every_waiting_service_not_only_the_shown_page(client, users, catalog):
     """Twelve services wait and the table shows ten a page: "Promote all 12 → prod" carries all
     twelve moves, and the second page of the table shows the other two."""
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
 
     for n in range(12):
         service = Service.objects.create(name=f"svc-{n:02d}", image_repository=f"ghcr.io/acme/svc-{n:02d}")

@@ -10,11 +10,11 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from forges.forge import Forge
-from portal.audit.models import AuditLog
 from portal.delivery import planner
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Change, Preview
 from portal.delivery.pull_requests import FAILED, IN_PROGRESS, LINKED, OPENED, REFUSED, open_planned
+from portal.kernel.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 

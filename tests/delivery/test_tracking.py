@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from forges.forge import FAIL, NONE, PASS, RUNNING, ForgeError
-from portal.audit.models import AuditLog
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Preview, plan
 from portal.delivery.pull_requests import OPENED, open_planned
 from portal.delivery.tasks import track_pull_requests
 from portal.delivery.tracking import refresh_open
+from portal.kernel.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import BRANCH_PATH, KINDS, PR_CREATE, TOKEN, Harness, running, serving, set_checks
 

@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.audit.models import AuditLog
 from portal.delivery.models import ChangeFreeze, PullRequest, ServicePolicy
 from portal.delivery.upgrades import behind
+from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app, seed_pin
 

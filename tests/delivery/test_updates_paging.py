@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import GitOpsApp
-from portal.catalog.models import Cluster
 from portal.delivery.upgrades import BehindLines, behind
+from portal.kernel.catalog.models import Cluster
 from portal.releases.models import Release
 from portal.web.views.updates import PAGE_SIZE
 from tests.fixtures.seed import seed_app

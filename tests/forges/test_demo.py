@@ -10,10 +10,10 @@ import pytest
 from forges.demo import DEMO_SOURCE, DemoForge, build_demo_repo
 from forges.forge import NotFound, WritesRefused
 from forges.hosts import forge_for
-from portal.audit.models import AuditLog
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Change, plan
 from portal.delivery.pull_requests import DEMO_REFUSAL, REFUSED, open_planned
+from portal.kernel.audit.models import AuditLog
 
 CATALOG_PROD = "apps/catalog/overlays/prod/kustomization.yaml"
 

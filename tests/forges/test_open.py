@@ -11,7 +11,7 @@ import pytest
 
 from forges.edits import Retag, retag_files
 from forges.opening import FAILED, LINKED, OPENED, REFUSED, Opened, open_pull_request
-from portal.audit.models import AuditLog
+from portal.kernel.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 

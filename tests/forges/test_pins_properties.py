@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from forges.pins import find, retag, retag_with_reason
-from portal.catalog.images import normalise_name
+from portal.kernel.catalog.images import normalise_name
 
 IMAGES = [
     "nginx",

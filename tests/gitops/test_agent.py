@@ -23,9 +23,9 @@ from gitops.models import GitOpsApp, Workload
 from gitops.polling import list_capabilities, poll
 from gitops.sources import KubeSource
 from gitops.tasks import mark_silent_agents, poll_all
-from portal.audit.models import AuditLog
-from portal.catalog import agents as agent_tokens
-from portal.catalog.models import Cluster, Environment
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog import agents as agent_tokens
+from portal.kernel.catalog.models import Cluster, Environment
 from tests.gitops.test_topology_poll import application, deployment, hub_fleet, serve  # noqa: F401 - fixture
 from tests.kube_emulator import Fault, KubeEmulator
 

@@ -23,7 +23,7 @@ from gitops.models import AppProject, GitOpsApp
 from gitops.polling import list_capabilities, poll, source_for
 from gitops.sources import KubeSource, SourceError
 from gitops.topology import ArgoCluster
-from portal.catalog.models import Cluster, Environment
+from portal.kernel.catalog.models import Cluster, Environment
 from tests.argocd_api_fake import ApiFault, ArgoCDAPIFake
 from tests.kube_emulator import make_self_signed_cert
 

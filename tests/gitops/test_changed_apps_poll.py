@@ -15,7 +15,7 @@ from django.utils import timezone
 from gitops import collectors, polling
 from gitops.models import ClusterObjectVersions, GitOpsApp, StateChange, Workload
 from gitops.signals import cluster_stored
-from portal.catalog.models import Cluster, Service
+from portal.kernel.catalog.models import Cluster, Service
 from tests.gitops import test_unchanged_poll as unchanged_poll
 from tests.gitops.test_unchanged_poll import demo_objects, writes
 

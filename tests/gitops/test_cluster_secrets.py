@@ -26,7 +26,7 @@ from gitops.models import GitOpsApp
 from gitops.polling import list_capabilities, poll
 from gitops.sources import KubeSource, ManifestSource, only_kept_data
 from gitops.topology import ArgoCluster
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from tests.kube_emulator import Fault, KubeEmulator
 from tests.test_credential_scan import database_text, forms
 

@@ -17,7 +17,7 @@ from gitops.models import RunningVersion
 from gitops.polling import store_snapshot
 from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
 from gitops.store import Snapshot
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog.models import Cluster, Environment, Service
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL
 from tests.fixtures.real_objects import load_objects
 

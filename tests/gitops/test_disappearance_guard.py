@@ -20,9 +20,9 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp, StateChange
 from gitops.polling import poll
-from portal.accounts.roles import Role, grant
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

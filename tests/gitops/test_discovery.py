@@ -16,9 +16,9 @@ from django.core.management import call_command
 from gitops.discovery import NewService, add_services, ignore_images, unclaimed_images, unignore_images
 from gitops.models import GitOpsApp
 from gitops.polling import poll
-from portal.audit.models import AuditLog
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.urls import reverse
 from gitops import findings as f
 from gitops.collectors import application_row
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
-from portal.audit.models import AuditLog
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.models import Cluster, Environment, Service
 
 REAL = Path("/work/shared/testdata/real-objects/argocd")
 

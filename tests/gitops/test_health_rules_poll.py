@@ -21,7 +21,7 @@ import pytest
 from gitops import kinds
 from gitops.models import GitOpsApp, HealthRule
 from gitops.polling import poll
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
 from tests.gitops.decisionmodel import GROUP, KIND, LUA_HEALTH_CHECK, argocd_cm, decision_model, kustomization
 from tests.gitops.test_health_rules import FLUX_DISAGREEMENTS, STALE, TABLE
 from tests.kube_emulator import Fault, KubeEmulator

@@ -26,9 +26,9 @@ from gitops.kinds import KindSpec
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import poll
 from gitops.sources import ListResult, ManifestSource
-from portal.accounts.roles import Role, grant
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "clusters" / "prod-eu-1"

@@ -37,8 +37,8 @@ from gitops.fields import MAX_DEPTH, as_str
 from gitops.models import AppProject, GitOpsApp, Workload
 from gitops.polling import PollReport, poll
 from gitops.sources import ManifestSource
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster, Service
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.real_objects import REAL_OBJECTS, load_real
 from tests.kube_emulator import KubeEmulator
 

@@ -14,7 +14,7 @@ from moto import mock_aws
 from gitops.models import RunningVersion, Workload
 from gitops.platforms import COMPOSE_SERVICE, CONTAINER, ECS_SERVICE, NOMAD_JOB, SWARM_SERVICE, lines_to_add
 from gitops.polling import poll
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog.models import Cluster, Environment, Service
 from tests.platform_fakes import DockerFake, NomadFake, docker_container, job, swarm_service
 
 pytestmark = pytest.mark.django_db

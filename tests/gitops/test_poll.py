@@ -14,8 +14,8 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import AppProject, GitOpsApp, StateChange, VersionChange, Workload
 from gitops.polling import poll
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
 from tests.kube_emulator import Fault
 
 pytestmark = pytest.mark.django_db

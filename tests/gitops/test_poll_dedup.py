@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from gitops import kinds
 from gitops.tasks import poll_all, poll_claim_key, poll_cluster, queued_seconds
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
-from portal.celery import Claims, FileClaims, RedisClaims, claims
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
+from portal.kernel.claims import Claims, FileClaims, RedisClaims, claims
 from tests.fixtures.celery_state import MemoryBroker
 from tests.gitops.test_poll import demo_objects
 from tests.kube_emulator import Fault

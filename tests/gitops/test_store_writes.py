@@ -20,7 +20,7 @@ from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
 from gitops.store import write
 from gitops.stored import read_state
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog.models import Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from gitops.attention import Attention
 from gitops.models import GitOpsApp
 from gitops.polling import poll
-from portal.catalog.models import Cluster, Environment
+from portal.kernel.catalog.models import Cluster, Environment
 from portal.web.badges import STUCK_PROGRESSING, SYNC_FAILED, badges_for
 
 pytestmark = pytest.mark.django_db
@@ -112,7 +112,7 @@ def test_the_matrix_flags_say_stuck_and_failed(apps, catalog_free_service):
 @pytest.fixture
 def catalog_free_service(apps):
     """Flags are per service: link both apps to one."""
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.models import Service
 
     service = Service.objects.create(name="taxi", image_repository="quay.io/test/taxi", team="t")
     for app in apps:

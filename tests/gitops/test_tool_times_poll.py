@@ -14,8 +14,8 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp
 from gitops.polling import poll
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.polling import poll
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from tests.gitops.test_cluster_secrets import cluster_secret
 from tests.kube_emulator import KubeEmulator
 

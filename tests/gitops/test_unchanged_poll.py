@@ -18,8 +18,8 @@ from gitops import kinds, polling
 from gitops.models import ClusterObjectVersions, GitOpsApp
 from gitops.stored import instance_of
 from gitops.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster, Service
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster, Service
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

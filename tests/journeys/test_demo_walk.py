@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import GitOpsApp
-from portal.accounts import tokens
-from portal.catalog.models import Service
+from portal.kernel.accounts import tokens
+from portal.kernel.catalog.models import Service
 from tests.journeys.walk import Offers, judge, partials, template_leaks
 
 pytestmark = pytest.mark.django_db

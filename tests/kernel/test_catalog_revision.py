@@ -1,4 +1,4 @@
-"""The catalog's revision (portal.catalog.revision) moves with every saved or deleted service or
+"""The catalog's revision (portal.kernel.catalog.revision) moves with every saved or deleted service or
 cluster, in the writer's transaction, and with nothing else."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from portal.catalog import revision
-from portal.catalog.models import CatalogRevision, Cluster, Environment, Service
+from portal.kernel.catalog import revision
+from portal.kernel.catalog.models import CatalogRevision, Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
 

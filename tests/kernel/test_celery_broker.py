@@ -12,8 +12,8 @@ from kombu import Connection
 from kombu.transport import filesystem
 
 from portal import filebroker
-from portal.catalog.tasks import ping
 from portal.celery import app as portal_app
+from portal.kernel.catalog.tasks import ping
 from tests.fixtures.celery_state import restored_celery_state
 
 

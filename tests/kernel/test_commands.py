@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from gitops.models import GitOpsApp
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -57,8 +57,8 @@ def test_demo_admin_only_in_demo_mode(settings):
 def test_the_demo_gets_its_registry_snapshot_and_offers_upgrades(settings, client):
     from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
     from portal.delivery.upgrades import behind
+    from portal.kernel.accounts.roles import Role, grant
     from portal.releases.models import Release
 
     settings.DEMO_MODE = False

@@ -1,6 +1,6 @@
 import pytest
 
-from portal.catalog.images import normalise_name, parse_image
+from portal.kernel.catalog.images import normalise_name, parse_image
 
 
 @pytest.mark.parametrize(

@@ -41,10 +41,11 @@ def _add_import(module: Path, line: str) -> str:
     ("module", "forbidden", "message"),
     [
         ("gitops/kinds.py", "import forges.pins", "gitops is not allowed to import forges"),
-        ("portal/catalog/models.py", "import gitops.models", "portal.catalog is not allowed to import gitops"),
+        ("portal/kernel/catalog/models.py", "import gitops.models", "portal.kernel is not allowed to import gitops"),
         ("portal/delivery/models.py", "import portal.web.cells", "portal.delivery is not allowed to import portal.web"),
         ("portal/web/cells.py", "import portal.api.views", "portal.web is not allowed to import portal.api"),
-        ("portal/links.py", "import forges.repourls", "portal.links is not allowed to import forges"),
+        ("portal/kernel/links.py", "import forges.repourls", "portal.kernel is not allowed to import forges"),
+        ("gitops/tasks.py", "import portal.celery", "gitops is not allowed to import portal.celery"),
     ],
 )
 def test_a_forbidden_import_breaks_the_contracts(tree: Path, module: str, forbidden: str, message: str) -> None:

@@ -1,4 +1,4 @@
-"""portal.redaction.redact: the one scrubber for error text from registries, forges, the
+"""portal.kernel.redaction.redact: the one scrubber for error text from registries, forges, the
 Kubernetes API and webhook receivers (issue 19, defect 5)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from forges.forge import error_message
 from forges.forge import redact as forge_redact
-from portal.redaction import MASK, basic_pair, redact
+from portal.kernel.redaction import MASK, basic_pair, redact
 
 USER, PASSWORD = "ci-reader", "pw-registry-7f3e9c1d"
 BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()

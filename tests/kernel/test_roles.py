@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from portal.accounts.roles import Role
-from portal.catalog.models import AgentToken
+from portal.kernel.accounts.roles import Role
+from portal.kernel.catalog.models import AgentToken
 
 # Arguments for URL patterns that take some (objects made by the `catalog` fixture).
 URL_KWARGS = {"name": {"service": "checkout", "service-panels": "checkout"},
@@ -76,7 +76,7 @@ def test_a_signed_in_user_without_a_role_reads_nothing(client, catalog):
 
 @pytest.mark.django_db
 def test_configuration_and_member_actions_are_audited(client, catalog, users):
-    from portal.audit.models import AuditLog
+    from portal.kernel.audit.models import AuditLog
 
     client.force_login(users["admin"])
     client.post(reverse("cluster-enabled", kwargs={"name": "prod-eu-1"}), {"enabled": "0"})

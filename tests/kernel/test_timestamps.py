@@ -1,4 +1,4 @@
-"""The one RFC 3339 reader and the two writers (portal.timestamps), on strings as the writers write them."""
+"""The one RFC 3339 reader and the two writers (portal.kernel.timestamps), on strings as the writers write them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from portal.timestamps import parse_time, rfc3339, utc_stamp
+from portal.kernel.timestamps import parse_time, rfc3339, utc_stamp
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import pytest
 from celery.fixups.django import DjangoWorkerFixup
 from django.db import connection
 
-from portal.catalog.models import Service
 from portal.celery import _close_old_connections, app
+from portal.kernel.catalog.models import Service
 
 WORKER_TASK = SimpleNamespace(request=SimpleNamespace(is_eager=False))
 EAGER_TASK = SimpleNamespace(request=SimpleNamespace(is_eager=True))

@@ -26,6 +26,7 @@ from gitops.models import GitOpsApp, VersionChange
 from portal.delivery.deployments import Progress, Waiting
 from portal.delivery.models import PullRequest
 from portal.delivery.rollbacks import offers_for_apps
+from portal.kernel.timestamps import utc_stamp
 from portal.notifications import delivery_events
 from portal.notifications.channels import Email, Ntfy, Slack, Teams
 from portal.notifications.gitops_events import build_event
@@ -34,7 +35,6 @@ from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
 from portal.notifications.senders import sample_event, send_test
 from portal.notifications.statechanges import emit_gitops_events
 from portal.settings import base_url_of_address
-from portal.timestamps import utc_stamp
 from tests.fixtures.seed import seed_app, seed_pin
 from tests.forge_fakes.harness import FILES, PROD, serving
 from tests.notifications.store_rows import write_store_rows

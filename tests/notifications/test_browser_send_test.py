@@ -9,7 +9,7 @@ from email.header import decode_header, make_header
 import pytest
 from django.contrib.auth import get_user_model
 
-from portal.accounts.roles import Role, grant
+from portal.kernel.accounts.roles import Role, grant
 from portal.notifications.models import Channel
 from tests.fixtures.browser import screenshot
 from tests.receivers import HttpReceiver

@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.urls import reverse
 
-from portal.audit.models import AuditLog
+from portal.kernel.audit.models import AuditLog
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Rule
 from tests.receivers import HttpReceiver

@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 from django.utils import timezone
 
-from portal.catalog.models import Service
 from portal.delivery.models import ServicePolicy
 from portal.delivery.policy import PutOff, VersionPolicy, newest_acceptable
+from portal.kernel.catalog.models import Service
 from portal.releases.models import Release
 
 

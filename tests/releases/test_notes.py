@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from forges.forge import ReleaseInfo
-from portal.catalog.fleetfile import FleetFileError, load_fleet
-from portal.catalog.models import Service
 from portal.delivery.automatic import run as open_automatic_prs
 from portal.delivery.changes import change_for_upgrade, open_change
 from portal.delivery.models import ServicePolicy
+from portal.kernel.catalog.fleetfile import FleetFileError, load_fleet
+from portal.kernel.catalog.models import Service
 from portal.releases.excerpts import defused, excerpt
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import NOTES_MAX_CHARS, match, read_release_notes

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.oci import (
     DOCKER_HUB_API,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.releases.models import RegistryPoll
 from portal.releases.polling import poll_service
 

@@ -9,9 +9,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from portal.audit.models import AuditLog
-from portal.catalog import agents
-from portal.catalog.models import AgentToken, Cluster, Environment
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog import agents
+from portal.kernel.catalog.models import AgentToken, Cluster, Environment
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from gitops.models import GitOpsApp
-from portal.catalog.models import ArgoCDInstance, Cluster
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from tests.gitops.test_topology_poll import hub_fleet, poll_named  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hub_fleet")]

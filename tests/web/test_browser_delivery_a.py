@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from portal.accounts.roles import Role, grant
 from portal.delivery.models import ChangeFreeze, PullRequest, ServicePolicy
+from portal.kernel.accounts.roles import Role, grant
 from portal.releases.models import Release
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog

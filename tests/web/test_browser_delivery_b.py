@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.accounts.roles import Role, grant
 from portal.delivery import placements
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts.roles import Role, grant
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from forges.demo import build_demo_repo
-from portal.accounts.roles import Role, grant
+from portal.kernel.accounts.roles import Role, grant
 from tests.fixtures.browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -14,9 +14,9 @@ from django.core.management import call_command
 from gitops.findings import open_findings
 from gitops.models import FindingMute
 from gitops.polling import poll
-from portal.accounts.roles import Role, grant
-from portal.audit.models import AuditLog
-from portal.catalog.models import Cluster
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.models import Cluster
 from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -74,7 +74,7 @@ def test_findings_page_on_the_demo_fleet(page, demo):
 def test_gitops_shows_a_health_disagreement(page, live_server, kube_emulator, monkeypatch):
     """Flux calls a rolled-back DecisionModel Current; an admin's Lua rule says Degraded: /gitops shows why."""
     from gitops.models import GitOpsApp, HealthRule
-    from portal.catalog.models import Environment
+    from portal.kernel.catalog.models import Environment
     from tests.gitops.decisionmodel import GROUP, KIND, LUA_HEALTH_CHECK
     from tests.gitops.test_health_rules_poll import TOKEN_ENV, flux_kustomization, model_for, serve
 

@@ -18,8 +18,8 @@ from django.core.management import call_command
 
 from gitops import kinds
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, grant
-from portal.catalog.models import Cluster, Service
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

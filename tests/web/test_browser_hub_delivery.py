@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from forges.demo import build_demo_repo
-from portal.accounts.roles import Role, grant
 from portal.delivery.models import PullRequest
+from portal.kernel.accounts.roles import Role, grant
 from tests.fixtures.browser import screenshot, submit_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 
-from portal.accounts.roles import Role, grant
-from portal.catalog.models import Cluster
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.models import Cluster
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from portal.accounts.roles import Role, grant
+from portal.kernel.accounts.roles import Role, grant
 from tests.fixtures.browser import ARTIFACTS, screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app

@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from portal.accounts.roles import Role, grant
-from portal.audit.models import AuditLog
 from portal.delivery.models import ServicePolicy
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog

@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from portal.accounts.roles import Role, grant
 from portal.delivery.models import PullRequest
 from portal.delivery.outside_prs import scan
+from portal.kernel.accounts.roles import Role, grant
 from portal.releases.models import Release
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog

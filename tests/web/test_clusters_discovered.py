@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from gitops.models import GitOpsApp, RunningVersion
-from portal.audit.models import AuditLog
-from portal.catalog.models import Cluster
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.models import Cluster
 from tests.gitops.test_topology_poll import hub_fleet, poll_named  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hub_fleet")]

@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, grant
-from portal.audit.models import AuditLog
-from portal.catalog.models import Service
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.audit.models import AuditLog
+from portal.kernel.catalog.models import Service
 from tests.fixtures.browser import screenshot
 from tests.gitops.test_discovery import fleet  # noqa: F401 - the polled two-cluster fleet
 

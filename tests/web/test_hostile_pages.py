@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, grant
-from portal.catalog.models import Cluster, Service
+from portal.kernel.accounts.roles import Role, grant
+from portal.kernel.catalog.models import Cluster, Service
 from portal.web.timezones import COOKIE
 from tests.gitops.test_hostile_properties import (
     CORPUS,

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 from portal.web.cells import TITLE_CLUSTERS
 from portal.web.fleet import FOLD_CLUSTERS, OPEN_LINES
 from tests.fixtures.seed import seed_app

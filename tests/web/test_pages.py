@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.catalog.models import Cluster, Service
+from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.seed import seed_app, seed_fleet, seed_pin
 
 pytestmark = pytest.mark.django_db

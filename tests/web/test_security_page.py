@@ -165,7 +165,7 @@ def gitops(monkeypatch: pytest.MonkeyPatch):
 def test_the_security_page_in_a_browser(live_server, page, catalog, feeds: FeedFake, gitops) -> None:
     from django.contrib.auth import get_user_model
 
-    from portal.accounts.roles import Role, grant
+    from portal.kernel.accounts.roles import Role, grant
 
     store_sbom(catalog.checkout, "1.6.0", "proton-bridge-v1.8.0.cdx.json", "a")
     store_sbom(catalog.checkout, "1.7.0", "proton-bridge-derived-next.cdx.json", "b")
@@ -246,9 +246,9 @@ def test_the_security_page_reads_a_fixed_number_of_queries_whatever_the_fleet(cl
 
 def test_the_assistants_service_tool_carries_the_same_facts(users, fleet) -> None:
     """The MCP `service` tool answers what /security says of that service (one definition)."""
-    from portal.accounts import tokens
     from portal.assistant import tools
     from portal.assistant.reads import Caller
+    from portal.kernel.accounts import tokens
 
     _, plain = tokens.issue(users["viewer"], "assistant")
     answer = tools.service(Caller(token=plain, host="testserver"), "checkout")

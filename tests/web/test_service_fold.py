@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 from portal.web.views.service import PANELS_SHOWN
 from tests.fixtures.seed import seed_app
 

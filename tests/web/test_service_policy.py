@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.audit.models import AuditLog
 from portal.delivery import policies
 from portal.delivery.models import ServicePolicy
+from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app
 
@@ -142,8 +142,8 @@ def test_the_django_admin_edits_the_same_json_checked_and_audited(client, users,
 
 
 def test_the_fleet_file_sets_a_policy_with_the_same_keys(tmp_path, db):
-    from portal.catalog.fleetfile import FleetFileError, load_fleet
-    from portal.catalog.models import Service
+    from portal.kernel.catalog.fleetfile import FleetFileError, load_fleet
+    from portal.kernel.catalog.models import Service
 
     fleet = tmp_path / "fleet.yaml"
     text = """

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from gitops.collectors.argocd import application_row
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.web.timezones import COOKIE
 from tests.fixtures.seed import seed_app
 

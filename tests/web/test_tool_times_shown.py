@@ -16,13 +16,13 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp
 from gitops.polling import poll
-from portal.accounts import tokens
 from portal.assistant.tools import compact_app, reasons_for
-from portal.catalog.fleetfile import load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.accounts import tokens
+from portal.kernel.catalog.fleetfile import load_fleet
+from portal.kernel.catalog.models import Cluster
+from portal.kernel.timestamps import utc_stamp
 from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events
-from portal.timestamps import utc_stamp
 from portal.web.cells import Renderer
 
 pytestmark = pytest.mark.django_db

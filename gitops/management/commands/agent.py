@@ -12,13 +12,13 @@ database: it only reads its cluster and talks HTTPS to the portal.
 from __future__ import annotations
 
 import logging
-import os
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from gitops.agent import Agent, AgentStopped
 from gitops.sources import KubeSource
+from portal.kernel.credentials import named_secret
 
 
 class Command(BaseCommand):
@@ -41,14 +41,14 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="read and push once, then exit")
 
     def handle(self, *args, **options):
-        token = os.environ.get(options["token_env"], "")
+        token = named_secret(options["token_env"])
         if not token:
             raise CommandError(f"no agent token: set {options['token_env']} (an admin creates one on Clusters)")
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
         def source() -> KubeSource:
             if options["api_url"]:
-                api_token = os.environ.get(options["api_token_env"] or "", "")
+                api_token = named_secret(options["api_token_env"] or "")
                 return KubeSource.from_url(options["api_url"], api_token, name=options["cluster"])
             if options["kubeconfig"] or options["context"]:
                 return KubeSource.from_kubeconfig(options["kubeconfig"], options["context"], name=options["cluster"])

@@ -14,8 +14,8 @@ from django.db.models import F
 
 from gitops.derive.destinations import reads_workloads
 from gitops.models import GitOpsApp
-from portal.catalog.fleetfile import FleetFileError, load_fleet
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.fleetfile import FleetFileError, load_fleet
+from portal.kernel.catalog.models import Cluster
 
 
 class Command(BaseCommand):

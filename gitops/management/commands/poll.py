@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from gitops.polling import poll
-from portal.catalog.models import Cluster
+from portal.kernel.catalog.models import Cluster
 
 
 class Command(BaseCommand):

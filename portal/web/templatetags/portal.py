@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from portal.delivery.planner import UPGRADE
-from portal.links import OfferItem, preview_url
+from portal.kernel.links import OfferItem, preview_url
 from portal.web import badges
 from portal.web.rollback_offers import PageOffers, ShownOffer
 
@@ -35,7 +35,7 @@ def _ago(delta_seconds: float) -> str:
 
 def _local(value: datetime) -> datetime:
     """The viewer's local time; UTC for a time too near year 1 or 9999 to shift (a row stored
-    before portal.timestamps.parse_time read those as unknown)."""
+    before portal.kernel.timestamps.parse_time read those as unknown)."""
     try:
         return timezone.localtime(value)
     except OverflowError:

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_POST
 
 from gitops.models import GitOpsApp
 from gitops.topology import suggest_environment
-from portal.accounts.roles import Role, requires_role
-from portal.audit.models import record
-from portal.catalog import agents
-from portal.catalog.models import AgentToken, Cluster, Environment, Service
+from portal.kernel.accounts.roles import Role, requires_role
+from portal.kernel.audit.models import record
+from portal.kernel.catalog import agents
+from portal.kernel.catalog.models import AgentToken, Cluster, Environment, Service
 
 
 @requires_role(Role.VIEWER)

@@ -22,12 +22,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, Workload
-from portal.accounts.roles import Role, has_role, requires_role
 from portal.delivery import leadtimes, promotions
 from portal.delivery.changes import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
-from portal.links import safe_http_url
+from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.links import safe_http_url
 
 PERIOD = timedelta(days=30)
 MAX_ROWS = 500  # the period's pull requests read for the counts and medians; the API lists them all

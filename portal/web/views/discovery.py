@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 
 from gitops.discovery import AppRef, NewService, add_services, ignore_images, unclaimed_images, unignore_images
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, requires_role
+from portal.kernel.accounts.roles import Role, requires_role
 
 
 @requires_role(Role.ADMIN)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from gitops.findings import GROUPED, RULES, TOOL_NAMES, mute, open_findings, unmute
 from gitops.models import Finding, FindingMute, GitOpsApp
-from portal.accounts.roles import Role, requires_role
+from portal.kernel.accounts.roles import Role, requires_role
 
 PAGE_SIZE = 100
 NO_TEAM = "no team"

@@ -18,12 +18,12 @@ from django.utils import timezone
 from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
-from portal.accounts.roles import Role, requires_role
-from portal.catalog.models import Cluster, Environment
 from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import PullRequest
-from portal.links import argocd_links
+from portal.kernel.accounts.roles import Role, requires_role
+from portal.kernel.catalog.models import Cluster, Environment
+from portal.kernel.links import argocd_links
 from portal.web.badges import badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
 

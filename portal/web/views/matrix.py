@@ -12,14 +12,14 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from gitops.models import RunningVersion
-from portal.accounts.roles import Role, has_role, requires_role
-from portal.catalog.models import Service
 from portal.delivery.changes import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import ChartBehind, UpgradeTargets, charts_behind
-from portal.links import CHART_SUBJECT, OfferItem
+from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.catalog.models import Service
+from portal.kernel.links import CHART_SUBJECT, OfferItem
 from portal.releases.versions import parse_tag
 from portal.web.badges import pr_state_html
 from portal.web.cells import ChartOffer, Offer, Renderer, preview_href, release, render_matrix

@@ -4,8 +4,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from gitops.findings import open_findings
-from portal.accounts.roles import Role, requires_role
-from portal.catalog.models import Cluster
+from portal.kernel.accounts.roles import Role, requires_role
+from portal.kernel.catalog.models import Cluster
 from portal.web.cells import release, render_tiles
 from portal.web.fleet import fleet_counts
 from portal.web.tiles import service_tiles

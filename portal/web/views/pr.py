@@ -29,8 +29,6 @@ from django.views.decorators.http import require_GET
 
 from forges.parsecache import kept_parses
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, Workload
-from portal.accounts.roles import Role, has_role, requires_role
-from portal.catalog.models import Service
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,
     ChangeError,
@@ -45,7 +43,9 @@ from portal.delivery.changes import (
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import KINDS, ROLLBACK, UPGRADE, Change
 from portal.delivery.pull_requests import DEMO_REFUSAL
-from portal.links import CHART_SUBJECT, EACH, GROUPED, safe_http_url
+from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.catalog.models import Service
+from portal.kernel.links import CHART_SUBJECT, EACH, GROUPED, safe_http_url
 from portal.releases.excerpts import notes_for, share
 
 CONFIRM = "confirm"  # the default branch chosen for an application that follows a tag

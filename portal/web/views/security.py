@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from portal.accounts.roles import Role, has_role, requires_role
-from portal.catalog.models import Environment, Service
 from portal.delivery.exposures import FILTER_SEVERITIES, security_report
+from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.catalog.models import Environment, Service
 
 
 def filters(params) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -17,15 +17,15 @@ from django.utils import timezone
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
-from portal.accounts.roles import Role, has_role, requires_role
-from portal.catalog.models import Environment, Service
 from portal.delivery import policies
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import AutoPRAttempt
 from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
-from portal.links import ArgoCDLinks, argocd_links
+from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.catalog.models import Environment, Service
+from portal.kernel.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for, finding_badges
 from portal.web.compact_rows import render_rows
 from portal.web.policyform import PolicyForm

@@ -8,23 +8,23 @@ role, and again by every read, as over HTTP. Links in answers point at PORTAL_BA
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from portal.accounts import tokens
-from portal.accounts.roles import Role, has_role
 from portal.assistant.reads import Caller
 from portal.assistant.server import SERVER, current_caller
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.roles import Role, has_role
+from portal.kernel.credentials import named_secret
 
 DEFAULT_TOKEN_ENV = "PORTAL_MCP_TOKEN"
 
 
 def caller_from_env(name: str) -> Caller:
-    plain = os.environ.get(name, "")
+    plain = named_secret(name)
     if not plain:
         raise CommandError(f"No token: set {name} to a personal API token (gpat_…) from your profile page.")
     token = tokens.resolve(plain)

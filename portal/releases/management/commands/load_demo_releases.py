@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from portal.catalog.models import Service
+from portal.kernel.catalog.models import Service
 from portal.releases.charts import ChartReadError, ChartRef, record_versions, versions_in_index
 from portal.releases.models import Release
 from portal.releases.versions import parse_tag

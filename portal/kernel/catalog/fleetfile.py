@@ -15,7 +15,7 @@ import yaml
 from django.db import transaction
 from django.dispatch import Signal
 
-from portal.catalog.models import Cluster, Environment, Service
+from portal.kernel.catalog.models import Cluster, Environment, Service
 
 
 @dataclass

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.accounts.roles import Role, ensure_role_groups, grant
+from portal.kernel.accounts.roles import Role, ensure_role_groups, grant
 
 
 class Command(BaseCommand):

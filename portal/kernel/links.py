@@ -29,7 +29,7 @@ def safe_http_url(url: str | None) -> str | None:
 def argocd_app_url(namespace: str, name: str, ui_url: str | None = None) -> str | None:
     """The application in its Argo CD instance's UI: /applications/<app namespace>/<name>.
 
-    `ui_url` is the instance's (portal.catalog.models.ArgoCDInstance.ui_url); empty, the
+    `ui_url` is the instance's (portal.kernel.catalog.models.ArgoCDInstance.ui_url); empty, the
     portal's default PORTAL_ARGOCD_URL. None when either name part is empty (a hand-written
     manifest without a namespace has no such page) or no base is an http(s) URL."""
     base = safe_http_url(ui_url or settings.PORTAL_ARGOCD_URL)
@@ -49,7 +49,7 @@ class ArgoCDLinks:
 
 
 class _Instance(Protocol):
-    """What links need of an Argo CD instance (portal.catalog.models.ArgoCDInstance)."""
+    """What links need of an Argo CD instance (portal.kernel.catalog.models.ArgoCDInstance)."""
 
     name: str
     ui_url: str

@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class AccountsConfig(AppConfig):
-    name = "portal.accounts"
+    name = "portal.kernel.accounts"
     label = "accounts"

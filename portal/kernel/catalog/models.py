@@ -13,13 +13,13 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from portal.catalog.images import normalise_name
+from portal.kernel.catalog.images import normalise_name
 
 
 class CatalogQuerySet(models.QuerySet):
     """Services and clusters: a queryset update() or bulk write of a field that decides what a
     cluster's objects mean (the model's MEANING_FIELDS) moves the catalog's revision as a save
-    does (portal.catalog.revision); a poll's update() of its own status fields does not.
+    does (portal.kernel.catalog.revision); a poll's update() of its own status fields does not.
     (bulk_update() writes through update().)"""
 
     def update(self, **kwargs: object) -> int:
@@ -36,7 +36,7 @@ class CatalogQuerySet(models.QuerySet):
 
 
 def _bump_revision() -> None:
-    from portal.catalog import revision  # it reads this module's CatalogRevision
+    from portal.kernel.catalog import revision  # it reads this module's CatalogRevision
 
     revision.bump()
 
@@ -261,7 +261,7 @@ class AgentToken(models.Model):
 
 class CatalogRevision(models.Model):
     """How many times the catalog's services and clusters have been saved or deleted: one row,
-    moved by portal.catalog.revision on every save and delete of a Service or a Cluster, in the
+    moved by portal.kernel.catalog.revision on every save and delete of a Service or a Cluster, in the
     writer's transaction. A poll compares it, not every catalog row, to learn whether what its
     objects mean may have changed (gitops.polling): read per poll, the rows themselves grow
     with the fleet (500 clusters and 200 services read 500 times a minute).

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from portal.catalog.models import CatalogRevision
+from portal.kernel.catalog.models import CatalogRevision
 
 ROW = 1  # the one row
 

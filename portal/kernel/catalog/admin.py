@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 
 
 @admin.register(Environment)

@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class AuditConfig(AppConfig):
-    name = "portal.audit"
+    name = "portal.kernel.audit"
     label = "audit"

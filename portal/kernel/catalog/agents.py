@@ -7,7 +7,7 @@ import secrets
 
 from django.utils import timezone
 
-from portal.catalog.models import AgentToken, Cluster
+from portal.kernel.catalog.models import AgentToken, Cluster
 
 TOKEN_PREFIX = "gpa_"  # "gitops portal agent": recognisable in a secret scanner's rules
 

@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
-from portal.accounts import tokens
-from portal.accounts.roles import Role, requires_role
+from portal.kernel.accounts import tokens
+from portal.kernel.accounts.roles import Role, requires_role
 
 
 @never_cache  # the one response that shows a new token must not be kept by any cache

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from portal.accounts.models import ApiToken
+from portal.kernel.accounts.models import ApiToken
 
 PREFIX = "gpat_"
 _SECRET_BYTES = 32

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.audit.models import AuditLog
+from portal.kernel.audit.models import AuditLog
 
 
 @admin.register(AuditLog)

@@ -20,7 +20,6 @@ from django.db import connection
 from django.db.utils import ConnectionHandler
 
 from portal import health
-from portal.celery import app as celery_app
 
 
 class TcpGate:
@@ -151,14 +150,13 @@ def test_readyz_fails_while_migrations_are_pending(client, monkeypatch):
 
 
 @pytest.mark.django_db
-def test_readyz_fails_while_the_broker_is_unreachable_and_recovers(client, gate_to, monkeypatch):
+def test_readyz_fails_while_the_broker_is_unreachable_and_recovers(client, gate_to, celery_conf):
     redis_url = os.environ.get("REDIS_URL", "")
     if not redis_url:
         pytest.skip("the broker outage is staged on Redis's TCP port (CI runs it)")
     where = urlsplit(redis_url)
     gate = gate_to(where.hostname or "127.0.0.1", where.port or 6379)
-    monkeypatch.setattr(celery_app.conf, "broker_url", f"redis://127.0.0.1:{gate.port}{where.path}")
-    monkeypatch.setattr(celery_app.conf, "broker_write_url", None)
+    celery_conf(broker_url=f"redis://127.0.0.1:{gate.port}{where.path}", broker_write_url=None)
     assert client.get("/readyz").status_code == 200
     gate.shut()
     response = client.get("/readyz")

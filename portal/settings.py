@@ -253,6 +253,9 @@ CELERY_TASK_ROUTES = {
 # One message reserved per free process, none held behind a busy one.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis only (and warns elsewhere)
+# A file a worker touches on every event heartbeat (every 2 s while its consumer loop runs), whose
+# age the Helm chart's liveness probe checks; empty (the embedded run) touches none.
+PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", "")
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))

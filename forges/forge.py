@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forges import treecache
-from forges.pins import pin_format
+from forges.pins.sites import pin_format
 from forges.repourls import RepoRef, release_url
 from portal.kernel.redaction import redact as redact_credentials
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from forges.forge import TreeEntry
-from forges.pins import Pin, find, retag_with_reason, unified_diff
+from forges.pins.file_pins import find, retag_with_reason, unified_diff
+from forges.pins.sites import Pin
 
 DEFAULT_MODE = "100644"
 

@@ -1,7 +1,7 @@
 """How a located value becomes the edits of the contract: whole lines, before and after.
 
-Every change in `forges.layouts` ends here: pins found by the site readers are rewritten with
-`forges.pinsites.edit_sites` (which refuses what cannot be rewritten in place and reads the
+Every change in `forges.pins.layouts` ends here: pins found by the site readers are rewritten with
+`forges.pins.sites.edit_sites` (which refuses what cannot be rewritten in place and reads the
 result back), a single scalar (a Helm value, a chart version) with `splice`; either way only
 the value's characters change, and the edit is reported as the whole lines that differ.
 """
@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.kustomize import Candidate
-from forges.pinformats import FormatError, Node, Scalar, yamltree
-from forges.pinsites import HELM, EditRefused, Site, edit_sites, pin_format, read_sites, splice
+from forges.pins.formats import FormatError, Node, Scalar, yamltree
+from forges.pins.layouts.kustomize import Candidate
+from forges.pins.sites import HELM, EditRefused, Site, edit_sites, pin_format, read_sites, splice
 
 # A chart version is a pin only when it is one exact (semver) version; anything else is a
 # range the tool resolves by itself (`1.2.*`, `>=1.0.0`, `*`, `~1.2`, `1.x`).

@@ -56,7 +56,7 @@ def edit_pins(
         except EditRefused as refused:
             result.reasons.append(f"{path} {refused}" if str(refused).startswith("line ") else f"{path}: {refused}")
             continue
-        result.edits.extend(_line_edits(path, text, new_text))
+        result.edits.extend(changed_lines(path, text, new_text))
 
 
 def edit_scalar(files: MappingType[str, str], path: str, site: Site, old: str, new: str, result: EditResult) -> None:
@@ -73,7 +73,7 @@ def edit_scalar(files: MappingType[str, str], path: str, site: Site, old: str, n
     except FormatError as error:
         result.reasons.append(f"{path}: the edited file would not parse ({error})")
         return
-    for edit in _line_edits(path, text, new_text):
+    for edit in changed_lines(path, text, new_text):
         if edit not in result.edits:
             result.edits.append(edit)
 
@@ -89,10 +89,14 @@ def edit_version(
     edit_scalar(files, path, Site(HELM, "", "", from_version, "", node, 0), from_version, to_version, result)
 
 
-def _line_edits(path: str, before: str, after: str) -> list[Edit]:
+def changed_lines(path: str, before: str, after: str) -> list[Edit]:
+    """The whole lines that differ between `before` and `after`, without their line endings (the
+    first without a BOM): the one answer to "which lines did this edit change", for the contract's
+    edits and a pull request's `FileEdit`s alike. An edit here changes characters inside lines,
+    never the number of lines."""
     old_lines, new_lines = before.split("\n"), after.split("\n")
     edits = []
-    for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), start=1):
+    for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
         if old != new:
             edits.append(Edit(path, number, _clean(old, number), _clean(new, number)))
     return edits

@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forges import treecache
-from forges.pins import pin_format
-from forges.repourls import RepoRef, release_url
+from forges.pins.sites import pin_format
+from forges.repourls import RepoRef
 from portal.kernel.redaction import redact as redact_credentials
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def newest_first(releases: Iterable[ReleaseInfo]) -> list[ReleaseInfo]:
     )
 
 
-def release_page(given: str | None, repo: RepoRef, tag: str) -> str:
+def release_link(given: str | None, repo: RepoRef, tag: str) -> str:
     """The web page a forge gave for a release when it is http(s); else the one built from its parts."""
     try:
         parts = urlsplit(given or "")
@@ -155,7 +155,7 @@ def release_page(given: str | None, repo: RepoRef, tag: str) -> str:
         parts = urlsplit("")
     if parts.scheme in ("http", "https") and parts.hostname:
         return given or ""
-    return release_url(repo, tag) or ""
+    return repo.release_page(tag) or ""
 
 
 @dataclass(frozen=True)

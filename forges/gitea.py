@@ -36,7 +36,7 @@ from forges.forge import (
     is_commit_sha,
     newest_first,
     redact,
-    release_page,
+    release_link,
 )
 from forges.repourls import GITEA, RepoRef
 from forges.retry import RetryingSession, RetryPolicy
@@ -300,7 +300,7 @@ def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
     return ReleaseInfo(
         tag=tag,
         title=data.get("name") or tag,
-        url=release_page(data.get("html_url"), repo, tag),
+        url=release_link(data.get("html_url"), repo, tag),
         body=data.get("body") or "",
         published_at=parse_time(data.get("published_at") or data.get("created_at")),
         prerelease=bool(data.get("prerelease")),

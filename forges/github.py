@@ -42,7 +42,7 @@ from forges.forge import (
     is_commit_sha,
     newest_first,
     redact,
-    release_page,
+    release_link,
 )
 from forges.repourls import GITHUB, RepoRef
 from forges.retry import RetryPolicy
@@ -209,7 +209,7 @@ class GitHubForge(Forge):
                     ReleaseInfo(
                         tag=release.tag_name,
                         title=release.name or release.tag_name,
-                        url=release_page(release.html_url, self.repo, release.tag_name),
+                        url=release_link(release.html_url, self.repo, release.tag_name),
                         body=release.body or "",
                         published_at=release.published_at,
                         prerelease=bool(release.prerelease),

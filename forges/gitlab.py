@@ -40,7 +40,7 @@ from forges.forge import (
     is_commit_sha,
     newest_first,
     redact,
-    release_page,
+    release_link,
 )
 from forges.repourls import GITLAB, RepoRef
 from forges.retry import RetryingSession, RetryPolicy
@@ -242,7 +242,7 @@ def _release(data: dict[str, Any], repo: RepoRef) -> ReleaseInfo:
     return ReleaseInfo(
         tag=tag,
         title=data.get("name") or tag,
-        url=release_page(links.get("self"), repo, tag),
+        url=release_link(links.get("self"), repo, tag),
         body=data.get("description") or "",
         published_at=parse_time(data.get("released_at") or data.get("created_at")),
     )

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forges.edits import FileEdit
 from forges.forge import BranchExists, FileChange, Forge, ForgeError, PullRequestInfo, WritesRefused, redact
 from forges.hosts import GITEA_TOKEN, GITHUB_TOKEN, GITLAB_TOKEN
+from forges.pins.file_edits import FileEdit
 from portal.kernel.audit.models import record
 
 log = logging.getLogger(__name__)

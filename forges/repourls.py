@@ -3,7 +3,8 @@
 Argo CD and Flux store clone URLs (`git@github.com:acme/gitops.git`,
 `ssh://git@gitlab.example.com:2222/group/sub/proj.git`, `https://…/proj.git`).
 `parse_repo_url` reduces any of them to a `RepoRef`: host, owner path, name and forge
-kind. Web links are built only from a `RepoRef`, with percent-encoded refs and paths,
+kind. Web links are built only from a `RepoRef` (its `web_url`, `commit_page`,
+`compare_page`, `release_page`), with percent-encoded refs and paths,
 and are always http(s); anything that does not parse cleanly gives None, never a link
 built from raw text.
 
@@ -69,9 +70,44 @@ class RepoRef:
 
     @property
     def web_url(self) -> str:
+        """The repository's own page."""
         if self.kind == BITBUCKET_SERVER:
             return f"{_base(self)}/browse"
         return _base(self)
+
+    # The pages below are spelled per forge kind here, once; `forges.weblinks` gives them
+    # for a clone URL as the portal's configuration reads it.
+
+    def commit_page(self, sha: str) -> str | None:
+        """The page of one commit; None when `sha` is not a commit hash."""
+        if not _SHA.fullmatch(sha or ""):
+            return None
+        sha = sha.lower()
+        if self.kind == GITLAB:
+            return f"{_base(self)}/-/commit/{sha}"
+        if self.kind in (BITBUCKET, BITBUCKET_SERVER):
+            return f"{_base(self)}/commits/{sha}"
+        return f"{_base(self)}/commit/{sha}"
+
+    def compare_page(self, base: str, head: str) -> str:
+        """The forge's comparison of `head` against `base` (branches, tags or commits)."""
+        if self.kind == GITLAB:
+            return f"{_base(self)}/-/compare/{_ref(base)}...{_ref(head)}"
+        if self.kind == BITBUCKET:
+            # Bitbucket Cloud lists the newer ref first, separated by an encoded CR.
+            return f"{_base(self)}/branches/compare/{_ref(head)}%0D{_ref(base)}"
+        if self.kind == BITBUCKET_SERVER:
+            query = urlencode({"sourceBranch": _qualified(head), "targetBranch": _qualified(base)})
+            return f"{_base(self)}/compare/commits?{query}"
+        return f"{_base(self)}/compare/{_ref(base)}...{_ref(head)}"
+
+    def release_page(self, tag: str) -> str | None:
+        """The page of the release made from `tag`; None on Bitbucket, which has no releases."""
+        if self.kind == GITLAB:
+            return f"{_base(self)}/-/releases/{_ref(tag)}"
+        if self.kind in (GITHUB, GITEA, FORGEJO):
+            return f"{_base(self)}/releases/tag/{_ref(tag)}"
+        return None
 
 
 def parse_repo_url(url: str, hosts: Mapping[str, str] | None = None) -> RepoRef | None:
@@ -101,44 +137,6 @@ def parse_repo_url(url: str, hosts: Mapping[str, str] | None = None) -> RepoRef 
     owner, name = owner_name
     web_root = _web_root(scheme, host, port, base)
     return RepoRef(host=host, owner=owner, name=name, kind=kind, web_root=web_root)
-
-
-def repo_url(ref: RepoRef) -> str:
-    return ref.web_url
-
-
-def commit_url(ref: RepoRef, sha: str) -> str | None:
-    """The page of one commit; None when `sha` is not a commit hash."""
-    if not _SHA.fullmatch(sha or ""):
-        return None
-    sha = sha.lower()
-    if ref.kind == GITLAB:
-        return f"{_base(ref)}/-/commit/{sha}"
-    if ref.kind in (BITBUCKET, BITBUCKET_SERVER):
-        return f"{_base(ref)}/commits/{sha}"
-    return f"{_base(ref)}/commit/{sha}"
-
-
-def compare_url(ref: RepoRef, base: str, head: str) -> str:
-    """The forge's comparison of `head` against `base` (branches, tags or commits)."""
-    if ref.kind == GITLAB:
-        return f"{_base(ref)}/-/compare/{_ref(base)}...{_ref(head)}"
-    if ref.kind == BITBUCKET:
-        # Bitbucket Cloud lists the newer ref first, separated by an encoded CR.
-        return f"{_base(ref)}/branches/compare/{_ref(head)}%0D{_ref(base)}"
-    if ref.kind == BITBUCKET_SERVER:
-        query = urlencode({"sourceBranch": _qualified(head), "targetBranch": _qualified(base)})
-        return f"{_base(ref)}/compare/commits?{query}"
-    return f"{_base(ref)}/compare/{_ref(base)}...{_ref(head)}"
-
-
-def release_url(ref: RepoRef, tag: str) -> str | None:
-    """The page of the release made from `tag`; None on Bitbucket, which has no releases."""
-    if ref.kind == GITLAB:
-        return f"{_base(ref)}/-/releases/{_ref(tag)}"
-    if ref.kind in (GITHUB, GITEA, FORGEJO):
-        return f"{_base(ref)}/releases/tag/{_ref(tag)}"
-    return None
 
 
 # --- parsing -----------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Web pages of a repository, a commit and a compare on the forge that serves a clone URL.
 
-Only http(s) URLs built from a parsed `RepoRef` (forges.repourls); any other repository
-URL links as written, less credentials, query and fragment. Self-hosted forges are the
-configured ones and PORTAL_FORGE_HOSTS (`forges.hosts.link_hosts`)."""
+The one definition of these links for everything above forges (pages, API, notifications,
+releases): each parses the clone URL as the portal's configuration reads it and asks the
+`RepoRef` for its page (`forges.repourls` spells the pages per forge kind). Only http(s) URLs
+built from a parsed `RepoRef`; any other repository URL links as written, less credentials,
+query and fragment. Self-hosted forges are the configured ones and PORTAL_FORGE_HOSTS
+(`forges.hosts.link_hosts`)."""
 
 from __future__ import annotations
 
@@ -26,21 +29,21 @@ def commit_url(repo_url: str, commit: str | None) -> str | None:
     repo = _repo(repo_url)
     if repo is None or not commit:
         return None
-    return safe_http_url(repourls.commit_url(repo, commit))
+    return safe_http_url(repo.commit_page(commit))
 
 
 def compare_url(repo_url: str, base: str | None, head: str | None) -> str | None:
     repo = _repo(repo_url)
     if repo is None or not base or not head or base == head:
         return None
-    return safe_http_url(repourls.compare_url(repo, base, head))
+    return safe_http_url(repo.compare_page(base, head))
 
 
 def repository_url(url: str) -> str | None:
     """A repository's web page from the URL an admin wrote (web or clone form); None unless http(s)."""
     repo = _repo(url)
     if repo is not None:
-        return safe_http_url(repourls.repo_url(repo))
+        return safe_http_url(repo.web_url)
     safe = safe_http_url((url or "").strip())
     if safe is None:
         return None

@@ -55,7 +55,7 @@ def _no_trees_from_another_test() -> Iterator[None]:
     """Each test reads its forge fake afresh: the fakes' commits are content-addressed, so two tests
     holding the same files would otherwise share the process's cached trees (forges.treecache)
     and a test counting tree reads would see the other's (and parses, kept by text, likewise)."""
-    from forges.parsecache import KEPT
+    from forges.pins.parsecache import KEPT
     from forges.treecache import commits
 
     commits.clear()

@@ -7,7 +7,7 @@ application builds once (however many applications build it), finds the image pi
 pins a known service's image. A hundred applications in one repository are one task and one
 tree read. Pages then answer "why did my change not go out?": Git pins 1.7.0, runs 1.6.0.
 
-What an application builds is `forges.layouts.tree.tree_reads`, by the readers that place its
+What an application builds is `forges.pins.layouts.tree.tree_reads`, by the readers that place its
 edits (`tree_edits`), not every file under its path: in a Kustomization path `./apps` holding
 one HelmRelease per service, each HelmRelease's pins are its own documents' and its
 `valuesFrom` files', not its neighbours'; a kustomize overlay's are what `kustomize build`
@@ -54,10 +54,10 @@ from django.utils import timezone
 
 from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for, parse
-from forges.layouts.reads import Reads
-from forges.layouts.tree import tree_reads
-from forges.parsecache import shared_parses
 from forges.pins import Pin, scan
+from forges.pins.layouts.app_reads import Reads
+from forges.pins.layouts.tree import tree_reads
+from forges.pins.parsecache import shared_parses
 from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.models import Finding, GitOpsApp
 from gitops.pinsource import (

@@ -32,7 +32,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError, NotConfigured, PullRequestInfo
-from forges.repourls import repo_url
 from gitops.models import GitOpsApp
 from gitops.pinsource import pin_source
 from portal.delivery import promotions
@@ -177,7 +176,7 @@ def scan(
             continue
         if not pulls:
             continue
-        repository = repo_url(forge.repo)
+        repository = forge.repo.web_url
         for change in wanted:
             pull = matching(pulls, change)
             if pull is None:

@@ -8,7 +8,7 @@ sees one diff per file and one commit. Where the change lands is `forges.pins.tr
 given the application's object (what it builds: kustomize bases, Helm value files, `$ref`
 sources, a HelmRelease's values); a change whose application object is not known (a row
 written without it) falls back to every pin of the image under its path
-(`forges.edits.retag_files`).
+(`forges.pins.file_edits.retag_files`).
 `plan` is pure: no forge, no database; the branch prefix comes from settings
 (PORTAL_BRANCH_PREFIX) unless given.
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 from django.conf import settings
 
-from forges.edits import FileEdit, file_edit, retag_files
 from forges.forge import TreeEntry
 from forges.pins import NOT_PINNED_TAIL, Edit, Pin, chart_edit_result, tree_edit_result
+from forges.pins.file_edits import FileEdit, file_edit, retag_files
 from portal.kernel.imagerefs import parse_image
 from portal.kernel.timestamps import utc_stamp
 from portal.releases.vulns import SupplyChainDiff

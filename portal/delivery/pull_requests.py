@@ -27,7 +27,6 @@ from django.utils import timezone
 
 from forges import opening
 from forges.forge import Forge, PullRequestInfo
-from forges.repourls import repo_url
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Preview
 from portal.delivery.prtitles import names_change
@@ -69,7 +68,7 @@ def open_planned(
     now: Callable[[], datetime] = timezone.now,
 ) -> OpenResult:
     """Open (or link) the pull request `preview` describes. Never raises for forge errors."""
-    repository = repo_url(forge.repo)
+    repository = forge.repo.web_url
     if getattr(settings, "DEMO_MODE", False):
         return _audited(user, REFUSED, DEMO_REFUSAL, f"{repository} {preview.branch}", preview, automatic=automatic)
     if not preview.can_open:

@@ -4,7 +4,7 @@ and an upgrade from it plans a clean edit.
 
 This is the walk a person takes through pins on `make run`'s demo, without the pages: for each
 Argo CD Application and Flux object that builds from the repository, the pins it holds
-(`portal.delivery.gitpins.service_pins` over `forges.layouts.tree.tree_reads`, as a pin read
+(`portal.delivery.gitpins.service_pins` over `forges.pins.layouts.tree.tree_reads`, as a pin read
 stores them), then `forges.pins.tree_edit_result` from that version. The prod-ap overlays
 point each service at a registry mirror (`images: - name: ghcr.io/acme-shop/<service>,
 newName: asia-southeast1-docker.pkg.dev/acme-shop/mirror/<service>, newTag: …`) over a base
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from forges.layouts.tree import tree_edit_result, tree_reads
+from forges.pins.layouts.tree import tree_edit_result, tree_reads
 from portal.delivery.gitpins import service_pins
 from portal.kernel.catalog.models import Service, service_image_index
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from forges.layouts.tree import tree_reads
+from forges.pins.layouts.tree import tree_reads
 from gitops.models import Finding
 from portal.delivery import gitpins
 from tests.fixtures.seed import seed_app

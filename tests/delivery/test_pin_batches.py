@@ -241,7 +241,7 @@ def test_a_read_that_finds_the_stored_pins_writes_none_and_a_changed_pin_only_it
 
 def test_each_file_is_parsed_once_however_many_apps_build_it(catalog, github, memory_broker: MemoryBroker,
                                                               monkeypatch):
-    from forges.pinformats import yamltree
+    from forges.pins.formats import yamltree
 
     parsed: list[str] = []
     real = yamltree._read

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from forges.layouts.tree import chart_edit_result
 from forges.pins import Edit, chart_edits
+from forges.pins.layouts.tree import chart_edit_result
 from tests.forges.layout_cases import APPSET, CHART_EXPECTED, apps, generated, layout, layout_files
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forges.layouts.tree import tree_edit_result, tree_reads
 from forges.pins import Edit, scan, tree_edits
+from forges.pins.layouts.tree import tree_edit_result, tree_reads
 
 API = "ghcr.io/acme/api"
 MIRROR = "asia-southeast1-docker.pkg.dev/acme/mirror/api"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from forges.layouts.tree import tree_reads
 from forges.pins import EditResult, scan, tree_edit_result
-from forges.pinsites import image_name
+from forges.pins.layouts.tree import tree_reads
+from forges.pins.sites import image_name
 from tests.forges.layout_cases import EXPECTED, apps, layout, layout_files
 
 # Layouts that pin the image's tag in Git (the others run a chart default or a remote base).

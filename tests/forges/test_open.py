@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from forges.edits import Retag, retag_files
 from forges.opening import FAILED, LINKED, OPENED, REFUSED, Opened, open_pull_request
+from forges.pins.file_edits import Retag, retag_files
 from portal.kernel.audit.models import AuditLog
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forges.layouts.tree import tree_reads
 from forges.pins import scan, tree_edits
+from forges.pins.layouts.tree import tree_reads
 
 API = "ghcr.io/acme/api"
 

@@ -2,12 +2,7 @@
 
 import pytest
 
-from forges.repourls import (
-    commit_url,
-    compare_url,
-    parse_repo_url,
-    repo_url,
-)
+from forges.repourls import parse_repo_url
 
 HOSTS = {
     "ghe.corp.example": "github",
@@ -125,7 +120,6 @@ def test_parse_repo_url(url, owner, name, kind, web):
     assert ref is not None
     assert (ref.owner, ref.name, ref.kind) == (owner, name, kind)
     assert ref.web_url == web
-    assert repo_url(ref) == web
     assert "TOKEN" not in repr(ref)
 
 
@@ -201,16 +195,16 @@ def test_configuration_overrides_a_public_host():
 )
 def test_web_links_per_forge(url, commit, compare):
     ref = parse_repo_url(url, HOSTS)
-    assert commit_url(ref, SHA) == commit
-    assert compare_url(ref, "main", "renovate/api-1.x") == compare
+    assert ref.commit_page(SHA) == commit
+    assert ref.compare_page("main", "renovate/api-1.x") == compare
 
 
 def test_links_encode_hostile_refs_and_refuse_non_commits():
     ref = parse_repo_url("https://github.com/acme/gitops")
-    assert commit_url(ref, "javascript:alert(1)") is None
-    assert commit_url(ref, "main") is None
-    assert compare_url(ref, "main", "x?y#z") == "https://github.com/acme/gitops/compare/main...x%3Fy%23z"
-    for link in (repo_url(ref), compare_url(ref, "a", "b")):
+    assert ref.commit_page("javascript:alert(1)") is None
+    assert ref.commit_page("main") is None
+    assert ref.compare_page("main", "x?y#z") == "https://github.com/acme/gitops/compare/main...x%3Fy%23z"
+    for link in (ref.web_url, ref.compare_page("a", "b")):
         assert link.startswith("https://")
 
 

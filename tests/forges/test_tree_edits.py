@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from forges.layouts.tree import tree_edit_result
 from forges.pins import Edit, tree_edits
+from forges.pins.layouts.tree import tree_edit_result
 from tests.forges.layout_cases import EXPECTED, LAYOUTS, apps, layout, layout_files
 
 

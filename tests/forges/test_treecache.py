@@ -87,7 +87,7 @@ def test_turned_off_it_answers_nothing_it_kept_before(settings):
 
 
 def test_parses_kept_from_preview_to_preview_are_bounded_and_by_text(settings):
-    from forges.parsecache import KeptParses, kept_parses, parsed_list
+    from forges.pins.parsecache import KeptParses, kept_parses, parsed_list
 
     calls: list[str] = []
 

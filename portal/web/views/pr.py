@@ -27,7 +27,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from forges.parsecache import kept_parses
+from forges.pins.parsecache import kept_parses
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, Workload
 from portal.delivery.changes import (
     MAX_CHANGES_PER_PR,

@@ -11,7 +11,7 @@ import json.decoder
 import re
 from json.decoder import JSONDecodeError
 
-from forges.pinformats import BARE, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
+from forges.pins.formats import BARE, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")

@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.documents import descend
-from forges.pinformats import QUOTED, FormatError, Mapping, Node, Scalar, Sequence, yamltree
-from forges.pinsites import HELM, Site, image_name, reference_site, split_tag, templated
+from forges.pins.formats import QUOTED, FormatError, Mapping, Node, Scalar, Sequence, yamltree
+from forges.pins.layouts.documents import descend
+from forges.pins.sites import HELM, Site, image_name, reference_site, split_tag, templated
 
 KeyPath = tuple[str | int, ...]
 

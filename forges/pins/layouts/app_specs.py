@@ -17,8 +17,8 @@ from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 from typing import Any
 
-from forges.layouts.documents import document_spans, plain_documents
-from forges.pinformats import FormatError, Node, yamltree
+from forges.pins.formats import FormatError, Node, yamltree
+from forges.pins.layouts.documents import document_spans, plain_documents
 from forges.repourls import parse_repo_url
 
 APPLICATION = "Application"

@@ -12,7 +12,7 @@ import hcl2
 from lark import Token, Tree
 from lark.exceptions import LarkError
 
-from forges.pinformats import BARE, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
+from forges.pins.formats import BARE, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
 
 
 def read(text: str) -> list[Node]:

@@ -1,7 +1,7 @@
 """How a located value becomes the edits of the contract: whole lines, before and after.
 
-Every change in `forges.layouts` ends here: pins found by the site readers are rewritten with
-`forges.pinsites.edit_sites` (which refuses what cannot be rewritten in place and reads the
+Every change in `forges.pins.layouts` ends here: pins found by the site readers are rewritten with
+`forges.pins.sites.edit_sites` (which refuses what cannot be rewritten in place and reads the
 result back), a single scalar (a Helm value, a chart version) with `splice`; either way only
 the value's characters change, and the edit is reported as the whole lines that differ.
 """
@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.kustomize import Candidate
-from forges.pinformats import FormatError, Node, Scalar, yamltree
-from forges.pinsites import HELM, EditRefused, Site, edit_sites, pin_format, read_sites, splice
+from forges.pins.formats import FormatError, Node, Scalar, yamltree
+from forges.pins.layouts.kustomize import Candidate
+from forges.pins.sites import HELM, EditRefused, Site, edit_sites, pin_format, read_sites, splice
 
 # A chart version is a pin only when it is one exact (semver) version; anything else is a
 # range the tool resolves by itself (`1.2.*`, `>=1.0.0`, `*`, `~1.2`, `1.x`).
@@ -56,7 +56,7 @@ def edit_pins(
         except EditRefused as refused:
             result.reasons.append(f"{path} {refused}" if str(refused).startswith("line ") else f"{path}: {refused}")
             continue
-        result.edits.extend(_line_edits(path, text, new_text))
+        result.edits.extend(changed_lines(path, text, new_text))
 
 
 def edit_scalar(files: MappingType[str, str], path: str, site: Site, old: str, new: str, result: EditResult) -> None:
@@ -73,7 +73,7 @@ def edit_scalar(files: MappingType[str, str], path: str, site: Site, old: str, n
     except FormatError as error:
         result.reasons.append(f"{path}: the edited file would not parse ({error})")
         return
-    for edit in _line_edits(path, text, new_text):
+    for edit in changed_lines(path, text, new_text):
         if edit not in result.edits:
             result.edits.append(edit)
 
@@ -89,10 +89,14 @@ def edit_version(
     edit_scalar(files, path, Site(HELM, "", "", from_version, "", node, 0), from_version, to_version, result)
 
 
-def _line_edits(path: str, before: str, after: str) -> list[Edit]:
+def changed_lines(path: str, before: str, after: str) -> list[Edit]:
+    """The whole lines that differ between `before` and `after`, without their line endings (the
+    first without a BOM): the one answer to "which lines did this edit change", for the contract's
+    edits and a pull request's `FileEdit`s alike. An edit here changes characters inside lines,
+    never the number of lines."""
     old_lines, new_lines = before.split("\n"), after.split("\n")
     edits = []
-    for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), start=1):
+    for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
         if old != new:
             edits.append(Edit(path, number, _clean(old, number), _clean(new, number)))
     return edits

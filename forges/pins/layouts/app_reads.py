@@ -11,7 +11,7 @@ Argo CD Helm source, the chart's values.yaml and its value files in Argo CD's or
 either tool's Helm values, a tag a higher layer overrides is not the app's, and an effective
 tag with no repository beside it (`image.tag` alone in an environment's values file, a
 `.argocd-source-<app>.yaml` parameter) is: `Reads.pins` is what the app renders.
-`forges.layouts.tree.tree_reads` says it for one app with the same readers that place its
+`forges.pins.layouts.tree.tree_reads` says it for one app with the same readers that place its
 edits (`tree_edits`), so the pins shown and the pins changed are the same.
 """
 
@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts import helm, kustomize
-from forges.pinformats import Mapping, Node, Scalar, Sequence
-from forges.pinsites import Pin, line_of, to_pin
+from forges.pins.formats import Mapping, Node, Scalar, Sequence
+from forges.pins.layouts import helm, kustomize
+from forges.pins.sites import Pin, line_of, to_pin
 
 
 @dataclass

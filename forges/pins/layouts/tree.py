@@ -7,9 +7,9 @@ why nothing, or less than expected, was edited (a digest pin, a semver range, a 
 a value set outside Git), so a caller can show that instead of an empty diff.
 
 This module only dispatches on the object: an Argo CD Application's sources are read by
-`forges.layouts.argocd`, a Flux Kustomization or HelmRelease by `forges.layouts.flux`; both
-build kustomize paths with `forges.layouts.kustomize` and merge Helm values with
-`forges.layouts.helm`, and every change is written by `forges.layouts.changes`.
+`argocd_builds`, a Flux Kustomization or HelmRelease by `flux_builds`; both build kustomize
+paths with `kustomize` and merge Helm values with `helm`, and every change is written by
+`line_edits` (all in `forges.pins.layouts`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping as MappingType
 from typing import Any
 
-from forges.layouts import argocd, flux, helm, kustomize
-from forges.layouts.apps import APPLICATION, HELM_RELEASE, KUSTOMIZATION, read_app
-from forges.layouts.changes import Edit, EditResult, edit_pins, edit_scalar
-from forges.layouts.reads import Reads
-from forges.pinsites import TAG, image_name
+from forges.pins.layouts import argocd_builds, flux_builds, helm, kustomize
+from forges.pins.layouts.app_reads import Reads
+from forges.pins.layouts.app_specs import APPLICATION, HELM_RELEASE, KUSTOMIZATION, read_app
+from forges.pins.layouts.line_edits import Edit, EditResult, edit_pins, edit_scalar
+from forges.pins.sites import TAG, image_name
 
 # How a result says the image was found nowhere (a caller trying several names of one image
 # drops it for the names that are not pinned when another one is).
@@ -100,11 +100,11 @@ def tree_edit_result(
     pins: list[kustomize.Candidate] = []
     targets: list[helm.Target] = []
     if spec.kind == APPLICATION:
-        pins, targets = argocd.application_edits(files, spec, wanted, from_tag, repository, result)
+        pins, targets = argocd_builds.application_edits(files, spec, wanted, from_tag, repository, result)
     elif spec.kind == KUSTOMIZATION:
-        pins, targets = flux.kustomization_edits(files, spec, wanted, from_tag, result)
+        pins, targets = flux_builds.kustomization_edits(files, spec, wanted, from_tag, result)
     elif spec.kind == HELM_RELEASE:
-        pins, targets = flux.helm_release_edits(files, spec, wanted, from_tag, path, result)
+        pins, targets = flux_builds.helm_release_edits(files, spec, wanted, from_tag, path, result)
     else:
         result.reasons.append(f"{spec.kind or 'this object'} is not an Argo CD Application or a Flux object")
 
@@ -139,9 +139,9 @@ def chart_edit_result(
         return result
     spec = read_app(app)
     if spec.kind == APPLICATION:
-        argocd.application_chart_edits(files, spec, chart, from_version, to_version, result)
+        argocd_builds.application_chart_edits(files, spec, chart, from_version, to_version, result)
     elif spec.kind in (HELM_RELEASE, KUSTOMIZATION):
-        flux.chart_version_edits(files, spec, chart, from_version, to_version, path, result)
+        flux_builds.chart_version_edits(files, spec, chart, from_version, to_version, path, result)
     if not result.edits and not result.reasons:
         result.reasons.append(f"the chart {chart} is not pinned at {from_version} in this repository")
     return result
@@ -155,17 +155,17 @@ def tree_reads(
     repository: str | None = None,
 ) -> Reads:
     """What `app` reads from `files`: the files and documents its images can be set in, by the
-    same readers as `tree_edits` (`forges.layouts.reads`). `path`: the folder that deploys the
+    same readers as `tree_edits` (`forges.pins.layouts.app_reads`). `path`: the folder that deploys the
     object (a HelmRelease's Kustomization path, a chart-only Application's parent path);
     `repository`: as for `tree_edits`."""
     reads = Reads()
     spec = read_app(app)
     if spec.kind == APPLICATION:
-        argocd.application_reads(files, spec, repository, path, reads)
+        argocd_builds.application_reads(files, spec, repository, path, reads)
     elif spec.kind == KUSTOMIZATION:
-        flux.kustomization_reads(files, spec, reads)
+        flux_builds.kustomization_reads(files, spec, reads)
     elif spec.kind == HELM_RELEASE:
-        flux.helm_release_reads(files, spec, path, reads)
+        flux_builds.helm_release_reads(files, spec, path, reads)
     else:
         reads.skipped.append(f"{spec.kind or 'this object'} is not an Argo CD Application or a Flux object")
     return reads

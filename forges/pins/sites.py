@@ -1,8 +1,8 @@
 """The pin sites of one file: where an image's tag sits, read from a positioned tree, and
 how its characters are replaced.
 
-This is the shared core under `forges.pins` (one file: `retag`, `scan`, `find`) and
-`forges.layouts` (a whole repository as an app builds it: `tree_edits`, `chart_edits`).
+This is the shared core under `forges.pins.file_pins` (one file: `retag`, `scan`, `find`) and
+`forges.pins.layouts` (a whole repository as an app builds it: `tree_edits`, `chart_edits`).
 Both need the same answer to "which scalar holds this image's tag, and how is a new tag
 written into it without touching another byte", so that answer has one definition here.
 See `forges.pins` for the pin shapes and the quoting rule for numeric-looking tags.
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from forges.parsecache import parsed_list
-from forges.pinformats import BARE, PLAIN, FormatError, Mapping, Node, Scalar, Sequence, hcltree, jsontree, yamltree
+from forges.pins.formats import BARE, PLAIN, FormatError, Mapping, Node, Scalar, Sequence, hcltree, jsontree, yamltree
+from forges.pins.parsecache import parsed_list
 from portal.kernel.imagerefs import parse_image
 
 IMAGE = "image"  # a whole image reference in one string
@@ -115,7 +115,7 @@ def pin_format(file_name: str) -> str | None:
 
 
 def read_sites(text: str, fmt: str) -> list[Site]:
-    """The pin sites of a text in a format (once per text within `forges.parsecache.shared_parses`)."""
+    """The pin sites of a text in a format (once per text within `forges.pins.parsecache.shared_parses`)."""
     return parsed_list("sites", text, fmt, lambda: _read_sites(text, fmt))
 
 

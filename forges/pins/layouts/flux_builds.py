@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping as MappingType
 
-from forges.layouts import helm, kustomize
-from forges.layouts.apps import HELM_RELEASE, KUSTOMIZATION, App, definitions, flux_path, read_app
-from forges.layouts.changes import EditResult, edit_version, is_exact_version
-from forges.layouts.documents import descend, file_sites, plain_documents, scalar_value
-from forges.layouts.reads import Reads
-from forges.pinformats import Mapping, Node, Scalar, Sequence
-from forges.pinsites import KUSTOMIZE, image_name, kustomize_site
+from forges.pins.formats import Mapping, Node, Scalar, Sequence
+from forges.pins.layouts import helm, kustomize
+from forges.pins.layouts.app_reads import Reads
+from forges.pins.layouts.app_specs import HELM_RELEASE, KUSTOMIZATION, App, definitions, flux_path, read_app
+from forges.pins.layouts.documents import descend, file_sites, plain_documents, scalar_value
+from forges.pins.layouts.line_edits import EditResult, edit_version, is_exact_version
+from forges.pins.sites import KUSTOMIZE, image_name, kustomize_site
 
 
 def kustomization_edits(

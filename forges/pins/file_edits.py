@@ -14,16 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from forges.forge import TreeEntry
-from forges.pins import Pin, find, retag_with_reason, unified_diff
+from forges.pins.file_pins import find, retag_with_reason, unified_diff
+from forges.pins.layouts.line_edits import Edit, changed_lines
+from forges.pins.sites import Pin
 
 DEFAULT_MODE = "100644"
-
-
-@dataclass(frozen=True)
-class ChangedLine:
-    line: int
-    before: str
-    after: str
 
 
 @dataclass(frozen=True)
@@ -32,7 +27,7 @@ class FileEdit:
     before: str
     after: str
     diff: str
-    lines: tuple[ChangedLine, ...]
+    lines: tuple[Edit, ...]  # the whole lines that differ
     sha: str = ""  # blob SHA of `before`
     mode: str = DEFAULT_MODE
 
@@ -53,19 +48,9 @@ def file_edit(path: str, before: str, after: str, entry: TreeEntry | None = None
         before=before,
         after=after,
         diff=unified_diff(path, before, after),
-        lines=changed_lines(before, after),
+        lines=tuple(changed_lines(path, before, after)),
         sha=entry.sha if entry else "",
         mode=entry.mode if entry else DEFAULT_MODE,
-    )
-
-
-def changed_lines(before: str, after: str) -> tuple[ChangedLine, ...]:
-    # A retag changes characters inside lines, never the number of lines.
-    old, new = before.split("\n"), after.split("\n")
-    return tuple(
-        ChangedLine(number, a.rstrip("\r"), b.rstrip("\r"))
-        for number, (a, b) in enumerate(zip(old, new, strict=False), start=1)
-        if a != b
     )
 
 

@@ -1,7 +1,7 @@
 """The documents of a tree's files: positioned (to edit), plain (to read facts), their spans.
 
 Every layout reader needs the same few reads — a file's YAML documents as positioned trees
-(`forges.pinformats.yamltree`), the same as plain data, where each document starts and ends
+(`forges.pins.formats.yamltree`), the same as plain data, where each document starts and ends
 with its kind and name, the pin sites of a file, and a walk down to a key — so they are
 defined once here. A file that does not parse reads as having no documents: a layout is
 followed as far as its files can be read, and what was not read is reported by the caller.
@@ -13,9 +13,9 @@ from collections.abc import Mapping as MappingType
 
 import yaml
 
-from forges.parsecache import parsed_list, parsed_plain
-from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
-from forges.pinsites import Site, pin_format, read_sites
+from forges.pins.formats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
+from forges.pins.parsecache import parsed_list, parsed_plain
+from forges.pins.sites import Site, pin_format, read_sites
 
 
 def positioned_documents(files: MappingType[str, str], path: str) -> list[Node]:

@@ -30,11 +30,11 @@ import re
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.apps import HELM_RELEASE
-from forges.layouts.documents import document_spans, plain_documents
-from forges.parsecache import parsed_list
-from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
-from forges.pinsites import Site, image_name, kustomize_site, pin_format, read_sites, scalar_text
+from forges.pins.formats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
+from forges.pins.layouts.app_specs import HELM_RELEASE
+from forges.pins.layouts.documents import document_spans, plain_documents
+from forges.pins.parsecache import parsed_list
+from forges.pins.sites import Site, image_name, kustomize_site, pin_format, read_sites, scalar_text
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # kustomize's own test for a remote target: a URL, a scp-like Git address, or a known host.

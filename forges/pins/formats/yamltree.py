@@ -12,8 +12,8 @@ from __future__ import annotations
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from forges.parsecache import parsed_list
-from forges.pinformats import BLOCK, PLAIN, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
+from forges.pins.formats import BLOCK, PLAIN, QUOTED, FormatError, Mapping, Node, Scalar, Sequence
+from forges.pins.parsecache import parsed_list
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NULLS = {"", "~", "null", "Null", "NULL"}
@@ -21,7 +21,7 @@ _NULLS = {"", "~", "null", "Null", "NULL"}
 
 def read(text: str) -> list[Node]:
     """One tree per YAML document; FormatError when the text is not YAML. Parsed once per
-    text within `forges.parsecache.shared_parses`."""
+    text within `forges.pins.parsecache.shared_parses`."""
     return parsed_list("yamltree", text, "", lambda: _read(text))
 
 

@@ -3,7 +3,7 @@
 A source is built the way Argo CD builds it: Helm when `chart` is set or its folder holds a
 Chart.yaml and no kustomization (plugins that end in kustomize, like `kustomized-helm`, are
 read as kustomize), kustomize when it holds a kustomization, plain manifests otherwise.
-Helm values are merged in Argo CD's order (`forges.layouts.helm`), with `valuesObject` and
+Helm values are merged in Argo CD's order (`forges.pins.layouts.helm`), with `valuesObject` and
 `parameters` read from the Application manifest when it is in the tree, and the
 `.argocd-source-<app>.yaml` override file last; `kustomize.images` (Application, then
 override file) beats every pin the build holds.
@@ -19,8 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping as MappingType
 
-from forges.layouts import flux, helm, kustomize
-from forges.layouts.apps import (
+from forges.pins.formats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
+from forges.pins.layouts import flux_builds, helm, kustomize
+from forges.pins.layouts.app_reads import Reads
+from forges.pins.layouts.app_specs import (
     APPLICATION,
     APPLICATION_SET,
     App,
@@ -31,11 +33,9 @@ from forges.layouts.apps import (
     same_repository,
     template_values,
 )
-from forges.layouts.changes import EditResult, edit_version, is_exact_version
-from forges.layouts.documents import descend, file_sites, plain_documents, positioned_documents
-from forges.layouts.reads import Reads
-from forges.pinformats import FormatError, Mapping, Node, Scalar, Sequence, yamltree
-from forges.pinsites import image_name
+from forges.pins.layouts.documents import descend, file_sites, plain_documents, positioned_documents
+from forges.pins.layouts.line_edits import EditResult, edit_version, is_exact_version
+from forges.pins.sites import image_name
 
 
 def application_edits(
@@ -83,7 +83,7 @@ def _source_edits(
     if is_helm_source(files, source, folder):
         return [], _helm_source_edits(files, app, source, folder, value_refs, image, from_tag, result)
     built = kustomize.build(files, folder, recurse=bool(source.directory.get("recurse")))
-    pins, targets = flux.build_edits(files, built, image, from_tag, result)
+    pins, targets = flux_builds.build_edits(files, built, image, from_tag, result)
     names = kustomize.known_names(files, built, image)
     overrides = _kustomize_image_overrides(files, app, source, folder, image, names, result)
     if overrides is None:

@@ -1,31 +1,8 @@
-"""Image pins in a GitOps repository: find them, and change one image's tag in place.
+"""The pins of single files: read every pin in a set of files (`scan`, `find`), change one
+image's tag in one file (`retag`, `retag_with_reason`), and show a change as a diff.
 
-A pin is one place in a file that fixes which tag (or digest) of an image runs:
-- a whole reference in a string under an image key (`image: ghcr.io/acme/api:1.4.2`,
-  `inline_image: …`, a Nomad/Terraform `image = "…"`, an ECS `"image": "…"`, and the
-  `name=newName:tag` strings of Argo CD's `kustomize.images`),
-- a Helm-values map: `repository` (+ optional `registry`) with `tag` or `version`, or
-  `name` + `tag` under an image key; a non-empty `digest` overrides the tag,
-- a kustomize `images:` entry: `newName` (else `name`) with `newTag` and/or `digest`. In
-  one file (`retag`, `find`) the entry pins the image it renders; across a build
-  (`tree_edits`) it is also the pin of the image it matches by `name`, which it overrides
-  below it (`Pin.renamed_from`; `forges.layouts.kustomize`).
-
-Files are read with a real parser that reports positions (`forges.pinformats`), and an
-edit replaces only the characters of the old tag at the located offsets, so comments,
-quotes, indentation, key order, other documents, CRLF and a BOM stay byte for byte.
-Nothing is ever re-serialised.
-
-Numeric-looking tags: when an edit leaves an unquoted YAML value (or a JSON/HCL
-number) that would no longer read back as a string — `1.26`, `16`, `1e3`, `2024-01-15`,
-`yes` — the new value is written in double quotes (`tag: 1.25` → `tag: "1.26"`).
-Helm and kustomize would otherwise turn it into a number, and `1.30` would render as
-`1.3`. That is the one case in which more than the tag's characters change.
-
-The site readers and the splice live in `forges.pinsites` (shared with `forges.layouts`);
-`tree_edits` / `chart_edits` — where a change lands across a repository, following what an
-Argo CD Application or Flux object builds — live in `forges.layouts.tree` and are re-exported
-here, as the public contract names them.
+The pin shapes, and the quoting rule for numeric-looking tags, are described in `forges.pins`;
+the site readers and the splice are `forges.pins.sites`. Nothing is ever re-serialised.
 """
 
 from __future__ import annotations
@@ -35,58 +12,10 @@ from collections.abc import Iterable
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, field
 
-from forges.layouts.tree import (
-    NOT_PINNED_TAIL,
-    Edit,
-    EditResult,
-    chart_edit_result,
-    chart_edits,
-    tree_edit_result,
-    tree_edits,
-)
-from forges.pinformats import FormatError
-from forges.pinsites import (
-    HCL,
-    HELM,
-    IMAGE,
-    JSON,
-    KUSTOMIZE,
-    TAG,
-    YAML,
-    EditRefused,
-    Pin,
-    Site,
-    edit_sites,
-    image_name,
-    pin_format,
-    read_sites,
-    to_pin,
-)
+from forges.pins.formats import FormatError
+from forges.pins.sites import TAG, EditRefused, Pin, Site, edit_sites, image_name, pin_format, read_sites, to_pin
 
-__all__ = [
-    "HCL",
-    "HELM",
-    "IMAGE",
-    "JSON",
-    "KUSTOMIZE",
-    "NOT_PINNED_TAIL",
-    "YAML",
-    "Edit",
-    "EditResult",
-    "Pin",
-    "RetagResult",
-    "TreeScan",
-    "chart_edit_result",
-    "chart_edits",
-    "find",
-    "pin_format",
-    "retag",
-    "retag_with_reason",
-    "scan",
-    "tree_edit_result",
-    "tree_edits",
-    "unified_diff",
-]
+__all__ = ["RetagResult", "TreeScan", "find", "retag", "retag_with_reason", "scan", "unified_diff"]
 
 
 @dataclass(frozen=True)

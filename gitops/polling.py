@@ -30,7 +30,6 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.argocd_api import ArgoCDSource
 from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
 from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
@@ -43,6 +42,7 @@ from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
+from gitops.sources.argocd_api import ArgoCDSource
 from gitops.store import StoreResult, write
 from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.unchanged import (

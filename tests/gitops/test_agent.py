@@ -1,4 +1,4 @@
-"""In-cluster agents (gitops.agent, POST /api/v1/agents/<cluster>/snapshots): a pushed cluster
+"""In-cluster agents (gitops.sources.agent, POST /api/v1/agents/<cluster>/snapshots): a pushed cluster
 is stored exactly as a polled one; a token writes its own cluster only; a replayed snapshot,
 a revoked token, an oversized body and a connection cut mid-push each do what they should.
 
@@ -18,10 +18,10 @@ import requests
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
 from gitops.models import GitOpsApp, Workload
 from gitops.polling import list_capabilities, poll
-from gitops.sources import KubeSource
+from gitops.sources.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
+from gitops.sources.kube import KubeSource
 from gitops.tasks import mark_silent_agents, poll_all
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog import agents as agent_tokens

@@ -36,7 +36,7 @@ from gitops.collectors import MAX_NAME
 from gitops.fields import MAX_DEPTH, as_str
 from gitops.models import AppProject, GitOpsApp, Workload
 from gitops.polling import PollReport, poll
-from gitops.sources import ManifestSource
+from gitops.sources.manifests import ManifestSource
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.real_objects import REAL_OBJECTS, load_real

@@ -65,7 +65,7 @@ class Cluster(models.Model):
         # A destination whose apps an Argo CD instance on another cluster reports.
         NONE = "none", "not read (its apps come from an Argo CD instance)"
         # Applications and AppProjects from the Argo CD API server (`api_url`, read-only
-        # token in `token_env`); see gitops.argocd_api.
+        # token in `token_env`); see gitops.sources.argocd_api.
         ARGOCD_API = "argocd_api", "Argo CD API URL + read-only token"
         # Read inside the cluster by `manage.py agent`, which pushes each snapshot to the portal
         # (POST /api/v1/agents/<cluster>/snapshots with an AgentToken); never polled from here.

@@ -43,21 +43,19 @@ import urllib3
 from gitops import kinds
 from gitops.fields import as_dict, as_list, as_str, dig
 from gitops.kinds import KindSpec
-from gitops.sources import (
+from gitops.sources.base import (
     DEFAULT_TIMEOUT,
     MALFORMED,
     NOT_FOUND,
     TIMEOUT,
     UNAUTHORIZED,
     UNREACHABLE,
-    KubeSource,
     ListResult,
     Obj,
     SourceError,
-    _api_message,
-    _load_json,
-    _status_reason,
 )
+from gitops.sources.decoding import load_json
+from gitops.sources.kube import KubeSource, api_message, status_reason
 from gitops.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
 from portal.kernel.redaction import redact
 
@@ -265,8 +263,8 @@ class ArgoCDSource:
         status, body = self._get(path, query, what)
         result.pages += 1
         if status != 200:
-            detail = self._redact(_api_message(body)) or f"HTTP {status}"
-            raise SourceError(_status_reason(status), f"{self.name}: {what}: {detail}", status)
+            detail = self._redact(api_message(body)) or f"HTTP {status}"
+            raise SourceError(status_reason(status), f"{self.name}: {what}: {detail}", status)
         return body
 
     def _list(self, path: str, query: list[tuple[str, str]], what: str, result: ListResult) -> Obj:
@@ -279,7 +277,7 @@ class ArgoCDSource:
 
     def _decode(self, body: bytes, what: str) -> Obj:
         try:
-            doc, cut = _load_json(body)
+            doc, cut = load_json(body)
         except ValueError as exc:  # UnicodeDecodeError included
             raise SourceError(MALFORMED, f"{self.name}: {what}: response is not JSON ({exc})", 200) from None
         if not isinstance(doc, dict) or cut:

@@ -4,8 +4,8 @@
 2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
    or, when only some apps' objects changed and nothing they depend on did, those apps alone
    (`gitops.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
-3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
-4. the store writes what changed, in one transaction (`gitops.store`).
+3. derive (pure) compares them with what the store holds (`gitops.store.read`, `gitops.derive`);
+4. the store writes what changed, in one transaction (`gitops.store.write`).
 Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
 benchmarks) are stored the same way.
 
@@ -43,8 +43,8 @@ from gitops.platforms.reading import read_platform
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
-from gitops.store import StoreResult, write
-from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
+from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
+from gitops.store.write import StoreResult, write
 from gitops.unchanged import (
     APP_KINDS,
     ObjectVersions,
@@ -511,7 +511,7 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
     Argo CD instance, its own cluster list when its source answered one, the health rules, and
     the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
+    # Only this cluster's own instance: a poll reads no other (gitops.store.read.instance_of), and
     # every other cluster's first poll records one, which would make every poll of the fleet
     # a full one while it is first swept.
     instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(

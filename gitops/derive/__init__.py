@@ -2,7 +2,7 @@
 
 Sync-window verdicts, the services each app runs, problem ranks, fingerprints of what
 changed, state changes and version changes are all decided here, before any write, so
-that the store only writes (gitops.store) and every rule can be tested without a poll.
+that the store only writes (gitops.store.write) and every rule can be tested without a poll.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime
 from gitops.derive.apps import APP_FIELDS, AppChanges, derive_apps, fingerprint
 from gitops.derive.workloads import WORKLOAD_FIELDS, WorkloadChanges, derive_workloads
 from gitops.rows import Snapshot
-from gitops.stored import ClusterState
+from gitops.store.read import ClusterState
 
 __all__ = ["APP_FIELDS", "WORKLOAD_FIELDS", "AppChanges", "Changes", "WorkloadChanges", "derive", "fingerprint"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitops.rows import ARGO, AppRow, Snapshot
-from gitops.stored import ClusterState
+from gitops.store.read import ClusterState
 from gitops.topology import (
     AgentMapping,
     CatalogIndex,

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from gitops import kinds, polling
 from gitops.models import ClusterObjectVersions, GitOpsApp
-from gitops.stored import instance_of
+from gitops.store.read import instance_of
 from gitops.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service

@@ -39,8 +39,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from gitops.fields import as_dict, as_list, as_str, dig
 from gitops.models import GitOpsApp
+from gitops.rawobjects import as_dict, as_list, as_str, dig
 from gitops.rows import ARGO, FLUX
 
 KUSTOMIZE_NAME = "kustomize.toolkit.fluxcd.io/name"

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from gitops.fields import as_dict, as_str, dig
+from gitops.rawobjects import as_dict, as_str, dig
 
 IN_CLUSTER_NAME = "in-cluster"
 IN_CLUSTER_SERVER = "https://kubernetes.default.svc"

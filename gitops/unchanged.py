@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from gitops.fields import trimmed
+from gitops.rawobjects import trimmed
 
 FULL_POLL_EVERY = timedelta(minutes=10)
 
@@ -168,7 +168,7 @@ def without_stamps(raw: Any) -> Any:
 
 def meaning(obj: Mapping[str, Any]) -> str:
     """A digest of what the collectors can read of an app object: the object as stored
-    (`gitops.fields.trimmed`) without its stamps. Keys are not sorted: the API server writes
+    (`gitops.rawobjects.trimmed`) without its stamps. Keys are not sorted: the API server writes
     them in the same order every time, and a digest that differs by order alone only costs a
     collector run."""
     text = json.dumps(without_stamps(trimmed(obj)), separators=(",", ":"), default=str)

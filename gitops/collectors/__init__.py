@@ -16,7 +16,7 @@ from gitops.collectors.argocd import application_row, project_row
 from gitops.collectors.flux import SOURCE_KINDS, helmrelease_row, index_sources, kustomization_row
 from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
-from gitops.fields import as_list, as_str, dig, json_safe
+from gitops.rawobjects import as_list, as_str, dig, json_safe
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
 from gitops.topology import ArgoCluster, cluster_from_secret
 

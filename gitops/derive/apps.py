@@ -20,8 +20,8 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 
 from gitops.derive.destinations import Placement, Placer, VersionSets, image_version_changes
-from gitops.fields import json_safe
 from gitops.models import PROBLEM_RANK, RANK_OK, AppProject, GitOpsApp, VersionChange, problem_rank
+from gitops.rawobjects import json_safe
 from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
 from gitops.store.column_limits import fitted
 from gitops.store.read import ClusterState

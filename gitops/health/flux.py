@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from gitops.fields import dig
 from gitops.health.objects import ComputeError, first_condition, generation_field, raw_condition, read_conditions
+from gitops.rawobjects import dig
 from gitops.rows import DEGRADED, HEALTHY, PROGRESSING
 from gitops.rows import UNKNOWN as ARGO_UNKNOWN
 from portal.kernel.timestamps import parse_time

@@ -98,7 +98,7 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
 
 def encode(snapshot: dict[str, Any]) -> bytes:
     """The snapshot as gzip'd JSON, its text as UTF-8 rather than \\u escapes: smaller, and the
-    portal walks a snapshot's every string (gitops.fields.storable_text) only when its text holds
+    portal walks a snapshot's every string (gitops.rawobjects.storable_text) only when its text holds
     an escape that may be NUL or a surrogate, which escaped emoji or Hangul would always be."""
     try:
         text = json.dumps(snapshot, separators=(",", ":"), ensure_ascii=False).encode()

@@ -41,8 +41,8 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from gitops import kinds
-from gitops.fields import as_dict, as_list, as_str, dig
 from gitops.kinds import KindSpec
+from gitops.rawobjects import as_dict, as_list, as_str, dig
 from gitops.sources.base import (
     DEFAULT_TIMEOUT,
     MALFORMED,

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from gitops.fields import MAX_DEPTH, as_str, dig, storable_text
+from gitops.rawobjects import MAX_DEPTH, as_str, dig, storable_text
 
 _JSON_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _JSON_TOKENS = re.compile(_JSON_STRING + r"|[\[\]{}]", re.DOTALL)

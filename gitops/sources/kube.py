@@ -26,8 +26,8 @@ from kubernetes.config.incluster_config import (
 )
 from kubernetes.config.kube_config import load_kube_config
 
-from gitops.fields import MAX_DEPTH
 from gitops.kinds import KindSpec
+from gitops.rawobjects import MAX_DEPTH
 from gitops.sources.base import (
     DEFAULT_TIMEOUT,
     FORBIDDEN,

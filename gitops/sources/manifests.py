@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from gitops.fields import dig
 from gitops.kinds import KindSpec, selector_matches, split_api_version
+from gitops.rawobjects import dig
 from gitops.sources.base import NOT_FOUND, UNREACHABLE, ListResult, Obj, SourceError, fill_type, only_kept_data
 from gitops.sources.decoding import holds_cut, load_json, load_yaml, too_deep_warning
 

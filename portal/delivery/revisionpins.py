@@ -36,9 +36,9 @@ from django.db.models import Q
 
 from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for
-from gitops.fields import as_dict, as_list, as_str
 from gitops.models import GitOpsApp
 from gitops.pinsource import in_own_columns
+from gitops.rawobjects import as_dict, as_list, as_str
 from gitops.revisions import argocd_commit, flux_commit
 from gitops.rows import ARGO
 from portal.delivery.gitpins import pins_at_commit

@@ -20,9 +20,9 @@ import pytest
 
 import gitops.sources.agent
 import gitops.sources.decoding
-from gitops.fields import MAX_DEPTH
 from gitops.models import GitOpsApp
 from gitops.polling import list_capabilities
+from gitops.rawobjects import MAX_DEPTH
 from gitops.sources.agent import SEQUENCE_HEADER, ReplaySource, decode, decode_body, encode, read_snapshot
 from portal.kernel.catalog.models import Cluster
 from tests.gitops.test_agent import agent_cluster, emulator_source, fleet_objects, prod  # noqa: F401 - fixture

@@ -21,10 +21,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from gitops import kinds
-from gitops.fields import MAX_DEPTH, TooDeep, json_safe
 from gitops.kinds import KindSpec
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import poll
+from gitops.rawobjects import MAX_DEPTH, TooDeep, json_safe
 from gitops.sources.base import ListResult
 from gitops.sources.manifests import ManifestSource
 from portal.kernel.accounts.roles import Role, grant

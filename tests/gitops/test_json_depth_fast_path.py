@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gitops.fields import MAX_DEPTH
+from gitops.rawobjects import MAX_DEPTH
 from gitops.sources.decoding import json_nests_deeper, load_json, valid_json_nests_deeper
 
 

@@ -168,7 +168,7 @@ class GitOpsApp(models.Model):
 
     # What the tool reports.
     sync_status = models.CharField(max_length=16, default="Unknown")
-    # "Since when" is the tool's own time where it records one (gitops.derive.apps.since_when);
+    # "Since when" is the tool's own time where it records one (gitops.derive.app_changes.since_when);
     # `*_since_exact` is False where it records none and the time is the portal's first sight
     # of the app in that state: "at least since" then, never "since".
     sync_since = models.DateTimeField(null=True, blank=True)

@@ -36,7 +36,7 @@ resourceVersion and reconciledAt of a reconciliation that found nothing to do. E
 reads (managedFields, kubectl's last-applied copy) — is kept beside its resourceVersion, and an
 app whose meaning is as stored is not collected again: its row would be the one stored (the
 collectors are pure, and the context is unchanged), down to the fingerprint the store compares
-(`gitops.derive.apps.fingerprint` digests the same stamp-free object). Only its new
+(`gitops.derive.app_changes.fingerprint` digests the same stamp-free object). Only its new
 resourceVersion is kept.
 """
 

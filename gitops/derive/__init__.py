@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from gitops.derive.apps import APP_FIELDS, AppChanges, derive_apps, fingerprint
-from gitops.derive.workloads import WORKLOAD_FIELDS, WorkloadChanges, derive_workloads
+from gitops.derive.app_changes import APP_FIELDS, AppChanges, derive_apps, fingerprint
+from gitops.derive.workload_changes import WORKLOAD_FIELDS, WorkloadChanges, derive_workloads
 from gitops.rows import Snapshot
 from gitops.store.read import ClusterState
 

@@ -94,7 +94,7 @@ VersionSets = dict[tuple[int, int, int], set[str]]
 def image_version_changes(before: VersionSets, after: VersionSets) -> list[tuple[tuple[int, int, int], str, str]]:
     """Which services' versions Argo CD's `status.summary.images` says were replaced on a
     destination the portal does not read: (key, from, to) per replacement, as
-    gitops.derive.workloads records them for a workload it reads (a VersionChange; rollback
+    gitops.derive.workload_changes records them for a workload it reads (a VersionChange; rollback
     offers and deployment tracking read those).
 
     `summary.images` is the union over the app's Pods (reference/argocd-topology.md §3.6), so

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from gitops.collectors.argocd import application_row
-from gitops.derive.apps import plain
+from gitops.derive.app_changes import plain
 from gitops.pinsource import NAME, revision_kind
 from portal.delivery.changes import change_for_chart_upgrade, change_for_upgrade, preview_change
 from portal.kernel.catalog.models import Service

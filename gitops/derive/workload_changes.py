@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gitops.collectors.mapping import resource_keys
-from gitops.derive.apps import plain
+from gitops.derive.app_changes import plain
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
 from gitops.rows import Snapshot, WorkloadRow, app_key
 from gitops.store.column_limits import fitted

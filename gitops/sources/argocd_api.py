@@ -41,6 +41,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from gitops import kinds
+from gitops.derive.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
 from gitops.kinds import KindSpec
 from gitops.rawobjects import as_dict, as_list, as_str, dig
 from gitops.sources.base import (
@@ -56,7 +57,6 @@ from gitops.sources.base import (
 )
 from gitops.sources.decoding import load_json
 from gitops.sources.kube import KubeSource, api_message, status_reason
-from gitops.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
 from portal.kernel.redaction import redact
 
 APPLICATION_API_VERSION = "argoproj.io/v1alpha1"
@@ -215,7 +215,7 @@ class ArgoCDSource:
 
     def clusters(self) -> list[ArgoCluster]:
         """The clusters this instance deploys to (`GET /api/v1/clusters`): name, server and
-        argocd-agent name only (`gitops.topology.cluster_from_api`).
+        argocd-agent name only (`gitops.derive.topology.cluster_from_api`).
 
         The server strips credentials already; whatever else an entry carries (config,
         annotations, connection state) is dropped here all the same. A cluster without a
@@ -324,7 +324,7 @@ def discovered_clusters(
     """The clusters one Argo CD instance knows, each with how many apps deploy to it, busiest
     first: two API reads (the cluster list, and the app list projected to destinations).
 
-    Destinations are resolved as Argo CD resolves them (`gitops.topology.resolve_destination`);
+    Destinations are resolved as Argo CD resolves them (`gitops.derive.topology.resolve_destination`);
     an app Argo CD cannot place (a name shared by two clusters, an unknown name) counts nowhere.
     """
     clusters = source.clusters()

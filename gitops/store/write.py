@@ -23,12 +23,14 @@ from typing import Any
 
 from django.db import models, transaction
 
-from gitops.derive import APP_FIELDS, WORKLOAD_FIELDS, Changes
+from gitops.derive.app_changes import APP_FIELDS
+from gitops.derive.cluster_changes import Changes
+from gitops.derive.topology import Unregistered
+from gitops.derive.workload_changes import WORKLOAD_FIELDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, StateChange, VersionChange, Workload
 from gitops.rows import app_key
 from gitops.signals import cluster_stored
 from gitops.store.bulk import bulk_insert_rows, bulk_update_rows, copy_rows
-from gitops.topology import Unregistered
 from portal.kernel.catalog.models import Cluster
 
 

@@ -295,7 +295,7 @@ def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server,
 @pytest.mark.django_db
 def test_a_hub_agent_reports_its_applications_for_their_destination_clusters(hub_fleet, kube_emulator):  # noqa: F811
     """A hub the portal cannot reach runs the agent: its Applications are filed under their
-    destinations exactly as when the hub is polled (gitops.topology, through the same poll)."""
+    destinations exactly as when the hub is polled (gitops.derive.topology, through the same poll)."""
     hub = hub_fleet["hub"]
     Cluster.objects.filter(pk=hub.pk).update(connection=Cluster.Connection.AGENT)
     snapshot = decode([encode(read_snapshot("hub", emulator_source(kube_emulator, "hub")()))])

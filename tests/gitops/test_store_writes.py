@@ -13,7 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from gitops.derive import derive, fingerprint
+from gitops.derive.app_changes import fingerprint
+from gitops.derive.cluster_changes import derive
 from gitops.models import GitOpsApp, RunningVersion, StateChange, VersionChange
 from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow

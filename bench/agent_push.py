@@ -7,7 +7,7 @@ An agent's push should cost the portal less than pulling the cluster would: the 
 reading. Here both happen against the same Kubernetes API emulator (tests/kube_emulator.py)
 serving --apps Argo CD Applications and their Deployments (bench/collect.py's shapes):
 --clusters clusters polled by the portal (connection "api"), and as many pushed by the
-portal's own agent code (gitops.agent.read_snapshot + encode, the agent's side, not counted)
+portal's own agent code (gitops.sources.agent.read_snapshot + encode, the agent's side, not counted)
 to POST /api/v1/agents/<cluster>/snapshots through Django's test client (the whole request:
 middleware, token, body, replay, store). Three steps, each measured as CPU seconds
 (time.thread_time) per poll and per push:
@@ -65,8 +65,8 @@ def _measure(args: argparse.Namespace, vendor: str, application, deployment) -> 
         from django.test import Client
 
         from gitops import kinds, polling
-        from gitops.agent import SEQUENCE_HEADER, encode, read_snapshot
-        from gitops.sources import KubeSource
+        from gitops.sources.agent import SEQUENCE_HEADER, encode, read_snapshot
+        from gitops.sources.kube import KubeSource
         from portal.kernel.catalog import agents
         from portal.kernel.catalog.models import Cluster, Environment, Service
 

@@ -13,7 +13,7 @@ one big list; what it adds is placing each app and writing versions for 40 clust
 
 Beside the standalone figures, the steady state of a real fleet: a poll finding 30 % of the
 apps re-stamped by Argo CD (status.reconciledAt and resourceVersion only), CPU per poll before
-(every object collected) and after (only those apps, gitops.unchanged.ObjectVersions), against
+(every object collected) and after (only those apps, gitops.derive.unchanged.ObjectVersions), against
 the floor's CPU.
 
 A third part measures custom-resource health rules (issue 22) through the poll path: N

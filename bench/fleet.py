@@ -17,7 +17,7 @@ Modes (--mode):
   connection "agent" and an agent token (portal.kernel.catalog.agents.issue, as the Clusters page
   issues them), the portal's web served by gunicorn as docker-compose.yml serves it (with
   --web-workers 2 rather than compose's 4: this machine has 2 cores), and one agent per cluster
-  — the portal's own gitops.agent.Agent, the code `manage.py agent` runs — as threads of
+  — the portal's own gitops.sources.agent.Agent, the code `manage.py agent` runs — as threads of
   --agent-processes processes (bench/fleet_agents.py), each reading its cluster from nginx
   and pushing a snapshot every --interval seconds. --agent-only skips the pull run.
 

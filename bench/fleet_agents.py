@@ -2,7 +2,7 @@
 
     python bench/fleet_agents.py SPEC.json
 
-Each thread is the portal's own `gitops.agent.Agent` — the code `manage.py agent` runs — reading
+Each thread is the portal's own `gitops.sources.agent.Agent` — the code `manage.py agent` runs — reading
 its cluster through `KubeSource.from_url` (the cluster's nginx prefix, with the bench's API
 token) and pushing every snapshot to the portal's gunicorn, every `interval` seconds. The
 agents start spread over one interval (agent i of n waits i/n of it first), as agents started
@@ -28,8 +28,8 @@ def main() -> None:
     import django
 
     django.setup()  # the agent reads the portal's kinds and settings; it makes no query
-    from gitops.agent import Agent, AgentStopped
-    from gitops.sources import KubeSource
+    from gitops.sources.agent import Agent, AgentStopped
+    from gitops.sources.kube import KubeSource
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     api_token = os.environ[spec["api_token_env"]]

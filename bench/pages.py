@@ -99,8 +99,8 @@ def seed_spread(fleet: Fleet) -> None:
     history, as real ones do, which no page should read."""
     from django.utils import timezone
 
-    from gitops.bulkwrite import bulk_insert_rows, copy_rows
     from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
+    from gitops.store.bulk import bulk_insert_rows, copy_rows
     from portal.delivery import placements
     from portal.delivery.models import Placement
     from portal.kernel.catalog.models import Cluster, Service

@@ -1,10 +1,10 @@
-"""What the depth bound costs a poll: gitops.sources' bounded decoders against the plain
+"""What the depth bound costs a poll: gitops.sources.decoding's bounded decoders against the plain
 ones they guard, on the same bytes, in the same run.
 
 A JSON list page or manifest file is first measured for depth without recursion
-(`_json_nests_deeper`, a few C-level passes over the bytes) and only cut when too deep,
+(`json_nests_deeper`, a few C-level passes over the bytes) and only cut when too deep,
 and searched for escapes of text no database column stores (NUL, lone surrogates); a YAML
-file is first walked as a flat event stream (`_yaml_too_deep`). These checks run on every
+file is first walked as a flat event stream (`yaml_too_deep`). These checks run on every
 poll, so their price is printed next to the decode they protect:
 
     .venv/bin/python bench/parse_depth.py [--apps 5000] [--repeat 5]
@@ -32,14 +32,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from collect import application  # noqa: E402 - bench/ is on the path only now
 
-from gitops.sources import (  # noqa: E402
-    _UNSTORABLE_JSON,
-    ManifestSource,
-    _json_nests_deeper,
-    _load_json,
-    _PlainLoader,
-    _valid_json_nests_deeper,
+from gitops.sources.decoding import (  # noqa: E402
+    UNSTORABLE_JSON,
+    PlainLoader,
+    json_nests_deeper,
+    load_json,
+    valid_json_nests_deeper,
 )
+from gitops.sources.manifests import ManifestSource  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "real-objects"
 
@@ -55,7 +55,7 @@ def best_of(repeat: int, work: Callable[[], Any]) -> float:
 
 
 def plain_yaml(text: str) -> list[Any]:
-    return list(yaml.load_all(text, Loader=_PlainLoader))  # noqa: S506 - a safe loader
+    return list(yaml.load_all(text, Loader=PlainLoader))  # noqa: S506 - a safe loader
 
 
 def list_page(apps: int) -> bytes:
@@ -87,7 +87,7 @@ def main() -> None:
 
     def corpus_json_bounded() -> None:
         for data in json_bytes:
-            _load_json(data)
+            load_json(data)
 
     def corpus_yaml_plain() -> None:
         for text in yaml_texts:
@@ -110,10 +110,10 @@ def main() -> None:
     row(f"corpus YAML ({len(yaml_files)} files, from disk)", sum(len(t.encode()) for t in yaml_texts),
         best_of(repeat, corpus_yaml_read_only), best_of(repeat, corpus_yaml_bounded))
     row(f"ApplicationList, {args.apps} items", len(page),
-        best_of(repeat, lambda: json.loads(page)), best_of(repeat, lambda: _load_json(page)))
-    check = best_of(repeat, lambda: _json_nests_deeper(page))
-    valid_check = best_of(repeat, lambda: _valid_json_nests_deeper(page))
-    scan = best_of(repeat, lambda: any(marker in page for marker in _UNSTORABLE_JSON))
+        best_of(repeat, lambda: json.loads(page)), best_of(repeat, lambda: load_json(page)))
+    check = best_of(repeat, lambda: json_nests_deeper(page))
+    valid_check = best_of(repeat, lambda: valid_json_nests_deeper(page))
+    scan = best_of(repeat, lambda: any(marker in page for marker in UNSTORABLE_JSON))
     mib = len(page) / 2**20
     print(f"  the depth check after json.loads accepted the text (the usual path): {valid_check * 1000:.3f} ms"
           f" ({valid_check * 1000 / mib:.3f} ms per MiB)")

@@ -22,7 +22,7 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from gitops.attention import ATTENTION_HEALTH, OUT_OF_SYNC
+from gitops.derive.attention import ATTENTION_HEALTH, OUT_OF_SYNC
 from gitops.models import APP_SORTS, TOOLS, GitOpsApp, GitOpsAppQuerySet
 from gitops.rows import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, SYNCED, UNKNOWN
 

@@ -30,8 +30,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from gitops.fields import as_bool, as_list, as_str, dig
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from gitops.rawobjects import as_bool, as_list, as_str, dig
 from gitops.signals import finding_context
 from portal.kernel.audit.models import record
 from portal.kernel.catalog.models import Environment

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gitops.topology import SECRET_TYPE_LABEL
+from gitops.derive.topology import SECRET_TYPE_LABEL
 
 ARGOCD = "argocd"
 ARGOCD_PROJECTS = "argocd-projects"  # AppProjects: the sync windows live there

@@ -17,10 +17,10 @@ from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-# The attention rule lives in gitops.attention; its names stay importable from here.
-from gitops.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
-from gitops.attention import Attention
-from gitops.attention import grace_cutoff as grace_cutoff
+# The attention rule lives in gitops.derive.attention; its names stay importable from here.
+from gitops.derive.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
+from gitops.derive.attention import Attention
+from gitops.derive.attention import grace_cutoff as grace_cutoff
 from gitops.health.cel import HealthCheckExprs
 from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
@@ -80,7 +80,7 @@ class RawJSONField(models.JSONField):
 
 class GitOpsAppQuerySet(models.QuerySet):
     def needing_attention(self, at: datetime | None = None) -> GitOpsAppQuerySet:
-        """Out of sync, degraded or missing for longer than the grace period (gitops.attention)."""
+        """Out of sync, degraded or missing for longer than the grace period (gitops.derive.attention)."""
         return self.filter(Attention.at(at).q())
 
     def not_needing_attention(self, at: datetime | None = None) -> GitOpsAppQuerySet:
@@ -140,7 +140,7 @@ def sync_held(sync_blocked: bool, sync_blocked_until: datetime | None, at: datet
 
 
 class GitOpsApp(models.Model):
-    # The cluster the app deploys to (its destination, gitops.topology): every page files the
+    # The cluster the app deploys to (its destination, gitops.derive.topology): every page files the
     # app, its environment and its running versions there. `read_from` is the cluster whose
     # poll reported it (the Argo CD instance's own cluster for a hub); a poll replaces the
     # rows it read, wherever they point.
@@ -168,7 +168,7 @@ class GitOpsApp(models.Model):
 
     # What the tool reports.
     sync_status = models.CharField(max_length=16, default="Unknown")
-    # "Since when" is the tool's own time where it records one (gitops.derive.apps.since_when);
+    # "Since when" is the tool's own time where it records one (gitops.derive.app_changes.since_when);
     # `*_since_exact` is False where it records none and the time is the portal's first sight
     # of the app in that state: "at least since" then, never "since".
     sync_since = models.DateTimeField(null=True, blank=True)
@@ -346,7 +346,7 @@ class AppProject(models.Model):
 
 
 class ClusterObjectVersions(models.Model):
-    """What the last poll of a cluster stored, object by object (gitops.unchanged.ObjectVersions),
+    """What the last poll of a cluster stored, object by object (gitops.derive.unchanged.ObjectVersions),
     so the next collects again only the apps whose objects changed. Its own table, not a column
     of the cluster: about 175 bytes an app, it would be read with every row that selects its
     cluster (17 KB per row at 100 apps), and only the next poll of that cluster reads it."""
@@ -354,7 +354,7 @@ class ClusterObjectVersions(models.Model):
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True,
                                    related_name="object_versions")
     versions = models.JSONField(default=dict, blank=True)
-    # Until when the last full poll is built on (gitops.unchanged.full_poll_trusted_for).
+    # Until when the last full poll is built on (gitops.derive.unchanged.full_poll_trusted_for).
     full_poll_trusted_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -3,9 +3,9 @@
 1. the source lists every kind, capability by capability (`list_capabilities`);
 2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
    or, when only some apps' objects changed and nothing they depend on did, those apps alone
-   (`gitops.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
-3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
-4. the store writes what changed, in one transaction (`gitops.store`).
+   (`gitops.derive.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
+3. derive (pure) compares them with what the store holds (`gitops.store.read`, `gitops.derive`);
+4. the store writes what changed, in one transaction (`gitops.store.write`).
 Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
 benchmarks) are stored the same way.
 
@@ -30,22 +30,12 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.argocd_api import ArgoCDSource
 from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
 from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
-from gitops.derive import derive
+from gitops.derive.cluster_changes import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
-from gitops.findings import derive_findings
-from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
-from gitops.platforms import PlatformError
-from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
-from gitops.platforms.reading import read_platform
-from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
-from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
-from gitops.store import StoreResult, write
-from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
-from gitops.unchanged import (
+from gitops.derive.unchanged import (
     APP_KINDS,
     ObjectVersions,
     app_versions,
@@ -58,6 +48,16 @@ from gitops.unchanged import (
     objects_digest,
     with_catalog,
 )
+from gitops.findings import derive_findings
+from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
+from gitops.platforms import PlatformError
+from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
+from gitops.platforms.reading import read_platform
+from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
+from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
+from gitops.sources.argocd_api import ArgoCDSource
+from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
+from gitops.store.write import StoreResult, write
 from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from portal.kernel.credentials import cluster_token
@@ -310,7 +310,7 @@ def _argocd_clusters(listing: Listing, collected: Collected) -> list | None:
 def collect_changed(cluster: Cluster, listing: Listing, changed: dict[str, set[str]], claims: dict[str, str]
                     ) -> tuple[ClusterState, Snapshot] | None:
     """The rows of only the apps whose objects changed (kind -> uids), and what the store holds of
-    those apps, when nothing they depend on changed (gitops.unchanged); None when this poll must
+    those apps, when nothing they depend on changed (gitops.derive.unchanged); None when this poll must
     collect everything after all: an app the store does not know by its uid, one the collectors
     skip, or one whose claims on workloads changed (which may move a workload to another app).
 
@@ -506,12 +506,12 @@ def _previous_poll(cluster: Cluster) -> PreviousPoll:
 
 
 def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
-    """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
+    """What decides the meaning of a cluster's objects besides the objects (gitops.derive.unchanged):
     which image is which service and which cluster is which destination (the catalog's revision,
     moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
     Argo CD instance, its own cluster list when its source answered one, the health rules, and
     the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
+    # Only this cluster's own instance: a poll reads no other (gitops.store.read.instance_of), and
     # every other cluster's first poll records one, which would make every poll of the fleet
     # a full one while it is first swept.
     instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(

@@ -193,6 +193,6 @@ class Snapshot:
     workloads: list[WorkloadRow] = field(default_factory=list)
     listed_kinds: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
-    # The Argo CD instance's cluster list (gitops.topology.ArgoCluster: name, server, agent;
+    # The Argo CD instance's cluster list (gitops.derive.topology.ArgoCluster: name, server, agent;
     # never credentials), from its cluster Secrets or its API; None when it was not read.
     argocd_clusters: list[Any] | None = None

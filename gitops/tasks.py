@@ -62,7 +62,7 @@ def poll_all() -> int:
     seconds = queued_seconds()
     queued = 0
     # A cluster the portal does not read (its apps come from an Argo CD instance) is never queued.
-    # Nor is one whose agent pushes it (gitops.agent); mark_silent_agents watches those.
+    # Nor is one whose agent pushes it (gitops.sources.agent); mark_silent_agents watches those.
     readable = Cluster.objects.filter(enabled=True).exclude(
         connection__in=[Cluster.Connection.NONE, Cluster.Connection.AGENT]
     )

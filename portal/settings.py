@@ -259,7 +259,7 @@ PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", ""
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
-# The largest snapshot an in-cluster agent may push, uncompressed (gitops.agent).
+# The largest snapshot an in-cluster agent may push, uncompressed (gitops.sources.agent).
 PORTAL_AGENT_MAX_SNAPSHOT_BYTES = int(os.environ.get("PORTAL_AGENT_MAX_SNAPSHOT_MB", "256")) * 1024 * 1024
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))

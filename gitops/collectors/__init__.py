@@ -16,9 +16,9 @@ from gitops.collectors.argocd import application_row, project_row
 from gitops.collectors.flux import SOURCE_KINDS, helmrelease_row, index_sources, kustomization_row
 from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
-from gitops.fields import as_list, as_str, dig, json_safe
+from gitops.derive.topology import ArgoCluster, cluster_from_secret
+from gitops.rawobjects import as_list, as_str, dig, json_safe
 from gitops.rows import AppRow, ProjectRow, WorkloadRow
-from gitops.topology import ArgoCluster, cluster_from_secret
 
 __all__ = [
     "KINDS",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 APP_KINDS = ("Application", "Kustomization", "HelmRelease")
-# Argo CD cluster Secrets: read for their name and server only (gitops.topology).
+# Argo CD cluster Secrets: read for their name and server only (gitops.derive.topology).
 CLUSTER_SECRET_KIND = "Secret"
 KINDS: tuple[str, ...] = (*APP_KINDS, "AppProject", *SOURCE_KINDS, *WORKLOAD_KINDS, CLUSTER_SECRET_KIND, ALERT_KIND)
 
@@ -107,7 +107,7 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
 def collect_apps(objects_by_kind: Mapping[str, Any], only: Mapping[str, set[str]]) -> Collected:
     """Rows for the app objects `only` names (kind -> uids), read as `collect` reads them: Flux
     apps against the listed sources, Alerts marked, the instance's cluster Secrets read. No
-    workload is collected nor mapped: a poll calls this when no workload changed (gitops.unchanged).
+    workload is collected nor mapped: a poll calls this when no workload changed (gitops.derive.unchanged).
     """
     out = Collected()
     lists: dict[str, list[Any]] = {

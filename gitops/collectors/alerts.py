@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gitops.fields import as_bool, as_list, as_str, dig
+from gitops.rawobjects import as_bool, as_list, as_str, dig
 from gitops.rows import FLUX, AppRow
 
 ALERT_KIND = "Alert"

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from gitops.fields import (
+from gitops.rawobjects import (
     as_bool,
     as_dict,
     as_int,

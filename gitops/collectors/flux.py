@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from gitops.fields import (
+from gitops.health import flux_health
+from gitops.rawobjects import (
     as_bool,
     as_dict,
     as_int,
@@ -39,7 +40,6 @@ from gitops.fields import (
     metadata,
     trimmed,
 )
-from gitops.health import flux_health
 from gitops.rows import FLUX, HEALTHY, OUT_OF_SYNC, SYNCED, UNKNOWN, AppRow, ResourceKey, SourceSpec
 from portal.kernel.timestamps import parse_time, rfc3339
 

@@ -27,7 +27,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from gitops.fields import as_list, as_str, dig
 from gitops.health import kstatus
 from gitops.health.rules import (
     ARGO_CD,
@@ -47,6 +46,7 @@ from gitops.health.rules import (
 )
 from gitops.health.sandbox import RULE_FAILED_PREFIX
 from gitops.kinds import KindSpec
+from gitops.rawobjects import as_list, as_str, dig
 from gitops.rows import ARGO, HEALTH_ORDER, UNKNOWN, AppRow
 from gitops.rows import FLUX as FLUX_TOOL
 

@@ -1,6 +1,6 @@
 """Which GitOps app deploys each workload.
 
-(Which catalog service an image belongs to is the store's: `gitops.store` writes a
+(Which catalog service an image belongs to is the store's: `gitops.store.write` writes a
 RunningVersion per service image, through `portal.kernel.catalog.models.service_image_index`.)
 
 A workload is claimed, in this order (the first claim to an app we collected wins):

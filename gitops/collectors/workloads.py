@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.fields import (
+from gitops.health import kstatus
+from gitops.rawobjects import (
     as_bool,
     as_dict,
     as_int,
@@ -32,7 +33,6 @@ from gitops.fields import (
     str_dict,
     trimmed,
 )
-from gitops.health import kstatus
 from gitops.rows import ContainerImage, WorkloadRow
 from portal.kernel.catalog.images import parse_image
 

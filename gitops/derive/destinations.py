@@ -1,6 +1,6 @@
 """Where each app a poll read belongs (pure): its destination cluster in the catalog.
 
-The rules are gitops.topology's (Argo CD's own); this module applies them to one poll:
+The rules are gitops.derive.topology's (Argo CD's own); this module applies them to one poll:
 which catalog cluster each app lands on, which destinations need a discovered cluster,
 whose versions come from Argo CD's `status.summary.images` rather than from workloads,
 and which argocd-agent copies to leave to the agent's own poll.
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitops.rows import ARGO, AppRow, Snapshot
-from gitops.stored import ClusterState
-from gitops.topology import (
+from gitops.derive.topology import (
     AgentMapping,
     CatalogIndex,
     Destination,
@@ -26,6 +24,8 @@ from gitops.topology import (
     resolve_destination,
     unregistered,
 )
+from gitops.rows import ARGO, AppRow, Snapshot
+from gitops.store.read import ClusterState
 from portal.kernel.catalog.models import Cluster
 
 
@@ -94,7 +94,7 @@ VersionSets = dict[tuple[int, int, int], set[str]]
 def image_version_changes(before: VersionSets, after: VersionSets) -> list[tuple[tuple[int, int, int], str, str]]:
     """Which services' versions Argo CD's `status.summary.images` says were replaced on a
     destination the portal does not read: (key, from, to) per replacement, as
-    gitops.derive.workloads records them for a workload it reads (a VersionChange; rollback
+    gitops.derive.workload_changes records them for a workload it reads (a VersionChange; rollback
     offers and deployment tracking read those).
 
     `summary.images` is the union over the app's Pods (reference/argocd-topology.md §3.6), so

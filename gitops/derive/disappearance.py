@@ -23,7 +23,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from gitops.rows import Snapshot, app_key
-from gitops.stored import ClusterState
+from gitops.store.read import ClusterState
 
 # App kinds the guard watches, as the collectors name them, with the words the cluster shows.
 APP_KINDS = {"Application": "Applications", "Kustomization": "Flux Kustomizations", "HelmRelease": "Flux HelmReleases"}

@@ -5,9 +5,9 @@ Two vocabularies live here, on purpose kept apart:
 - kstatus (kubernetes-sigs/cli-utils ``pkg/kstatus``, what Flux uses to wait for objects):
   ``Current``, ``InProgress``, ``Failed``, ``Terminating``, ``Unknown`` (and ``NotFound``).
   `kstatus()` reproduces its ``Compute`` (`kstatus_compute`) for workloads and any other
-  object, with the rules of the built-in kinds in `kinds`.
+  object, with the rules of the built-in kinds in `kstatus_rules`.
 - Argo CD's health words (``gitops.rows``): Healthy, Progressing, Degraded, Suspended,
-  Missing, Unknown. `flux_health()` (`flux`) judges Flux objects in them,
+  Missing, Unknown. `flux_health()` (`flux_ready`) judges Flux objects in them,
   `argo_health_worst()` aggregates like Argo CD, `workload_health_to_argo()` translates a
   kstatus status (`argo`).
 - Custom-resource health rules (`rules`): Argo CD's Lua checks from argocd-cm and Flux's
@@ -22,8 +22,9 @@ names below are the package's public face; the modules behind it may move.
 from __future__ import annotations
 
 from gitops.health.argo import argo_health_worst, workload_health_to_argo
-from gitops.health.flux import FluxHealth, flux_health
-from gitops.health.kinds import (
+from gitops.health.flux_ready import FluxHealth, flux_health
+from gitops.health.kstatus_compute import compute, kstatus
+from gitops.health.kstatus_rules import (
     CURRENT,
     FAILED,
     IN_PROGRESS,
@@ -33,7 +34,6 @@ from gitops.health.kinds import (
     UNKNOWN,
     KStatus,
 )
-from gitops.health.kstatus_compute import compute, kstatus
 from gitops.health.rules import (
     HealthDisagreement,
     HealthRules,

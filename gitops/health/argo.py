@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gitops.health.kinds import CURRENT, FAILED, IN_PROGRESS, NOT_FOUND, TERMINATING, UNKNOWN
+from gitops.health.kstatus_rules import CURRENT, FAILED, IN_PROGRESS, NOT_FOUND, TERMINATING, UNKNOWN
 from gitops.rows import DEGRADED, HEALTH_ORDER, HEALTHY, MISSING, PROGRESSING
 from gitops.rows import UNKNOWN as ARGO_UNKNOWN
 

@@ -36,9 +36,9 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Evaluator
 
-from gitops.fields import dig
-from gitops.health.kinds import CURRENT, FAILED, IN_PROGRESS
+from gitops.health.kstatus_rules import CURRENT, FAILED, IN_PROGRESS
 from gitops.health.sandbox import NotPlainJSON, RuleOutcome, plain_json, rule_failed
+from gitops.rawobjects import dig
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from gitops.fields import dig
-from gitops.health.kinds import BUILT_IN, CURRENT, FAILED, IN_PROGRESS, TERMINATING, UNKNOWN, KStatus
+from gitops.health.kstatus_rules import BUILT_IN, CURRENT, FAILED, IN_PROGRESS, TERMINATING, UNKNOWN, KStatus
 from gitops.health.objects import ComputeError, first_condition, generation_field, group_kind, read_conditions
+from gitops.rawobjects import dig
 
 
 def _compute(obj: Mapping[str, Any], now: datetime) -> KStatus:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.fields import dig
+from gitops.rawobjects import dig
 
 _INT_TEXT = re.compile(r"[+-]?\d+")
 

@@ -26,12 +26,12 @@ from typing import Any, Literal
 
 import yaml
 
-from gitops.fields import as_bool, dig
 from gitops.health.argo import workload_health_to_argo
 from gitops.health.argocd_builtin import BUNDLED_LUA_HEALTH_CHECKS, GO_HEALTH_CHECKS
 from gitops.health.cel import HealthCheckExprs, evaluate_cel
-from gitops.health.kinds import BUILT_IN as KSTATUS_BUILT_IN
+from gitops.health.kstatus_rules import BUILT_IN as KSTATUS_BUILT_IN
 from gitops.health.lua import evaluate_lua
+from gitops.rawobjects import as_bool, dig
 from gitops.rows import DEGRADED, HEALTH_ORDER, HEALTHY, UNKNOWN
 
 ARGO_CD = "Argo CD"

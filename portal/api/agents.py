@@ -1,4 +1,4 @@
-"""POST /api/v1/agents/<cluster>/snapshots: where in-cluster agents report (gitops.agent).
+"""POST /api/v1/agents/<cluster>/snapshots: where in-cluster agents report (gitops.sources.agent).
 
 The one write the API takes, and it writes only what a poll would: the snapshot is replayed
 through `gitops.polling.poll`, so a pushed cluster is stored exactly as a polled one. An agent
@@ -18,8 +18,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from gitops.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, decode_body
 from gitops.polling import poll
+from gitops.sources.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, decode_body
 from portal.kernel.audit.models import record
 from portal.kernel.catalog import agents
 from portal.kernel.catalog.models import AgentToken, Cluster

@@ -49,7 +49,7 @@ def base_queryset() -> QuerySet[GitOpsApp]:
 
 
 # What the API shows of the stored object that has no column of its own, read by the
-# database from `raw` (the object as the cluster holds it, gitops.fields.trimmed).
+# database from `raw` (the object as the cluster holds it, gitops.rawobjects.trimmed).
 RAW_FACTS = {
     "object_generation": KT("raw__metadata__generation"),
     "object_observed_generation": KT("raw__status__observedGeneration"),

@@ -2,7 +2,7 @@
 
 Every flow (upgrade, promotion, rollback; by hand or automatic) goes through here:
 a builder turns an application and a service into a `portal.delivery.planner.Change`
-aimed where the pin lives (`gitops.pinsource.pin_source`: a HelmRelease's values beside it
+aimed where the pin lives (`gitops.git_locations.pin_source`: a HelmRelease's values beside it
 in the Kustomization's repository, never the Helm chart repository), `preview_change` reads
 the files from that one repository and plans the pull request with the one planner (adding
 what a person must know first: a freeze, a sync window, a manual-sync application, pins by
@@ -32,8 +32,7 @@ from django.utils import timezone
 from forges.forge import Forge, ForgeError, NotFound
 from forges.hosts import forge_for
 from forges.repourls import parse_repo_url
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, Workload, sync_held
-from gitops.pinsource import (
+from gitops.git_locations import (
     BRANCH,
     COMMIT,
     DEFAULT,
@@ -47,6 +46,7 @@ from gitops.pinsource import (
     ref_name,
     revision_kind,
 )
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, RunningVersion, Workload, sync_held
 from gitops.windowstate import held_until
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import (
@@ -124,7 +124,7 @@ def current_version(app: GitOpsApp, service: Service, pinned: str | None = None)
 
 def no_pr_reason(app: GitOpsApp | Workload) -> str:
     """Why no pull request can be proposed for `app` ("" when one can): no Git location of
-    its pins is known (`gitops.pinsource.pin_source` says why); for a workload no GitOps tool
+    its pins is known (`gitops.git_locations.pin_source` says why); for a workload no GitOps tool
     deploys, its portal.git.repo and portal.git.path labels are missing. The one answer for
     every page that offers "Open PR" and for the preview."""
     if isinstance(app, Workload):
@@ -175,7 +175,7 @@ def no_pr_reasons_of(rows: Iterable[tuple[int, str, str, str, str, str]]) -> dic
 def no_chart_pr_reasons(apps: Iterable[GitOpsApp]) -> dict[int, str]:
     """Why no pull request can change the chart version of each of `apps`: app id -> reason,
     only for those that cannot get one. The chart version is not always where the image tag is
-    (`gitops.pinsource.chart_pin_sources`), so a chart offer asks this, not `no_pr_reasons`."""
+    (`gitops.git_locations.chart_pin_sources`), so a chart offer asks this, not `no_pr_reasons`."""
     ids = [app.pk for app in apps]
     if not ids:
         return {}

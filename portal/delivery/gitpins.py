@@ -30,7 +30,7 @@ forge token can read: its applications carry the reason once ("no token for gith
 set PORTAL_GITOPS_TOKEN") on their `GitPinRead`, written without a log line. A failed read
 is recorded on every application of the batch and keeps the pins already stored.
 
-Where an application's pins are is `gitops.pinsource.pin_source`, not its own repository
+Where an application's pins are is `gitops.git_locations.pin_source`, not its own repository
 columns: a Flux HelmRelease's columns name its Helm chart repository and chart version, its
 pins are in the Git repository, revision and path of the Kustomization that applied it; an
 Argo CD chart with `$values` files has them in its `ref` source. Most applications' pins are
@@ -59,8 +59,7 @@ from forges.pins.layouts.app_reads import Reads
 from forges.pins.layouts.tree import tree_reads
 from forges.pins.parsecache import shared_parses
 from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
-from gitops.models import Finding, GitOpsApp
-from gitops.pinsource import (
+from gitops.git_locations import (
     BRANCH,
     DEFAULT,
     PinSource,
@@ -70,6 +69,7 @@ from gitops.pinsource import (
     ref_name,
     revision_kind,
 )
+from gitops.models import Finding, GitOpsApp
 from gitops.rows import ARGO
 from portal.delivery import placements
 from portal.delivery.models import GitPin, GitPinRead
@@ -130,7 +130,7 @@ def pin_place(app: GitOpsApp) -> PinSource:
 
 def pin_places(apps: Iterable[GitOpsApp]) -> dict[int, PinSource]:
     """`pin_place` of many applications (app id -> place), their pin sources asked together
-    (`gitops.pinsource.pin_sources`: a number of queries that does not grow with the batch)."""
+    (`gitops.git_locations.pin_sources`: a number of queries that does not grow with the batch)."""
     batch = list(apps)
     sources = pin_sources(batch)
     return {app.pk: _placed(app, sources[app.pk]) for app in batch}
@@ -531,7 +531,7 @@ def pin_summary(pinned: list[str], running: list[str]) -> str:
 def pins_at_commit(apps: Sequence[GitOpsApp], forge: Forge, commit: str) -> dict[int, dict[str, list[str]]]:
     """What Git pinned for each of `apps` at `commit` (service -> the versions, sorted), found as
     `read_pins` finds them (the same reads and scan), stored nowhere. The apps' pins must be in
-    their own columns (`gitops.pinsource.in_own_columns`) of the repository `forge` reads: a
+    their own columns (`gitops.git_locations.in_own_columns`) of the repository `forge` reads: a
     GitOps tool's history names commits of that source. Forge errors propagate."""
     objects = _objects(apps)
     _entries, tree = forge.tree_files(commit)

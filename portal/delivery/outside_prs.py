@@ -3,7 +3,7 @@
 Every 30 minutes (`delivery.scan_outside_prs`, on the forge queue) the changes the portal
 would offer now are gathered from the store: every upgrade behind (`portal.delivery.upgrades`)
 and every promotion waiting (`portal.delivery.promotions`). They are grouped by the repository
-their pin lives in (`gitops.pinsource`), and each repository's open pull requests are listed
+their pin lives in (`gitops.git_locations`), and each repository's open pull requests are listed
 ONCE per pass, whatever the number of applications in it: a fleet of 1,000 applications in 40
 repositories asks its forges 40 times. A title that proposes one of the changes (the one
 recognition, `portal.delivery.prtitles.names_change`) is stored as a `PullRequest` row with
@@ -32,8 +32,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError, NotConfigured, PullRequestInfo
+from gitops.git_locations import pin_source
 from gitops.models import GitOpsApp
-from gitops.pinsource import pin_source
 from portal.delivery import promotions
 from portal.delivery.changes import group_key
 from portal.delivery.models import PullRequest

@@ -273,7 +273,7 @@ def _waiting_services(pairs: dict[str, str]) -> set[str]:
 
 
 # A Synced app has run what Git gave it at least since its last sync, which the tool dates
-# (gitops.derive.apps.since_when): days before the portal's first poll, on a fresh install.
+# (gitops.derive.app_changes.since_when): days before the portal's first poll, on a fresh install.
 _RUNS_AT_LEAST_SINCE = Coalesce(
     Case(When(app__sync_status="Synced", app__sync_since_exact=True, app__sync_since__lt=F("app__first_seen"),
               then=F("app__sync_since"))),

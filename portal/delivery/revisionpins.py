@@ -18,7 +18,7 @@ announces) reads the missing ones, only for the applications a rollback could be
 API, MCP and alerts look rows up (`stored`): nobody waits on a forge for it. A failed read keeps
 its reason and is tried again after RETRY.
 
-Only applications whose pins are in their own Git source (`gitops.pinsource.in_own_columns`: a
+Only applications whose pins are in their own Git source (`gitops.git_locations.in_own_columns`: a
 Flux Kustomization, an Argo CD Application with a Git path) are read so: the history of a
 HelmRelease or of a chart Application names chart versions (the chart rollback reads those).
 """
@@ -36,9 +36,9 @@ from django.db.models import Q
 
 from forges.forge import Forge, ForgeError, NotConfigured
 from forges.hosts import forge_for
-from gitops.fields import as_dict, as_list, as_str
+from gitops.git_locations import in_own_columns
 from gitops.models import GitOpsApp
-from gitops.pinsource import in_own_columns
+from gitops.rawobjects import as_dict, as_list, as_str
 from gitops.revisions import argocd_commit, flux_commit
 from gitops.rows import ARGO
 from portal.delivery.gitpins import pins_at_commit

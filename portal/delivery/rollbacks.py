@@ -41,8 +41,8 @@ from datetime import datetime, timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from gitops.fields import as_dict, as_list, as_str
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
+from gitops.rawobjects import as_dict, as_list, as_str
 from portal.delivery import revisionpins
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import ROLLBACK

@@ -28,7 +28,7 @@ from django.urls import reverse
 from forges import weblinks
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, sync_held
 from gitops.revisions import short_revision
-from gitops.store import app_key
+from gitops.rows import app_key
 from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
 from portal.delivery.gitpins import pin_summary, pinned_versions

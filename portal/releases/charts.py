@@ -35,10 +35,10 @@ from django.utils import timezone
 
 from forges.forge import ForgeError
 from forges.retry import RetryingSession, RetryPolicy
-from gitops.fields import as_dict, as_list, as_str
+from gitops.git_locations import DEFAULT, RANGE, revision_kind
 from gitops.models import GitOpsApp
 from gitops.models import may_install_a_chart as may_install_a_chart  # defined beside its index
-from gitops.pinsource import DEFAULT, RANGE, revision_kind
+from gitops.rawobjects import as_dict, as_list, as_str
 from portal.kernel.redaction import redact
 from portal.releases.models import ChartPoll, ChartVersion
 from portal.releases.oci import RegistryClient, RegistryError

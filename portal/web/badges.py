@@ -14,13 +14,13 @@ from html import escape
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from gitops.attention import OPERATION_RUNNING, Attention
+from gitops.derive.attention import OPERATION_RUNNING, Attention
 from gitops.findings import GROUPED, RULES, open_findings
 from gitops.models import sync_held
 from gitops.windowstate import held_until, window_name
 
 # The words for the two attention states that are no health or sync status of their own
-# (gitops.attention): the matrix's flags and the badges below say them.
+# (gitops.derive.attention): the matrix's flags and the badges below say them.
 STUCK_PROGRESSING = "stuck progressing"
 SYNC_FAILED = "sync failed"
 
@@ -87,7 +87,7 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
 
 
 def attention_badges(app: object, at: datetime) -> list[Badge]:
-    """"stuck progressing" and "sync failed" when the attention rule says so (gitops.attention)."""
+    """"stuck progressing" and "sync failed" when the attention rule says so (gitops.derive.attention)."""
     rule = Attention.at(at)
     found = []
     get = app.__dict__.get

@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Count, FloatField, Func, Q
 from django.utils import timezone
 
-from gitops.attention import OPERATION_RUNNING, Attention
+from gitops.derive.attention import OPERATION_RUNNING, Attention
 from gitops.models import HELD_Q, GitOpsApp, app_condition_sql, blocked_q
 from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
@@ -130,7 +130,7 @@ def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Fl
     the order of cluster and app names. One query, over the few apps that need attention,
     whatever the fleet size. Written as SQL and read through a plain cursor: for a thousand
     problems the ORM's query building and per-value conversion cost more than the query.
-    Its conditions are the attention rule's own (gitops.attention), compiled by the ORM;
+    Its conditions are the attention rule's own (gitops.derive.attention), compiled by the ORM;
     the query says which half holds, so nothing here judges a state again."""
     rule = Attention.at(at or timezone.now())
     unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())

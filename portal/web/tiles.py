@@ -13,7 +13,7 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from gitops.attention import Attention
+from gitops.derive.attention import Attention
 from gitops.models import GitOpsApp
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Environment, Service

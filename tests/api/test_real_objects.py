@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from gitops.kinds import KindSpec
 from gitops.polling import poll
-from gitops.sources import ManifestSource
+from gitops.sources.manifests import ManifestSource
 from portal.kernel.accounts import tokens
 from portal.kernel.catalog.models import Cluster
 from tests.fixtures.real_objects import REAL_OBJECTS

@@ -173,7 +173,7 @@ def test_updates_in_a_browser_shows_the_chart_offer(page, live_server, catalog, 
 def test_a_chart_listed_after_a_ref_source_is_polled_and_offered(catalog):
     # gitops-bridge's ApplicationSet: `ref: values` first (no path), the ingress-nginx chart second.
     from gitops.collectors.argocd import application_row
-    from gitops.derive.apps import plain
+    from gitops.derive.app_changes import plain
     from portal.releases.charts import ChartRef, used_charts
     from tests.forges.layout_cases import gitops_bridge_prod_app
 

@@ -136,7 +136,7 @@ def test_an_argo_chart_whose_manifest_is_in_no_repository_says_so_in_its_preview
 
 
 def test_an_argo_chart_with_a_parent_is_changed_where_the_parent_deploys_its_manifest(demo):
-    from gitops.pinsource import chart_pin_sources
+    from gitops.git_locations import chart_pin_sources
     from gitops.rows import ARGO
 
     argo_prod = GitOpsApp.objects.get(cluster__name="prod-eu-1", name="notifications-prod")

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from gitops.collectors.argocd import application_row
-from gitops.derive.apps import plain
-from gitops.pinsource import NAME, revision_kind
+from gitops.derive.app_changes import plain
+from gitops.git_locations import NAME, revision_kind
 from portal.delivery.changes import change_for_chart_upgrade, change_for_upgrade, preview_change
 from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app

@@ -1,6 +1,6 @@
 """An application whose pins have no known Git location gets the reason, never an "Open PR" button.
 
-One answer (`portal.delivery.changes.no_pr_reason[s]`, from `gitops.pinsource.pin_source`) on
+One answer (`portal.delivery.changes.no_pr_reason[s]`, from `gitops.git_locations.pin_source`) on
 Updates, Delivery, the matrix and the service page, and the preview refuses with the same words.
 The app here is the demo's Flux HelmRelease `notifications` as prod-us-1 holds it, minus the
 `kustomize.toolkit.fluxcd.io` labels that name the Kustomization that applied it: its chart

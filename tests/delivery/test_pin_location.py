@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gitops.git_locations import COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, revision_kind
 from gitops.models import GitOpsApp
-from gitops.pinsource import COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, revision_kind
 from portal.delivery.changes import (
     ChangeError,
     change_for_promotion,

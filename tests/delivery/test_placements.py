@@ -18,8 +18,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion
 from gitops.polling import store_snapshot
-from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, WorkloadRow
-from gitops.store import Snapshot
+from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
 from portal.delivery import placements
 from portal.delivery.gitpins import read_app_pins
 from portal.delivery.models import GitPin, Placement, VersionLine

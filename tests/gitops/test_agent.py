@@ -1,4 +1,4 @@
-"""In-cluster agents (gitops.agent, POST /api/v1/agents/<cluster>/snapshots): a pushed cluster
+"""In-cluster agents (gitops.sources.agent, POST /api/v1/agents/<cluster>/snapshots): a pushed cluster
 is stored exactly as a polled one; a token writes its own cluster only; a replayed snapshot,
 a revoked token, an oversized body and a connection cut mid-push each do what they should.
 
@@ -18,10 +18,10 @@ import requests
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
 from gitops.models import GitOpsApp, Workload
 from gitops.polling import list_capabilities, poll
-from gitops.sources import KubeSource
+from gitops.sources.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
+from gitops.sources.kube import KubeSource
 from gitops.tasks import mark_silent_agents, poll_all
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog import agents as agent_tokens
@@ -295,7 +295,7 @@ def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server,
 @pytest.mark.django_db
 def test_a_hub_agent_reports_its_applications_for_their_destination_clusters(hub_fleet, kube_emulator):  # noqa: F811
     """A hub the portal cannot reach runs the agent: its Applications are filed under their
-    destinations exactly as when the hub is polled (gitops.topology, through the same poll)."""
+    destinations exactly as when the hub is polled (gitops.derive.topology, through the same poll)."""
     hub = hub_fleet["hub"]
     Cluster.objects.filter(pk=hub.pk).update(connection=Cluster.Connection.AGENT)
     snapshot = decode([encode(read_snapshot("hub", emulator_source(kube_emulator, "hub")()))])

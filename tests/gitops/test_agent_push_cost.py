@@ -18,12 +18,12 @@ from collections.abc import Iterator
 
 import pytest
 
-import gitops.agent
-import gitops.sources
-from gitops.agent import SEQUENCE_HEADER, ReplaySource, decode, decode_body, encode, read_snapshot
-from gitops.fields import MAX_DEPTH
+import gitops.sources.agent
+import gitops.sources.decoding
 from gitops.models import GitOpsApp
 from gitops.polling import list_capabilities
+from gitops.rawobjects import MAX_DEPTH
+from gitops.sources.agent import SEQUENCE_HEADER, ReplaySource, decode, decode_body, encode, read_snapshot
 from portal.kernel.catalog.models import Cluster
 from tests.gitops.test_agent import agent_cluster, emulator_source, fleet_objects, prod  # noqa: F401 - fixture
 from tests.gitops.test_topology_poll import serve
@@ -88,7 +88,7 @@ def test_a_clean_snapshot_is_not_walked_for_cut_parts(kube_emulator, count_calls
     serve(kube_emulator, fleet_objects("shop") + fleet_objects("cart"))
     direct = list_capabilities(emulator_source(kube_emulator, "c1")())
     snapshot, cut = decode_body([encode(read_snapshot("c1", emulator_source(kube_emulator, "c1")()))])
-    walks = count_calls(gitops.agent, "_holds_cut")
+    walks = count_calls(gitops.sources.agent, "holds_cut")
     replayed = list_capabilities(ReplaySource("c1", snapshot, cut=cut))
     assert not cut and walks[0] == 0
     assert replayed.objects == direct.objects and len(replayed.objects["Application"]) == 2
@@ -126,7 +126,7 @@ def test_a_snapshot_is_decoded_without_a_garbage_collection(kube_emulator, eager
     # The inflating and the checks around the JSON decoding allocate a few objects of their own.
     assert eager_collector[0] <= 3 and gc.isenabled()
     assert snapshot["calls"]
-    with pytest.raises(gitops.agent.SnapshotError):
+    with pytest.raises(gitops.sources.agent.SnapshotError):
         decode([gzip.compress(b'{"format": ')])
     assert gc.isenabled()  # a body that is not JSON leaves it on too
     gc.disable()
@@ -146,14 +146,14 @@ def test_the_agent_sends_text_as_utf8_and_the_portal_reads_it_without_walking_ev
     snapshot = read_snapshot("c1", emulator_source(kube_emulator, "c1")())
     text = gzip.decompress(encode(snapshot))
     assert "배포 🚀".encode() in text and b"\\u" not in text
-    walks = count_calls(gitops.sources, "storable_text")
+    walks = count_calls(gitops.sources.decoding, "storable_text")
     assert decode([encode(snapshot)]) == snapshot and walks[0] == 0
     escaped = gzip.compress(json.dumps(snapshot).encode())  # what an agent of the last release sends
     assert decode([escaped]) == snapshot and walks[0] == 1  # read all the same, every string walked
 
 
 def test_a_lone_surrogate_is_sent_escaped_and_replaced_by_the_portal():
-    snapshot = {"format": gitops.agent.FORMAT, "cluster": "c1", "sequence": 1,
+    snapshot = {"format": gitops.sources.agent.FORMAT, "cluster": "c1", "sequence": 1,
                 "calls": {"x|": {"items": [{"metadata": {"name": "bad\ud800name"}}]}}}
     assert decode([encode(snapshot)])["calls"]["x|"]["items"][0]["metadata"]["name"] == "bad\ufffdname"
 

@@ -18,11 +18,12 @@ import yaml
 from django.forms.models import model_to_dict
 
 from gitops import kinds
-from gitops.argocd_api import ArgoCDSource, discovered_clusters
+from gitops.derive.topology import ArgoCluster
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import list_capabilities, poll, source_for
-from gitops.sources import KubeSource, SourceError
-from gitops.topology import ArgoCluster
+from gitops.sources.argocd_api import ArgoCDSource, discovered_clusters
+from gitops.sources.base import SourceError
+from gitops.sources.kube import KubeSource
 from portal.kernel.catalog.models import Cluster, Environment
 from tests.argocd_api_fake import ApiFault, ArgoCDAPIFake
 from tests.kube_emulator import make_self_signed_cert

@@ -1,4 +1,4 @@
-"""The attention rule (gitops.attention) in each of its shapes — the model's check, the
+"""The attention rule (gitops.derive.attention) in each of its shapes — the model's check, the
 queryset, the SQL a raw read uses, the overview's counts and the matrix's flags — gives the
 same answer for every app, at the edges of the grace period and of each state."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from gitops.attention import Attention, grace_cutoff
+from gitops.derive.attention import Attention, grace_cutoff
 from gitops.models import GitOpsApp, app_condition_sql
 from portal.web.fleet import attention_flags, fleet_counts
 from tests.fixtures.seed import seed_app

@@ -1,5 +1,5 @@
 """A poll that finds only some apps' objects changed collects those alone and keeps the other rows
-as stored (gitops.unchanged.ObjectVersions); one that finds anything they depend on changed
+as stored (gitops.derive.unchanged.ObjectVersions); one that finds anything they depend on changed
 collects everything. Through the real path: kubernetes client → emulator → collectors → store."""
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def test_an_app_that_claims_other_resources_means_a_full_collect(cluster, collec
 
 
 def test_a_full_poll_still_runs_every_ten_minutes(cluster, collector_runs, kube_emulator):
-    from gitops.unchanged import FULL_POLL_EVERY
+    from gitops.derive.unchanged import FULL_POLL_EVERY
 
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok

@@ -22,10 +22,12 @@ from django.urls import reverse
 
 from gitops import kinds
 from gitops.collectors import collect
+from gitops.derive.topology import ArgoCluster
 from gitops.models import GitOpsApp
 from gitops.polling import list_capabilities, poll
-from gitops.sources import KubeSource, ManifestSource, only_kept_data
-from gitops.topology import ArgoCluster
+from gitops.sources.base import only_kept_data
+from gitops.sources.kube import KubeSource
+from gitops.sources.manifests import ManifestSource
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from tests.kube_emulator import Fault, KubeEmulator
 from tests.test_credential_scan import database_text, forms

@@ -15,8 +15,7 @@ from gitops.collectors.mapping import map_workloads_to_apps
 from gitops.collectors.workloads import workload_row
 from gitops.models import RunningVersion
 from gitops.polling import store_snapshot
-from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, WorkloadRow
-from gitops.store import Snapshot
+from gitops.rows import ARGO, FLUX, AppRow, ContainerImage, ResourceKey, Snapshot, WorkloadRow
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL
 from tests.fixtures.real_objects import load_objects

@@ -1,4 +1,4 @@
-"""A string longer than its column never fails a cluster's write (gitops.columns), through the real
+"""A string longer than its column never fails a cluster's write (gitops.store.column_limits), through the real
 poll path from a manifest folder. PostgreSQL refuses such text for a varchar; SQLite stores it, so
 these tests prove something on PostgreSQL (CI's database)."""
 

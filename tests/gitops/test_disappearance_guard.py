@@ -145,7 +145,7 @@ def test_ordinary_churn_is_never_held(cluster, kube_emulator):
 def test_a_list_ninety_percent_smaller_is_held_and_the_message_says_how_much():
     from gitops.derive.disappearance import holds
     from gitops.rows import FLUX, AppRow, Snapshot, app_key
-    from gitops.stored import ClusterState
+    from gitops.store.read import ClusterState
 
     stored = {
         app_key(FLUX, "HelmRelease", "apps", f"r{i}"): GitOpsApp(id=i + 1, tool=FLUX, kind="HelmRelease",

@@ -21,11 +21,12 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from gitops import kinds
-from gitops.fields import MAX_DEPTH, TooDeep, json_safe
 from gitops.kinds import KindSpec
 from gitops.models import AppProject, GitOpsApp
 from gitops.polling import poll
-from gitops.sources import ListResult, ManifestSource
+from gitops.rawobjects import MAX_DEPTH, TooDeep, json_safe
+from gitops.sources.base import ListResult
+from gitops.sources.manifests import ManifestSource
 from portal.kernel.accounts.roles import Role, grant
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster

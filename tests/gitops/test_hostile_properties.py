@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 
 from gitops import kinds
 from gitops.collectors import MAX_NAME
-from gitops.fields import MAX_DEPTH, as_str
 from gitops.models import AppProject, GitOpsApp, Workload
 from gitops.polling import PollReport, poll
-from gitops.sources import ManifestSource
+from gitops.rawobjects import MAX_DEPTH, as_str
+from gitops.sources.manifests import ManifestSource
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.real_objects import REAL_OBJECTS, load_real

@@ -1,4 +1,4 @@
-"""The decode's fast path (gitops.sources._load_json: json.loads first, then a depth check on
+"""The decode's fast path (gitops.sources.decoding.load_json: json.loads first, then a depth check on
 the accepted text) must judge depth exactly as the bounded path does, brackets inside
 strings and escaped quotes included, on either side of MAX_DEPTH."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from gitops.fields import MAX_DEPTH
-from gitops.sources import _json_nests_deeper, _load_json, _valid_json_nests_deeper
+from gitops.rawobjects import MAX_DEPTH
+from gitops.sources.decoding import json_nests_deeper, load_json, valid_json_nests_deeper
 
 
 def nested(depth: int) -> str:
@@ -28,10 +28,10 @@ WRAPS = ['{"a":%s}', "[%s]", '{"s":"]]]}}}","x":[%s]}', '{"s":"[[[{{{","x":%s}',
 def test_the_fast_depth_check_agrees_with_the_bounded_one(depth, wrap):
     data = (wrap % nested(depth)).encode()
     json.loads(data)  # valid: the fast check only ever sees what json.loads accepted
-    assert _valid_json_nests_deeper(data) == _json_nests_deeper(data)
+    assert valid_json_nests_deeper(data) == json_nests_deeper(data)
 
 
 def test_a_list_too_deep_for_the_decoder_still_has_its_deep_item_cut():
     page = '{"items":[{"metadata":{"name":"ok"}},{"metadata":{"name":"deep"},"spec":' + nested(5000) + "}]}"
-    decoded, cut = _load_json(page.encode())
+    decoded, cut = load_json(page.encode())
     assert cut and decoded["items"][0] == {"metadata": {"name": "ok"}}

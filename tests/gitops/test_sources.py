@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from gitops.kinds import BY_CAPABILITY, KINDS, KindSpec, kinds_for
-from gitops.sources import REASONS, KubeSource, ManifestSource, SourceError
+from gitops.sources.base import REASONS, SourceError
+from gitops.sources.kube import KubeSource
+from gitops.sources.manifests import ManifestSource
 from tests.kube_emulator import Fault, KubeEmulator, make_self_signed_cert
 
 

@@ -13,13 +13,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from gitops.bulkwrite import bulk_insert_rows
-from gitops.derive import derive, fingerprint
+from gitops.derive.app_changes import fingerprint
+from gitops.derive.cluster_changes import derive
 from gitops.models import GitOpsApp, RunningVersion, StateChange, VersionChange
 from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
-from gitops.store import write
-from gitops.stored import read_state
+from gitops.store.bulk import bulk_insert_rows
+from gitops.store.read import read_state
+from gitops.store.write import write
 from portal.kernel.catalog.models import Cluster, Environment, Service
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +80,7 @@ def test_fingerprint_ignores_only_the_stamps_of_a_reconciliation():
 
 
 def test_rows_copied_without_instances_take_the_model_defaults(db):
-    from gitops.bulkwrite import copy_rows
+    from gitops.store.bulk import copy_rows
 
     env = Environment.objects.create(name="qa", order=1)
     cluster = Cluster.objects.create(name="qa-1", environment=env)
@@ -98,7 +99,7 @@ def test_rows_copied_without_instances_take_the_model_defaults(db):
 
 @pytest.mark.django_db(transaction=True)  # autocommit, as a caller outside a poll would be
 def test_changed_rows_are_written_without_a_transaction_around(db):
-    from gitops.bulkwrite import bulk_update_rows
+    from gitops.store.bulk import bulk_update_rows
 
     env = Environment.objects.create(name="qa", order=1)
     cluster = Cluster.objects.create(name="qa-1", environment=env)

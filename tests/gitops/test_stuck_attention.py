@@ -1,4 +1,4 @@
-"""Stuck progressing and a failed last sync need attention (gitops.attention), judged on real
+"""Stuck progressing and a failed last sync need attention (gitops.derive.attention), judged on real
 Argo CD Applications read through the real poll path: `fakeAppOperationRunning` from Argo CD's
 own metrics tests (Progressing, a sync operation Running since 2025-01-29T08:42:34Z), and
 redhat-developer/gitops-backend's application3 with its last operation turned Failed the way
@@ -14,7 +14,7 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from gitops.attention import Attention
+from gitops.derive.attention import Attention
 from gitops.models import GitOpsApp
 from gitops.polling import poll
 from portal.kernel.catalog.models import Cluster, Environment

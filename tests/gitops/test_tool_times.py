@@ -10,7 +10,7 @@ import pytest
 
 from gitops.collectors.argocd import application_row
 from gitops.collectors.flux import helmrelease_row, index_sources, kustomization_row
-from gitops.derive.apps import since_when
+from gitops.derive.app_changes import since_when
 from gitops.health import flux_health
 from gitops.rows import OUT_OF_SYNC, SYNCED
 from tests.fixtures.real_objects import REAL_OBJECTS as REAL

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from gitops.collectors import collect
-from gitops.topology import (
+from gitops.derive.topology import (
     BOTH_SET,
     NONE_SET,
     AgentMapping,

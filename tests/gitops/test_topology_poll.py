@@ -181,7 +181,7 @@ def test_the_read_destination_workloads_refine_the_hub_app(hub_fleet):
 def test_a_destination_sees_what_its_hub_changed_at_its_next_poll(hub_fleet, kube_emulator):
     # The destination's own objects do not change, but what they mean may when the hub's app
     # changes (its resources are what links the workloads): the destination's next poll is a
-    # full one (gitops.unchanged), not "nothing changed".
+    # full one (gitops.derive.unchanged), not "nothing changed".
     poll_named("hub")
     poll_named("staging-1")
     staging = GitOpsApp.objects.get(name="checkout-staging")

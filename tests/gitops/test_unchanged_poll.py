@@ -1,5 +1,5 @@
 """A poll that reads exactly what the last full poll read runs no collector and writes nothing but
-the cluster's "read at" (gitops.unchanged), through the real path: kubernetes client → emulator."""
+the cluster's "read at" (gitops.derive.unchanged), through the real path: kubernetes client → emulator."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops import kinds, polling
+from gitops.derive.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
 from gitops.models import ClusterObjectVersions, GitOpsApp
-from gitops.stored import instance_of
-from gitops.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
+from gitops.store.read import instance_of
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service
 

@@ -16,8 +16,8 @@ import logging
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from gitops.agent import Agent, AgentStopped
-from gitops.sources import KubeSource
+from gitops.sources.agent import Agent, AgentStopped
+from gitops.sources.kube import KubeSource
 from portal.kernel.credentials import named_secret
 
 

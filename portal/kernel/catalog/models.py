@@ -4,7 +4,7 @@ them, and the services we run.
 A cluster is either added by an admin (it has an environment) or *discovered*: an Argo CD
 instance deploys to it and no catalog cluster matched the destination. A discovered
 cluster has no environment yet and is never polled; its apps are shown under
-"unregistered destination" until an admin adds it (gitops.topology does the matching).
+"unregistered destination" until an admin adds it (gitops.derive.topology does the matching).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Cluster(models.Model):
         # A destination whose apps an Argo CD instance on another cluster reports.
         NONE = "none", "not read (its apps come from an Argo CD instance)"
         # Applications and AppProjects from the Argo CD API server (`api_url`, read-only
-        # token in `token_env`); see gitops.argocd_api.
+        # token in `token_env`); see gitops.sources.argocd_api.
         ARGOCD_API = "argocd_api", "Argo CD API URL + read-only token"
         # Read inside the cluster by `manage.py agent`, which pushes each snapshot to the portal
         # (POST /api/v1/agents/<cluster>/snapshots with an AgentToken); never polled from here.
@@ -115,7 +115,7 @@ class Cluster(models.Model):
     unavailable = models.JSONField(default=dict, blank=True)
     poll_lock_until = models.DateTimeField(null=True, blank=True)
     poll_lock_token = models.CharField(max_length=64, blank=True)
-    # What the last full poll read (gitops.unchanged), so an identical read can skip the rest.
+    # What the last full poll read (gitops.derive.unchanged), so an identical read can skip the rest.
     listing_digest = models.CharField(max_length=32, blank=True)
     listing_full_at = models.DateTimeField(null=True, blank=True)
     # What the last poll stored object by object is kept beside, in gitops.ClusterObjectVersions.

@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from gitops.derive.topology import suggest_environment
 from gitops.models import GitOpsApp
-from gitops.topology import suggest_environment
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.audit.models import record
 from portal.kernel.catalog import agents

@@ -6,7 +6,7 @@ Only what the poll listed is read: kinds it could not list are left alone by the
 
 A cluster's rows are the apps *read from* it (`GitOpsApp.read_from`), wherever they deploy;
 the catalog's clusters are read too, to place each app on its destination
-(gitops.topology), and so are the apps other clusters' polls placed here, whose
+(gitops.derive.topology), and so are the apps other clusters' polls placed here, whose
 workloads this poll may read.
 """
 
@@ -25,7 +25,7 @@ from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Service, servi
 APP_DEFERRED = ["raw", "history", "conditions", "sources", "synced_revisions", "images", "warnings", "health_rules"]
 
 WorkloadKey = tuple[str, str, str]  # (kind, namespace, name)
-# What placing an app on its destination reads of every catalog cluster (gitops.topology).
+# What placing an app on its destination reads of every catalog cluster (gitops.derive.topology).
 _CATALOG_FIELDS = ("id", "name", "api_url", "argocd_aliases", "discovered", "environment_id", "connection", "enabled")
 
 
@@ -127,7 +127,7 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
 
 def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) -> ClusterState:
     """What the store holds of some of a cluster's apps only, those a poll collected again because
-    their objects changed while nothing they depend on did (gitops.unchanged): the apps with these
+    their objects changed while nothing they depend on did (gitops.derive.unchanged): the apps with these
     uids, their versions as Argo CD reports them, and the stored sync windows (so the AppProjects
     are left as they are). No workload kind counts as listed: workloads are left as stored.
     A query per table, as `read_state`."""

@@ -17,8 +17,8 @@ import yaml
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from gitops.git_locations import PinSource, pin_source, pin_sources
 from gitops.models import GitOpsApp
-from gitops.pinsource import PinSource, pin_source, pin_sources
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from gitops.collectors.mapping import resource_keys
-from gitops.columns import fitted
-from gitops.derive.apps import plain
+from gitops.derive.app_changes import plain
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
 from gitops.rows import Snapshot, WorkloadRow, app_key
-from gitops.stored import ClusterState, WorkloadKey
+from gitops.store.column_limits import fitted
+from gitops.store.read import ClusterState, WorkloadKey
 
 # Every Workload column a poll writes for a workload it has seen before.
 WORKLOAD_FIELDS = [

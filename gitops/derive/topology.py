@@ -21,7 +21,7 @@ The facts are in ../shared/reference/argocd-topology.md §1 and §4.
 Cluster Secrets are read for `name`, `server` and the argocd-agent label only. Sources list
 them as Argo CD does (its namespace, its label; gitops.kinds) and drop everything else,
 `config` (passwords, bearer tokens, client keys) first, right after decoding the list
-(gitops.sources.only_kept_data); here `config` is never decoded either.
+(gitops.sources.base.only_kept_data); here `config` is never decoded either.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from gitops.fields import as_dict, as_str, dig
+from gitops.rawobjects import as_dict, as_str, dig
 
 IN_CLUSTER_NAME = "in-cluster"
 IN_CLUSTER_SERVER = "https://kubernetes.default.svc"

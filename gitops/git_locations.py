@@ -1,4 +1,7 @@
-"""Where an application's image pin lives in Git: the repository, the revision it follows, the path.
+"""Where in Git an application's pins are declared: the repository, the revision it follows, the path.
+
+The gitops side of Git pins: read from stored rows only; finding and editing the pins in
+those files is forges' and delivery's.
 
 A pull request must go where the pin is declared, and that is not always the application's
 own source. A Flux HelmRelease names a Helm repository (https://charts.example, a chart
@@ -39,8 +42,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from gitops.fields import as_dict, as_list, as_str, dig
 from gitops.models import GitOpsApp
+from gitops.rawobjects import as_dict, as_list, as_str, dig
 from gitops.rows import ARGO, FLUX
 
 KUSTOMIZE_NAME = "kustomize.toolkit.fluxcd.io/name"

@@ -41,24 +41,22 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from gitops import kinds
-from gitops.fields import as_dict, as_list, as_str, dig
+from gitops.derive.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
 from gitops.kinds import KindSpec
-from gitops.sources import (
+from gitops.rawobjects import as_dict, as_list, as_str, dig
+from gitops.sources.base import (
     DEFAULT_TIMEOUT,
     MALFORMED,
     NOT_FOUND,
     TIMEOUT,
     UNAUTHORIZED,
     UNREACHABLE,
-    KubeSource,
     ListResult,
     Obj,
     SourceError,
-    _api_message,
-    _load_json,
-    _status_reason,
 )
-from gitops.topology import AgentMapping, ArgoCluster, cluster_from_api, resolve_destination
+from gitops.sources.decoding import load_json
+from gitops.sources.kube import KubeSource, api_message, status_reason
 from portal.kernel.redaction import redact
 
 APPLICATION_API_VERSION = "argoproj.io/v1alpha1"
@@ -217,7 +215,7 @@ class ArgoCDSource:
 
     def clusters(self) -> list[ArgoCluster]:
         """The clusters this instance deploys to (`GET /api/v1/clusters`): name, server and
-        argocd-agent name only (`gitops.topology.cluster_from_api`).
+        argocd-agent name only (`gitops.derive.topology.cluster_from_api`).
 
         The server strips credentials already; whatever else an entry carries (config,
         annotations, connection state) is dropped here all the same. A cluster without a
@@ -265,8 +263,8 @@ class ArgoCDSource:
         status, body = self._get(path, query, what)
         result.pages += 1
         if status != 200:
-            detail = self._redact(_api_message(body)) or f"HTTP {status}"
-            raise SourceError(_status_reason(status), f"{self.name}: {what}: {detail}", status)
+            detail = self._redact(api_message(body)) or f"HTTP {status}"
+            raise SourceError(status_reason(status), f"{self.name}: {what}: {detail}", status)
         return body
 
     def _list(self, path: str, query: list[tuple[str, str]], what: str, result: ListResult) -> Obj:
@@ -279,7 +277,7 @@ class ArgoCDSource:
 
     def _decode(self, body: bytes, what: str) -> Obj:
         try:
-            doc, cut = _load_json(body)
+            doc, cut = load_json(body)
         except ValueError as exc:  # UnicodeDecodeError included
             raise SourceError(MALFORMED, f"{self.name}: {what}: response is not JSON ({exc})", 200) from None
         if not isinstance(doc, dict) or cut:
@@ -326,7 +324,7 @@ def discovered_clusters(
     """The clusters one Argo CD instance knows, each with how many apps deploy to it, busiest
     first: two API reads (the cluster list, and the app list projected to destinations).
 
-    Destinations are resolved as Argo CD resolves them (`gitops.topology.resolve_destination`);
+    Destinations are resolved as Argo CD resolves them (`gitops.derive.topology.resolve_destination`);
     an app Argo CD cannot place (a name shared by two clusters, an unknown name) counts nowhere.
     """
     clusters = source.clusters()

@@ -19,14 +19,14 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from gitops.columns import fitted
 from gitops.derive.destinations import Placement, Placer, VersionSets, image_version_changes
-from gitops.fields import json_safe
+from gitops.derive.topology import Unregistered
+from gitops.derive.unchanged import without_stamps
 from gitops.models import PROBLEM_RANK, RANK_OK, AppProject, GitOpsApp, VersionChange, problem_rank
+from gitops.rawobjects import json_safe
 from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
-from gitops.stored import ClusterState
-from gitops.topology import Unregistered
-from gitops.unchanged import without_stamps
+from gitops.store.column_limits import fitted
+from gitops.store.read import ClusterState
 from gitops.windowstate import window_state
 from portal.kernel.catalog.images import parse_image
 

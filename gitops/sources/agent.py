@@ -37,17 +37,8 @@ from typing import Any
 import requests
 
 from gitops.kinds import KindSpec
-from gitops.sources import (
-    MALFORMED,
-    REASONS,
-    SERVER_ERROR,
-    ClusterSource,
-    ListResult,
-    SourceError,
-    _holds_cut,
-    _load_json,
-    _too_deep_warning,
-)
+from gitops.sources.base import MALFORMED, REASONS, SERVER_ERROR, ClusterSource, ListResult, SourceError
+from gitops.sources.decoding import holds_cut, load_json, too_deep_warning
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +98,7 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
 
 def encode(snapshot: dict[str, Any]) -> bytes:
     """The snapshot as gzip'd JSON, its text as UTF-8 rather than \\u escapes: smaller, and the
-    portal walks a snapshot's every string (gitops.fields.storable_text) only when its text holds
+    portal walks a snapshot's every string (gitops.rawobjects.storable_text) only when its text holds
     an escape that may be NUL or a surrogate, which escaped emoji or Hangul would always be."""
     try:
         text = json.dumps(snapshot, separators=(",", ":"), ensure_ascii=False).encode()
@@ -158,7 +149,7 @@ def decode_body(chunks: Iterable[bytes], *, limit: int = DEFAULT_MAX_SNAPSHOT_BY
     if not inflater.eof:
         raise SnapshotError(400, "snapshot ends before its gzip stream does")
     try:
-        snapshot, cut = _load_json(b"".join(parts) + tail)
+        snapshot, cut = load_json(b"".join(parts) + tail)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SnapshotError(400, f"snapshot is not JSON ({exc})") from None
     if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
@@ -209,8 +200,8 @@ class ReplaySource:
         for item in items:
             if not isinstance(item, dict):
                 warnings.append(f"{what}: an item that is not an object was skipped")
-            elif self._cut and _holds_cut(item):
-                warnings.append(_too_deep_warning(what, item))
+            elif self._cut and holds_cut(item):
+                warnings.append(too_deep_warning(what, item))
             else:
                 kept.append(item)
         version = call.get("version")

@@ -36,7 +36,7 @@ resourceVersion and reconciledAt of a reconciliation that found nothing to do. E
 reads (managedFields, kubectl's last-applied copy) — is kept beside its resourceVersion, and an
 app whose meaning is as stored is not collected again: its row would be the one stored (the
 collectors are pure, and the context is unchanged), down to the fingerprint the store compares
-(`gitops.derive.apps.fingerprint` digests the same stamp-free object). Only its new
+(`gitops.derive.app_changes.fingerprint` digests the same stamp-free object). Only its new
 resourceVersion is kept.
 """
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from gitops.fields import trimmed
+from gitops.rawobjects import trimmed
 
 FULL_POLL_EVERY = timedelta(minutes=10)
 
@@ -168,7 +168,7 @@ def without_stamps(raw: Any) -> Any:
 
 def meaning(obj: Mapping[str, Any]) -> str:
     """A digest of what the collectors can read of an app object: the object as stored
-    (`gitops.fields.trimmed`) without its stamps. Keys are not sorted: the API server writes
+    (`gitops.rawobjects.trimmed`) without its stamps. Keys are not sorted: the API server writes
     them in the same order every time, and a digest that differs by order alone only costs a
     collector run."""
     text = json.dumps(without_stamps(trimmed(obj)), separators=(",", ":"), default=str)

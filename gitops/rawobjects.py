@@ -1,9 +1,12 @@
-"""Reading fields of raw cluster objects without trusting their shape.
+"""Raw cluster objects as they come: read without trusting their shape, made fit to store.
 
 Objects come from many Argo CD, Flux and Kubernetes versions, from the API (JSON) and
 from YAML files, so any field may be missing, null, or of an unexpected type (Argo
-Rollouts stores `observedGeneration` as a string). These readers return a neutral
-value instead of raising, so one odd field never costs the whole object.
+Rollouts stores `observedGeneration` as a string). The readers here (`dig`, `as_str`,
+`conditions`, …) return a neutral value instead of raising, so one odd field never costs
+the whole object. The rest bounds what is kept of an object: its depth (`MAX_DEPTH`,
+`json_safe`), text no column can hold (`storable_text`), and what the detail view drops
+(`trimmed`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Store (writes only): one cluster's poll in one transaction, only what changed.
 
-What to write was decided before: `gitops.stored` reads what the store holds of the
+What to write was decided before: `gitops.store.read` reads what the store holds of the
 cluster (one query per table) and `gitops.derive` (pure) compares the poll's rows with
 it. Only kinds that were listed successfully are touched: an API error on Flux leaves
 the Flux rows exactly as they were (never read as "the apps disappeared"), while the
 Argo CD rows from the same poll are updated. State changes become StateChange rows (the
 "since when" of the pages and the episode unit of notifications); a service's running
 version replaced by another on a workload becomes a VersionChange. Wide rows go through
-the bulk paths of `gitops.bulkwrite` (COPY and UPDATE … FROM on PostgreSQL).
+the bulk paths of `gitops.store.bulk` (COPY and UPDATE … FROM on PostgreSQL).
 
 The rows a poll replaces are those read from the cluster, wherever they deploy: a hub's
 apps are filed under their destinations, a destination no catalog cluster matches under
@@ -23,15 +23,15 @@ from typing import Any
 
 from django.db import models, transaction
 
-from gitops.bulkwrite import bulk_insert_rows, bulk_update_rows, copy_rows
-from gitops.derive import APP_FIELDS, WORKLOAD_FIELDS, Changes
+from gitops.derive.app_changes import APP_FIELDS
+from gitops.derive.cluster_changes import Changes
+from gitops.derive.topology import Unregistered
+from gitops.derive.workload_changes import WORKLOAD_FIELDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, StateChange, VersionChange, Workload
-from gitops.rows import Snapshot, app_key
+from gitops.rows import app_key
 from gitops.signals import cluster_stored
-from gitops.topology import Unregistered
+from gitops.store.bulk import bulk_insert_rows, bulk_update_rows, copy_rows
 from portal.kernel.catalog.models import Cluster
-
-__all__ = ["Snapshot", "StoreResult", "app_key", "write"]
 
 
 @dataclass

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from gitops.fields import dig
 from gitops.health.objects import ComputeError, first_condition, generation_field, int_field, read_conditions, str_field
+from gitops.rawobjects import dig
 from portal.kernel.timestamps import parse_time
 
 # kstatus statuses.

@@ -18,9 +18,9 @@ from rest_framework.response import Response
 
 from gitops.appfilter import SLUG, YesNoFilter
 from gitops.models import Workload
+from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers import ContainerSerializer, OffsetDateTimeField
-from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 
 WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "CronJob", "Rollout"]
 

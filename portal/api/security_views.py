@@ -11,8 +11,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from portal.api.base_views import PortalAPIView, errors
 from portal.api.serializers import SLUG, inline_enum
-from portal.api.views import PortalAPIView, errors
 from portal.delivery.exposures import FILTER_SEVERITIES, SecurityReport, security_report
 from portal.kernel.catalog.models import Environment, Service
 

@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from gitops.appfilter import DEPRECATED_ALIASES, GitOpsAppFilter
 from portal.api.auth import BearerTokenAuthentication, HasViewerRole
 from portal.api.errors import api_exception_handler, bad_request, not_found
-from portal.api.serializers import ErrorSerializer
+from portal.api.serializers.error_serializers import ErrorSerializer
 from portal.api.throttles import TokenRateThrottle
 
 

@@ -15,7 +15,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.api.serializers import ErrorSerializer
+from portal.api.serializers.error_serializers import ErrorSerializer
 
 logger = logging.getLogger(__name__)
 

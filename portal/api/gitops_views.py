@@ -9,13 +9,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gitops.appfilter import GitOpsAppFilter
+from gitops.appfilter import SLUG, GitOpsAppFilter
 from gitops.models import APP_SORTS, PROBLEMS_FIRST, GitOpsApp, StateChange
 from portal.api import filters
 from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.errors import conflict, not_found
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import DNS_NAME, SLUG, AppDetailSerializer, AppSerializer, GitOpsDetailQuerySerializer
+from portal.api.serializers.api_fields import DNS_NAME
+from portal.api.serializers.app_detail_serializers import AppDetailSerializer, GitOpsDetailQuerySerializer
+from portal.api.serializers.app_serializers import AppSerializer
 from portal.delivery import rollbacks
 from portal.delivery.gitpins import git_pins_by_app
 

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from portal.api import filters
 from portal.api.base_views import PortalAPIView, errors
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import PullRequestQuerySerializer, PullRequestSerializer
+from portal.api.serializers.pull_request_serializers import PullRequestQuerySerializer, PullRequestSerializer
 
 
 class PullRequestListView(PortalAPIView):

@@ -11,8 +11,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gitops.appfilter import SLUG
 from portal.api.base_views import PortalAPIView, errors
-from portal.api.serializers import SLUG, inline_enum
+from portal.api.serializers.api_fields import inline_enum
 from portal.delivery.exposures import FILTER_SEVERITIES, SecurityReport, security_report
 from portal.kernel.catalog.models import Environment, Service
 

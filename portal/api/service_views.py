@@ -28,7 +28,7 @@ from gitops.appfilter import SLUG
 from gitops.models import RunningVersion
 from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import VersionPolicyField
+from portal.api.serializers.api_fields import VersionPolicyField
 from portal.delivery import promotions
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import BehindLines

@@ -5,12 +5,15 @@ the query, build a queryset, hand rows to a serializer."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import django_filters
 from django.core.validators import RegexValidator
 from django.db.models import QuerySet
+from django.http import QueryDict
 from django_filters.rest_framework import DjangoFilterBackend
+from django_filters.utils import translate_validation
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
@@ -60,23 +63,35 @@ def filter_parameters(filterset: type[GitOpsAppFilter]) -> list[OpenApiParameter
     return parameters
 
 
+def filtered(filterset_class: type[django_filters.FilterSet], data: QueryDict, queryset: QuerySet,
+             at: datetime) -> QuerySet:
+    """`queryset` narrowed by a FilterSet that judges time-dependent filters at the instant `at`.
+    An invalid value is a 400, like django-filter's DRF backend makes it; so is a blank one: the
+    page's form sends one for "all", but a script that names a parameter means a value by it,
+    and the schema promises one."""
+    declared = filterset_class.base_filters
+    blank = {name: ["This field may not be blank."] for name, value in data.items() if name in declared and value == ""}
+    if blank:
+        raise serializers.ValidationError(blank)
+    filterset = filterset_class(data=data, queryset=queryset, at=at)  # type: ignore[call-arg]
+    if not filterset.is_valid():
+        raise translate_validation(filterset.errors)
+    return filterset.qs
+
+
+def checked(query_serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters checked against the serializer that declares them (a ValidationError is a 400)."""
+    serializer = query_serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 class AtRequestTimeFilterBackend(DjangoFilterBackend):
     """django-filter's DRF backend (an invalid value is a 400), judging time-dependent
-    filters at the instant the view answers for (`view.now`).
-
-    A blank value is refused too: the page's form sends one for "all", but a script that
-    names a parameter means a value by it, and the schema promises one."""
+    filters at the instant the view answers for (`view.now`); see `filtered`."""
 
     def filter_queryset(self, request: Request, queryset: QuerySet, view: Any) -> QuerySet:
-        declared = view.filterset_class.base_filters
-        blank = {name: ["This field may not be blank."] for name, value in request.query_params.items()
-                 if name in declared and value == ""}
-        if blank:
-            raise serializers.ValidationError(blank)
-        return super().filter_queryset(request, queryset, view)
-
-    def get_filterset_kwargs(self, request: Request, queryset: QuerySet, view: Any) -> dict[str, Any]:
-        return {**super().get_filterset_kwargs(request, queryset, view), "at": view.now}
+        return filtered(self.get_filterset_class(view, queryset), request.query_params, queryset, view.now)
 
 
 class PortalAPIView(GenericAPIView):
@@ -119,9 +134,7 @@ class PortalAPIView(GenericAPIView):
         if self.query_serializer_class is None:
             return {}
         # A plain dict, not the QueryDict: DRF would read a missing boolean as an unticked checkbox.
-        serializer = self.query_serializer_class(data=request.query_params.dict())
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        return checked(self.query_serializer_class, request.query_params.dict())
 
 
 class NotFoundView(PortalAPIView):

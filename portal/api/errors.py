@@ -60,6 +60,11 @@ def _code_message_details(exc: exceptions.APIException) -> tuple[str, str, dict[
     return (code if isinstance(code, str) else exc.default_code), str(exc.detail), {}
 
 
+def error_message(exc: exceptions.APIException) -> str:
+    """The `message` of the error body the API answers `exc` with."""
+    return _code_message_details(exc)[1]
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -3,6 +3,9 @@ with its workloads and recent state changes."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -24,6 +27,25 @@ from portal.delivery.gitpins import git_pins_by_app
 RECENT_STATE_CHANGES = 50
 
 
+def apps() -> QuerySet[GitOpsApp]:
+    """Every GitOps app, with what the serializer reads."""
+    return filters.with_after_change(filters.base_queryset())
+
+
+def ordering(sort: str | None) -> Ordering:
+    """The order `?sort=` names (the FilterSet has accepted it), problems first without one."""
+    sort = sort or PROBLEMS_FIRST
+    return Ordering(sort, APP_SORTS[sort.removeprefix("-")], descending=sort.startswith("-"))
+
+
+def app_items(page: list[GitOpsApp], now: datetime, context: dict[str, Any]) -> list[dict[str, Any]]:
+    """A page of apps as the list serves them, judged at `now`; `context` carries the `request`
+    that makes links absolute."""
+    context = {**context, "now": now, "git_pins": git_pins_by_app([app.id for app in page]),
+               "rollbacks": rollbacks.offers_for_apps(page, now)}
+    return AppSerializer(page, many=True, context=context).data
+
+
 class GitOpsListView(PortalAPIView):
     serializer_class = AppSerializer
     filter_backends = [AtRequestTimeFilterBackend]
@@ -31,12 +53,11 @@ class GitOpsListView(PortalAPIView):
     pagination_class = KeysetPagination
 
     def get_queryset(self) -> QuerySet[GitOpsApp]:
-        return filters.with_after_change(filters.base_queryset())
+        return apps()
 
     def get_ordering(self) -> Ordering:
         # Called once the FilterSet has accepted the parameters, so `sort` is a known one.
-        sort = self.request.query_params.get("sort") or PROBLEMS_FIRST
-        return Ordering(sort, APP_SORTS[sort.removeprefix("-")], descending=sort.startswith("-"))
+        return ordering(self.request.query_params.get("sort"))
 
     @extend_schema(
         operation_id="gitops_list",
@@ -51,12 +72,8 @@ class GitOpsListView(PortalAPIView):
     def get(self, request: Request) -> Response:
         self.query(request)
         self.now = timezone.now()
-        apps = self.filter_queryset(self.get_queryset())
-        page = self.paginate_queryset(apps)
-        pins = git_pins_by_app([app.id for app in page])
-        context = {**self.get_serializer_context(), "now": self.now, "git_pins": pins,
-                   "rollbacks": rollbacks.offers_for_apps(page, self.now)}
-        return self.get_paginated_response(AppSerializer(page, many=True, context=context).data)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(app_items(page, self.now, self.get_serializer_context()))
 
 
 class GitOpsDetailView(PortalAPIView):
@@ -79,12 +96,10 @@ class GitOpsDetailView(PortalAPIView):
     )
     def get(self, request: Request, cluster: str, namespace: str, name: str) -> Response:
         params = self.query(request)
-        apps = filters.with_after_change(filters.base_queryset()).prefetch_related("workloads").filter(
-            cluster__name=cluster, namespace=namespace, name=name
-        )
+        named = apps().prefetch_related("workloads").filter(cluster__name=cluster, namespace=namespace, name=name)
         if params.get("kind"):
-            apps = apps.filter(kind=params["kind"])
-        found = list(apps.order_by("kind")[:3])
+            named = named.filter(kind=params["kind"])
+        found = list(named.order_by("kind")[:3])
         if not found:
             raise not_found(f"No GitOps application {name} in namespace {namespace} on cluster {cluster}.")
         if len(found) > 1:

@@ -11,15 +11,16 @@ from portal.api.base_views import PortalAPIView, errors
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers.pull_request_serializers import PullRequestQuerySerializer, PullRequestSerializer
 
+ORDERING = Ordering("-opened_at", (("sort_opened_at", "datetime"), ("id", "int")), descending=True)
+
 
 class PullRequestListView(PortalAPIView):
     serializer_class = PullRequestSerializer
     query_serializer_class = PullRequestQuerySerializer
     pagination_class = KeysetPagination
-    ordering = Ordering("-opened_at", (("sort_opened_at", "datetime"), ("id", "int")), descending=True)
 
     def get_ordering(self) -> Ordering:
-        return self.ordering
+        return ORDERING
 
     @extend_schema(
         operation_id="pull_requests_list",

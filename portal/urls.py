@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from portal.assistant.views import mcp_endpoint
+from portal.api.mcp.views import mcp_endpoint
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from portal.assistant import tools
-from portal.assistant.reads import Caller
+from portal.api.mcp import tools
+from portal.api.mcp.api_pages import Caller
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts import tokens
 from portal.kernel.accounts.roles import Role, grant

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from portal.assistant.reads import Caller
-from portal.assistant.server import SERVER, current_caller
+from portal.api.mcp.api_pages import Caller
+from portal.api.mcp.server import SERVER, current_caller
 from portal.kernel.accounts import tokens
 from portal.kernel.accounts.roles import Role, has_role
 from portal.kernel.credentials import named_secret

@@ -1,4 +1,4 @@
-"""/mcp: the MCP endpoint as a Django view (why a view: portal.assistant.server).
+"""/mcp: the MCP endpoint as a Django view (why a view: portal.api.mcp.server).
 
 The token is checked here, before the SDK sees the request, with the REST API's rules
 (portal.kernel.accounts.tokens, the viewer role): a missing, malformed, unknown or revoked token
@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from portal.assistant.reads import Caller
-from portal.assistant.server import SERVER, current_caller
+from portal.api.mcp.api_pages import Caller
+from portal.api.mcp.server import SERVER, current_caller
 from portal.kernel.accounts import tokens
 from portal.kernel.accounts.roles import Role, has_role
 

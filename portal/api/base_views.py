@@ -73,7 +73,7 @@ def filtered(filterset_class: type[django_filters.FilterSet], data: QueryDict, q
     blank = {name: ["This field may not be blank."] for name, value in data.items() if name in declared and value == ""}
     if blank:
         raise serializers.ValidationError(blank)
-    filterset = filterset_class(data=data, queryset=queryset, at=at)  # type: ignore[call-arg]
+    filterset = filterset_class(data=data, queryset=queryset, at=at)
     if not filterset.is_valid():
         raise translate_validation(filterset.errors)
     return filterset.qs

@@ -22,14 +22,13 @@ from rest_framework import exceptions
 
 from gitops.appfilter import GitOpsAppFilter
 from portal.api import filters, gitops_views, pull_request_views, security_views, service_views
-from portal.api.auth import INVALID_TOKEN, HasViewerRole
+from portal.api.auth import BearerTokenAuthentication, HasViewerRole
 from portal.api.base_views import checked, filtered
 from portal.api.errors import error_message
 from portal.api.pagination import DEFAULT_PAGE_SIZE, Cursor, keyset_page
 from portal.api.serializers.pull_request_serializers import PullRequestQuerySerializer, PullRequestSerializer
 from portal.api.throttles import TokenRateThrottle
-from portal.kernel.accounts import tokens
-from portal.kernel.accounts.roles import Role, has_role
+from portal.kernel.accounts.models import ApiToken
 
 
 class ReadError(Exception):
@@ -100,15 +99,21 @@ def _as(caller: Caller) -> Iterator[dict[str, Any]]:
         raise ReadError(exc.status_code, error_message(exc)) from exc
 
 
-def _authorize(plain: str) -> None:
-    token = tokens.resolve(plain)
-    if token is None or not token.user.is_active:
-        raise exceptions.AuthenticationFailed(INVALID_TOKEN)
-    tokens.touch(token)
-    if not has_role(token.user, Role.VIEWER):
+def authorized(plain: str) -> ApiToken:
+    """The API's own check of a bearer token (portal.api.auth): known, not revoked, its owner
+    active (else AuthenticationFailed, a 401) and a viewer (else PermissionDenied, a 403)."""
+    found = BearerTokenAuthentication().authenticate(SimpleNamespace(headers={"authorization": f"Bearer {plain}"}))
+    assert found is not None  # a Bearer header is always the token authentication's to judge
+    user, token = found
+    if not HasViewerRole().has_permission(SimpleNamespace(user=user), None):
         raise exceptions.PermissionDenied(HasViewerRole.message)
+    return token
+
+
+def _authorize(plain: str) -> None:
+    token = authorized(plain)
     throttle = TokenRateThrottle()
-    if not throttle.allow_request(SimpleNamespace(auth=token, user=token.user), None):  # type: ignore[arg-type]
+    if not throttle.allow_request(SimpleNamespace(auth=token, user=token.user), None):
         raise exceptions.Throttled(throttle.wait())
 
 

@@ -89,9 +89,8 @@ INSTALLED_APPS = [
     "portal.delivery",
     # pages, API, notifications
     "portal.web",
-    "portal.api",
+    "portal.api",  # also MCP: the read-only assistant endpoint (portal.api.mcp) and `manage.py mcp`
     "portal.notifications",
-    "portal.assistant",  # MCP: the read-only assistant endpoint and `manage.py mcp`
 ]
 
 MIDDLEWARE = [

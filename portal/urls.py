@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from portal import health
-from portal.assistant.views import mcp_endpoint
+from portal.api.mcp.views import mcp_endpoint
 
 urlpatterns = [
     # Probes: no login, no session, nothing but "ok" or the failed check's name (portal/health.py).

@@ -15,7 +15,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.api.serializers import ErrorSerializer
+from portal.api.serializers.error_serializers import ErrorSerializer
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,11 @@ def _code_message_details(exc: exceptions.APIException) -> tuple[str, str, dict[
         return "throttled", str(exc.detail), {"retry_after": exc.wait}
     code = exc.get_codes()
     return (code if isinstance(code, str) else exc.default_code), str(exc.detail), {}
+
+
+def error_message(exc: exceptions.APIException) -> str:
+    """The `message` of the error body the API answers `exc` with."""
+    return _code_message_details(exc)[1]
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:

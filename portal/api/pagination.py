@@ -93,6 +93,43 @@ class Cursor:
         return cls(sort, values, backwards)
 
 
+@dataclass(frozen=True)
+class Page:
+    """One page of rows, and the cursors to the pages on either side (None at an end)."""
+
+    rows: list[Any]
+    next: Cursor | None
+    previous: Cursor | None
+
+
+def keyset_page(queryset: QuerySet, ordering: Ordering, cursor_text: str | None, size: int) -> Page:
+    """The `size` rows of `queryset` in `ordering` after the position `cursor_text` names (from the
+    start without one). The paginator's answer, for callers without a request (the MCP tools)."""
+    cursor = Cursor.decode(cursor_text, ordering) if cursor_text else None
+    backwards = bool(cursor and cursor.backwards)
+    rows = queryset.order_by(*ordering.order_by(backwards))
+    if cursor is not None:
+        rows = rows.filter(ordering.after(cursor.values, backwards))
+    # Two steps: pick the page's ids with a narrow sort, then load the full rows for those
+    # ids only. A database sorts whole result rows, so one step would compute every
+    # annotation and carry every column of the whole fleet through the sort.
+    ids = list(rows.values_list("pk", flat=True)[: size + 1])
+    more = len(ids) > size
+    loaded = {row.pk: row for row in queryset.filter(pk__in=ids[:size])}
+    page = [loaded[pk] for pk in ids[:size] if pk in loaded]  # a row deleted in between is skipped
+    if backwards:
+        page.reverse()
+    next_cursor = previous_cursor = None
+    if page:
+        first, last = ordering.values_of(page[0]), ordering.values_of(page[-1])
+        # Going back, the page we came from is always there; going forward, only if we saw it.
+        if backwards or more:
+            next_cursor = Cursor(ordering.name, last)
+        if (cursor is not None and not backwards) or (backwards and more):
+            previous_cursor = Cursor(ordering.name, first, backwards=True)
+    return Page(page, next_cursor, previous_cursor)
+
+
 class KeysetPagination(BasePagination):
     """Pages a queryset in the order the view names with `get_ordering()`."""
 
@@ -101,33 +138,11 @@ class KeysetPagination(BasePagination):
     query_params = (cursor_query_param, page_size_query_param)
 
     def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> list[Any]:
-        ordering: Ordering = view.get_ordering()
         size = self._page_size(request)
-        text = request.query_params.get(self.cursor_query_param)
-        cursor = Cursor.decode(text, ordering) if text else None
-        backwards = bool(cursor and cursor.backwards)
-        rows = queryset.order_by(*ordering.order_by(backwards))
-        if cursor is not None:
-            rows = rows.filter(ordering.after(cursor.values, backwards))
-        # Two steps: pick the page's ids with a narrow sort, then load the full rows for those
-        # ids only. A database sorts whole result rows, so one step would compute every
-        # annotation and carry every column of the whole fleet through the sort.
-        ids = list(rows.values_list("pk", flat=True)[: size + 1])
-        more = len(ids) > size
-        loaded = {row.pk: row for row in queryset.filter(pk__in=ids[:size])}
-        page = [loaded[pk] for pk in ids[:size] if pk in loaded]  # a row deleted in between is skipped
-        if backwards:
-            page.reverse()
-        self.request, self.ordering = request, ordering
-        self.next_cursor = self.previous_cursor = None
-        if page:
-            first, last = ordering.values_of(page[0]), ordering.values_of(page[-1])
-            # Going back, the page we came from is always there; going forward, only if we saw it.
-            if backwards or more:
-                self.next_cursor = Cursor(ordering.name, last)
-            if (cursor is not None and not backwards) or (backwards and more):
-                self.previous_cursor = Cursor(ordering.name, first, backwards=True)
-        return page
+        page = keyset_page(queryset, view.get_ordering(), request.query_params.get(self.cursor_query_param), size)
+        self.request = request
+        self.next_cursor, self.previous_cursor = page.next, page.previous
+        return page.rows
 
     def _page_size(self, request: Request) -> int:
         text = request.query_params.get(self.page_size_query_param)

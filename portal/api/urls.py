@@ -1,23 +1,34 @@
 from django.urls import path, re_path
 
-from portal.api import agents, docs, findings, projects, security, services, views, workloads
+from portal.api import (
+    agent_views,
+    base_views,
+    docs_views,
+    finding_views,
+    gitops_views,
+    project_views,
+    pull_request_views,
+    security_views,
+    service_views,
+    workload_views,
+)
 
 # Path segments are what Kubernetes and the catalog allow; anything else falls through to a JSON 404.
 urlpatterns = [
-    path("v1/gitops", views.GitOpsListView.as_view(), name="api-gitops"),
+    path("v1/gitops", gitops_views.GitOpsListView.as_view(), name="api-gitops"),
     re_path(
         r"^v1/gitops/(?P<cluster>[-a-zA-Z0-9_]+)/(?P<namespace>[a-z0-9][-a-z0-9.]*)/(?P<name>[a-z0-9][-a-z0-9.]*)$",
-        views.GitOpsDetailView.as_view(),
+        gitops_views.GitOpsDetailView.as_view(),
         name="api-gitops-detail",
     ),
-    path("v1/findings", findings.FindingListView.as_view(), name="api-findings"),
-    path("v1/pull-requests", views.PullRequestListView.as_view(), name="api-pull-requests"),
-    path("v1/agents/<slug:cluster>/snapshots", agents.receive_snapshot, name="api-agent-snapshots"),
-    path("v1/projects", projects.ProjectListView.as_view(), name="api-projects"),
-    path("v1/workloads", workloads.WorkloadListView.as_view(), name="api-workloads"),
-    path("v1/services", services.ServiceListView.as_view(), name="api-services"),
-    path("v1/security", security.SecurityView.as_view(), name="api-security"),
-    path("schema", views.SchemaView.as_view(), name="api-schema"),
-    path("docs", docs.api_docs, name="api-docs"),
-    re_path(r"^.*$", views.NotFoundView.as_view(), name="api-not-found"),
+    path("v1/findings", finding_views.FindingListView.as_view(), name="api-findings"),
+    path("v1/pull-requests", pull_request_views.PullRequestListView.as_view(), name="api-pull-requests"),
+    path("v1/agents/<slug:cluster>/snapshots", agent_views.receive_snapshot, name="api-agent-snapshots"),
+    path("v1/projects", project_views.ProjectListView.as_view(), name="api-projects"),
+    path("v1/workloads", workload_views.WorkloadListView.as_view(), name="api-workloads"),
+    path("v1/services", service_views.ServiceListView.as_view(), name="api-services"),
+    path("v1/security", security_views.SecurityView.as_view(), name="api-security"),
+    path("schema", docs_views.SchemaView.as_view(), name="api-schema"),
+    path("docs", docs_views.api_docs, name="api-docs"),
+    re_path(r"^.*$", base_views.NotFoundView.as_view(), name="api-not-found"),
 ]

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from gitops.models import AppProject, Workload
 from gitops.polling import poll
-from portal.api.projects import window_state
+from portal.api.project_views import window_state
 from portal.kernel.accounts import tokens
 from portal.kernel.catalog.models import Cluster
 from portal.releases.models import Release

@@ -3,7 +3,7 @@ change freeze (a deny window, and until when), the manual-sync search app, the s
 notifications HelmRelease, and a merged pull request whose version is not running yet.
 
 The demo is loaded once for the module (it polls eight clusters) and removed after; the tool
-is called as the MCP server calls it (portal.assistant.tools, through the API's views)."""
+is called as the MCP server calls it (portal.api.mcp.tools, over the API's own serializers)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from portal.assistant import tools
-from portal.assistant.reads import Caller
+from portal.api.mcp import tools
+from portal.api.mcp.api_pages import Caller
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts import tokens
 from portal.kernel.accounts.roles import Role, grant

@@ -5,7 +5,7 @@ the portal would send now, follow each to its preview and judge it as a reviewer
 
 One test walks everything, so the demo (eight clusters collected, a Git repository built, its
 pins read) is set up once; its failure message lists every offer that broke and where it was
-shown. The assistant's tools are called as the MCP server calls them (`portal.assistant.tools`,
+shown. The assistant's tools are called as the MCP server calls them (`portal.api.mcp.tools`,
 with a real API token); tests/assistant covers the protocol itself.
 """
 
@@ -53,8 +53,8 @@ def collect_from_api(client, offers: Offers) -> None:
 
 
 def collect_from_assistant(user, offers: Offers) -> None:
-    from portal.assistant import tools
-    from portal.assistant.reads import Caller
+    from portal.api.mcp import tools
+    from portal.api.mcp.api_pages import Caller
 
     _, plain = tokens.issue(user, "walk")
     caller = Caller(plain)

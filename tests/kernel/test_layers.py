@@ -43,7 +43,7 @@ def _add_import(module: Path, line: str) -> str:
         ("gitops/kinds.py", "import forges.pins", "gitops is not allowed to import forges"),
         ("portal/kernel/catalog/models.py", "import gitops.models", "portal.kernel is not allowed to import gitops"),
         ("portal/delivery/models.py", "import portal.web.cells", "portal.delivery is not allowed to import portal.web"),
-        ("portal/web/cells.py", "import portal.api.views", "portal.web is not allowed to import portal.api"),
+        ("portal/web/cells.py", "import portal.api.base_views", "portal.web is not allowed to import portal.api"),
         ("portal/kernel/links.py", "import forges.repourls", "portal.kernel is not allowed to import forges"),
         ("gitops/tasks.py", "import portal.celery", "gitops is not allowed to import portal.celery"),
     ],

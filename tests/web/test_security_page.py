@@ -246,8 +246,8 @@ def test_the_security_page_reads_a_fixed_number_of_queries_whatever_the_fleet(cl
 
 def test_the_assistants_service_tool_carries_the_same_facts(users, fleet) -> None:
     """The MCP `service` tool answers what /security says of that service (one definition)."""
-    from portal.assistant import tools
-    from portal.assistant.reads import Caller
+    from portal.api.mcp import tools
+    from portal.api.mcp.api_pages import Caller
     from portal.kernel.accounts import tokens
 
     _, plain = tokens.issue(users["viewer"], "assistant")

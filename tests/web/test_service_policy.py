@@ -185,7 +185,7 @@ services:
 def test_the_api_field_shows_the_document(fleet):
     from rest_framework import serializers
 
-    from portal.api.serializers import VersionPolicyField
+    from portal.api.serializers.api_fields import VersionPolicyField
 
     class ServiceSerializer(serializers.Serializer):
         name = serializers.CharField()

@@ -16,7 +16,7 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.models import GitOpsApp
 from gitops.polling import poll
-from portal.assistant.tools import compact_app, reasons_for
+from portal.api.mcp.tools import compact_app, reasons_for
 from portal.kernel.accounts import tokens
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from gitops.findings import GROUPED, RULES, TOOL_NAMES, open_findings
 from gitops.models import Finding
-from portal.api.views import PortalAPIView, errors
+from portal.api.base_views import PortalAPIView, errors
 
 MAX_LIMIT = 1000
 

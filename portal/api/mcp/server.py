@@ -14,7 +14,8 @@ client requests, and a client simply re-sends `initialize` when it reconnects.
 
 Authentication is the REST API's: a personal API token (`Authorization: Bearer gpat_…`)
 of a user with the viewer role, checked on the request and again by every read the tools
-make. Nothing can be written: the tools only ever build GET requests to the API's views.
+make. Nothing can be written: the tools only read what the API's GET routes serve
+(portal.api.mcp.api_pages).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from portal.assistant import tools
-from portal.assistant.reads import Caller, ReadError
+from portal.api.mcp import tools
+from portal.api.mcp.api_pages import Caller, ReadError
 
 # Who is calling, set per request (HTTP) or per process (stdio).
 current_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("current_caller")

@@ -1,10 +1,10 @@
 """The assistant's tools: what an MCP client may ask the portal, strictly read-only.
 
-Each tool reads through the REST API's views (portal.assistant.reads) and answers compactly,
+Each tool reads what the REST API serves (portal.api.mcp.api_pages) and answers compactly,
 summary first, one page at a time (an assistant's context is small): `gitops`,
 `pull_requests`, `why_not_deployed` and `service`. The functions here are plain and
 synchronous (they take the Caller), so the HTTP endpoint, the stdio mode and the tests share
-them; portal.assistant.server registers them with the MCP SDK.
+them; portal.api.mcp.server registers them with the MCP SDK.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from portal.assistant.reads import Caller, ReadError, get, next_cursor
+from portal.api.mcp import api_pages
+from portal.api.mcp.api_pages import Caller, ReadError
 from portal.delivery.leadtimes import humanize, lead_time
 from portal.kernel.catalog.models import Environment
 
@@ -71,8 +72,8 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
 
 def gitops(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
            page_size: int | None = None) -> dict[str, Any]:
-    page = get(caller, "api-gitops", {**filters, "cursor": cursor, "page_size": _page_size(page_size)})
-    apps = [compact_app(item) for item in page["results"]]
+    page = api_pages.gitops(caller, filters, cursor, _page_size(page_size))
+    apps = [compact_app(item) for item in page.results]
     counts = {
         "apps": len(apps),
         "needing_attention": sum(a["needs_attention"] for a in apps),
@@ -82,7 +83,7 @@ def gitops(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
         "manual_sync": sum(a["manual_sync"] for a in apps),
         "suspended": sum(a["suspended"] for a in apps),
     }
-    more = next_cursor(page)
+    more = page.next_cursor
     summary = (f"{counts['apps']} apps on this page: {counts['needing_attention']} need attention, "
                f"{counts['out_of_sync']} out of sync, {counts['degraded_or_missing']} degraded or missing, "
                f"{counts['blocked']} blocked by a sync window or suspension."
@@ -95,10 +96,10 @@ def gitops(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
 
 def pull_requests(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
                   page_size: int | None = None) -> dict[str, Any]:
-    page = get(caller, "api-pull-requests", {**filters, "cursor": cursor, "page_size": _page_size(page_size)})
+    page = api_pages.pull_requests(caller, filters, cursor, _page_size(page_size))
     production = set(Environment.objects.filter(production=True).values_list("name", flat=True))
     pulls = []
-    for pr in page["results"]:
+    for pr in page.results:
         times = lead_time(_when(pr["opened_at"]), _when(pr["merged_at"]), _when(pr["running_at"]))
         pulls.append({
             "title": pr["title"], "url": pr["url"], "number": pr["number"], "kind": pr["kind"],
@@ -112,7 +113,7 @@ def pull_requests(caller: Caller, filters: dict[str, Any], cursor: str | None = 
             "lead_time_from_merge": humanize(times.from_merge) if times.from_merge else None,
             "opened_outside": pr["opened_outside"],
         })
-    more = next_cursor(page)
+    more = page.next_cursor
     by_state: dict[str, int] = {}
     for pr in pulls:
         by_state[pr["state"]] = by_state.get(pr["state"], 0) + 1
@@ -226,10 +227,10 @@ def why_not_deployed(caller: Caller, service: str | None = None, environment: st
 
 
 def service(caller: Caller, name: str, offers: int | None = None) -> dict[str, Any]:
-    page = get(caller, "api-services", {"name": name})
-    if not page["results"]:
+    page = api_pages.services(caller, {"name": name})
+    if not page.results:
         raise ValueError(f"no service named {name}")
-    [found] = page["results"]
+    [found] = page.results
     shown = max(1, min(int(offers or 10), 50))
     envs = found["environments"]
     summary = (f"{name}: " + "; ".join(
@@ -255,7 +256,7 @@ def _security(caller: Caller, name: str) -> dict[str, Any]:
     """The Security page's facts for one service (/api/v1/security), compact: per environment and
     running version, how many known vulnerabilities, how many exploited in the wild, the worst
     ids, and what the newest acceptable release fixes; the versions not checked and why."""
-    report = get(caller, "api-security")
+    report = api_pages.security(caller)
     exposed = []
     for e in report["exposures"]:
         if e["service"] != name:

@@ -26,9 +26,9 @@ from rest_framework.response import Response
 
 from gitops.appfilter import SLUG
 from gitops.models import RunningVersion
+from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import VersionPolicyField
-from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
+from portal.api.serializers.api_fields import VersionPolicyField
 from portal.delivery import promotions
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import BehindLines
@@ -194,6 +194,13 @@ def services() -> QuerySet[Service]:
     return Service.objects.select_related("version_policy")  # the policy field in the same query
 
 
+def service_items(page: list[Service], context: dict[str, Any]) -> list[dict[str, Any]]:
+    """A page of services as the list serves them; `context` carries the `request` that makes
+    links absolute."""
+    context = {**context, **services_context(page, context["request"].build_absolute_uri)}
+    return ServiceSerializer(page, many=True, context=context).data
+
+
 ORDERING = Ordering("name", (("name", "str"), ("id", "int")))
 
 
@@ -220,5 +227,4 @@ class ServiceListView(PortalAPIView):
         self.query(request)
         self.now = timezone.now()
         page = self.paginate_queryset(self.filter_queryset(services()))
-        context = {**self.get_serializer_context(), **services_context(page, request.build_absolute_uri)}
-        return self.get_paginated_response(ServiceSerializer(page, many=True, context=context).data)
+        return self.get_paginated_response(service_items(page, self.get_serializer_context()))

@@ -18,9 +18,10 @@ from rest_framework.response import Response
 
 from gitops.appfilter import SLUG, YesNoFilter
 from gitops.models import Workload
+from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import ContainerSerializer, OffsetDateTimeField
-from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
+from portal.api.serializers.api_fields import OffsetDateTimeField
+from portal.api.serializers.app_detail_serializers import ContainerSerializer
 
 WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "CronJob", "Rollout"]
 

@@ -1,8 +1,8 @@
-"""/mcp: the MCP endpoint as a Django view (why a view: portal.assistant.server).
+"""/mcp: the MCP endpoint as a Django view (why a view: portal.api.mcp.server).
 
-The token is checked here, before the SDK sees the request, with the REST API's rules
-(portal.kernel.accounts.tokens, the viewer role): a missing, malformed, unknown or revoked token
-is a 401 with `WWW-Authenticate: Bearer`, a user without the viewer role a 403.
+The token is checked here, before the SDK sees the request, by the REST API's own rules
+(portal.api.mcp.api_pages.authorized): a missing, malformed, unknown or revoked token is a 401
+with `WWW-Authenticate: Bearer`, a user without the viewer role a 403.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework import exceptions
 
-from portal.assistant.reads import Caller
-from portal.assistant.server import SERVER, current_caller
-from portal.kernel.accounts import tokens
-from portal.kernel.accounts.roles import Role, has_role
+from portal.api.errors import error_message
+from portal.api.mcp.api_pages import Caller, authorized
+from portal.api.mcp.server import SERVER, current_caller
 
 MAX_BODY = 1024 * 1024  # an MCP request is a small JSON-RPC message
 
@@ -37,12 +37,10 @@ def authenticate(request: HttpRequest) -> tuple[str | None, JsonResponse | None]
     parts = header.split()
     if len(parts) != 2 or parts[0].lower() != "bearer":
         return None, _refuse(401, "A personal API token is needed: Authorization: Bearer gpat_…")
-    token = tokens.resolve(parts[1])
-    if token is None or not token.user.is_active:
-        return None, _refuse(401, "Invalid or revoked API token.")
-    if not has_role(token.user, Role.VIEWER):
-        return None, _refuse(403, "This needs the viewer role.")
-    tokens.touch(token)
+    try:
+        authorized(parts[1])
+    except exceptions.APIException as exc:
+        return None, _refuse(exc.status_code, error_message(exc))
     return parts[1], None
 
 

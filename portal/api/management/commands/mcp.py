@@ -13,11 +13,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rest_framework import exceptions
 
-from portal.assistant.reads import Caller
-from portal.assistant.server import SERVER, current_caller
-from portal.kernel.accounts import tokens
-from portal.kernel.accounts.roles import Role, has_role
+from portal.api.mcp.api_pages import Caller, authorized
+from portal.api.mcp.server import SERVER, current_caller
 from portal.kernel.credentials import named_secret
 
 DEFAULT_TOKEN_ENV = "PORTAL_MCP_TOKEN"
@@ -27,11 +26,12 @@ def caller_from_env(name: str) -> Caller:
     plain = named_secret(name)
     if not plain:
         raise CommandError(f"No token: set {name} to a personal API token (gpat_…) from your profile page.")
-    token = tokens.resolve(plain)
-    if token is None or not token.user.is_active:
-        raise CommandError(f"The token in {name} is invalid or revoked.")
-    if not has_role(token.user, Role.VIEWER):
-        raise CommandError(f"The owner of the token in {name} lacks the viewer role.")
+    try:
+        authorized(plain)
+    except exceptions.PermissionDenied:
+        raise CommandError(f"The owner of the token in {name} lacks the viewer role.") from None
+    except exceptions.APIException:
+        raise CommandError(f"The token in {name} is invalid or revoked.") from None
     base = urlsplit(settings.PORTAL_BASE_URL)
     return Caller(token=plain, scheme=base.scheme or "http", host=base.netloc or "127.0.0.1:8000")
 

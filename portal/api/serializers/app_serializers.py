@@ -1,13 +1,11 @@
-"""The API's contract: every field a client may rely on is declared here, with its type.
-
-Responses are built only through these serializers; the OpenAPI schema at /api/schema is
-generated from them, so the documentation cannot drift from what is served.
-"""
+"""A GitOps application as GET /api/v1/gitops serves it (Argo CD Application, Flux
+Kustomization or HelmRelease), with the parts it nests: sync window, rollback offer, the change
+its trouble follows, Git pins, destination, sources, conditions, history, Flux source."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,85 +15,11 @@ from rest_framework import serializers
 
 from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
-from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload, sync_held
-from portal.delivery.models import PullRequest, ServicePolicy
+from gitops.models import ATTENTION_HEALTH, GitOpsApp, sync_held
+from portal.api.serializers.api_fields import DNS_NAME, OffsetDateTimeField, inline_enum
 from portal.delivery.rollbacks import CHART_KEY, preview_url
 
-# Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
-DNS_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
-
-
-class OffsetDateTimeField(serializers.DateTimeField):
-    """ISO 8601 with an explicit UTC offset (`+00:00`), never a naive time nor a bare `Z`."""
-
-    def to_representation(self, value: datetime | None) -> str | None:
-        if value is None:
-            return None
-        return value.astimezone(UTC).isoformat()
-
-
-def inline_enum(choices: list[str]) -> type[serializers.ChoiceField]:
-    """A choice field whose enum is written inline in the schema: several fields named `kind`
-    with different choices would otherwise compete for one component name."""
-
-    @extend_schema_field({"type": "string", "enum": choices})
-    class InlineChoiceField(serializers.ChoiceField):
-        pass
-
-    return InlineChoiceField
-
-
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-
-
-@extend_schema_field({
-    "type": "object",
-    "description": "the service's version policy, the JSON the service page, the admin and the fleet file edit",
-    "properties": {
-        "accept": {"type": "string", "enum": ["any", "major", "minor", "patch"]},
-        "range": {"type": "string", "description": "node-semver range; empty: any"},
-        "allow_tags": {**_STRINGS, "description": "regexes; a tag must contain one"},
-        "ignore_tags": {**_STRINGS, "description": "regexes; a tag containing one is skipped"},
-        "ignore_prereleases": {"type": "boolean"},
-        "auto_pr": {"type": "object", "additionalProperties": {"type": "string",
-                                                               "enum": ["none", "major", "minor", "patch"]},
-                    "description": "environment -> largest jump that gets an automatic pull request"},
-        "pr_reviewers": {**_STRINGS, "description": "logins, and teams as @org/team"},
-        "pr_labels": _STRINGS,
-        "put_off": {"type": "array", "items": {"type": "object", "properties": {
-            "version": {"type": "string"}, "until": {"type": "string", "format": "date"}}}},
-    },
-})
-class VersionPolicyField(serializers.Field):
-    """`policy` of a service (read-only): declare it on the service serializer as
-    `policy = VersionPolicyField()`; select_related("version_policy") keeps it one query."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.update(source="*", read_only=True)
-        super().__init__(**kwargs)
-
-    def to_representation(self, service: Any) -> dict[str, Any]:
-        return ServicePolicy.document_of(service)
-
-
 WINDOW_KINDS = ["allow", "deny", "suspend", "error"]
-PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
-# `opening` rows are a worker's claim before the forge answered: not a pull request yet, never listed.
-PULL_REQUEST_STATES = ["open", "merged", "closed"]
-CHECKS = ["pass", "running", "fail", "none"]
-
-
-# --- errors ---------------------------------------------------------------------------
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="Stable, snake_case: branch on this.")
-    message = serializers.CharField(help_text="For people: what went wrong and what to do.")
-    details = serializers.DictField(help_text="Specifics, e.g. the invalid parameters; may be empty.")
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorDetailSerializer()
 
 
 # --- GitOps applications --------------------------------------------------------------
@@ -200,11 +124,6 @@ class ReadyConditionSerializer(serializers.Serializer):
     message = serializers.CharField(allow_blank=True, help_text="\"message is a human readable message indicating "
                                     "details about the transition.\"")
     last_transition_time = serializers.CharField(allow_blank=True, help_text="RFC 3339; empty when not written")
-
-
-class ConditionSerializer(ReadyConditionSerializer):
-    type = serializers.CharField(help_text="condition type as the controller wrote it (Ready, Reconciling, "
-                                 "Released, SyncError, OrphanedResourceWarning, …)")
 
 
 class HistoryEntrySerializer(serializers.Serializer):
@@ -560,107 +479,3 @@ def _as_int(value: Any) -> int | None:
 
 def _query(params: dict[str, str]) -> str:
     return urlencode(params)
-
-
-class ContainerSerializer(serializers.Serializer):
-    name = serializers.CharField(source="container")
-    image = serializers.CharField()
-    init = serializers.BooleanField(default=False)
-
-
-class WorkloadSerializer(serializers.ModelSerializer):
-    containers = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Workload
-        fields = ["kind", "namespace", "name", "health_status", "health_message", "replicas_desired",
-                  "replicas_ready", "replicas_updated", "replicas_available", "containers"]
-
-    @extend_schema_field(ContainerSerializer(many=True))
-    def get_containers(self, workload: Workload) -> list[dict[str, Any]]:
-        containers = [c for c in workload.containers or [] if isinstance(c, dict)]
-        return ContainerSerializer(
-            [{"container": str(c.get("container", "")), "image": str(c.get("image", "")), "init": bool(c.get("init"))}
-             for c in containers],
-            many=True,
-        ).data
-
-
-class StateChangeSerializer(serializers.ModelSerializer):
-    at = OffsetDateTimeField()
-
-    class Meta:
-        model = StateChange
-        fields = ["field", "old", "new", "at"]
-
-
-class AppDetailSerializer(AppSerializer):
-    """One application with what it runs and how its state changed (newest first)."""
-
-    # Context, beyond AppSerializer's: `state_changes`, the app's recent StateChange rows.
-
-    # Same values as the list's `kind`; a plain string here so that the schema has one enum component
-    # for them (two components sharing an enum would get a hashed name).
-    kind = serializers.CharField(help_text="Application, Kustomization or HelmRelease")
-    conditions = serializers.SerializerMethodField(help_text="status.conditions as the controller wrote them")
-    workloads = WorkloadSerializer(many=True)
-    state_changes = serializers.SerializerMethodField(help_text="the most recent changes, newest first")
-
-    @extend_schema_field(ConditionSerializer(many=True))
-    def get_conditions(self, app: GitOpsApp) -> list[dict[str, Any]]:
-        keys = ("type", "status", "reason", "message", "last_transition_time")
-        return [{key: str(c.get(key) or "") for key in keys} for c in app.conditions or [] if isinstance(c, dict)]
-
-    @extend_schema_field(StateChangeSerializer(many=True))
-    def get_state_changes(self, app: GitOpsApp) -> list[dict[str, Any]]:
-        return StateChangeSerializer(self.context.get("state_changes", []), many=True).data
-
-
-# --- query parameters (the list's are gitops.appfilter.GitOpsAppFilter) -----------------
-
-
-class GitOpsDetailQuerySerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(
-        choices=["Application", "Kustomization", "HelmRelease"], required=False,
-        help_text="needed only when a Flux Kustomization and HelmRelease share the name",
-    )
-
-
-# --- pull requests --------------------------------------------------------------------
-
-
-class PullRequestSerializer(serializers.ModelSerializer):
-    """A pull request the portal opened, or one opened elsewhere that it linked (opened_outside)."""
-
-    kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS)
-    services = serializers.ListField(child=serializers.CharField(), help_text="service names")
-    environment = serializers.CharField(allow_blank=True)
-    clusters = serializers.ListField(child=serializers.CharField(), help_text="cluster names")
-    repository = serializers.CharField(help_text="the repository's web URL")
-    number = serializers.IntegerField(allow_null=True)
-    url = serializers.SerializerMethodField(help_text="the pull request's page")
-    state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES)
-    checks = inline_enum(CHECKS)(choices=CHECKS, help_text="the forge's checks on the head commit")
-    opened_by = serializers.CharField(source="opened_by.username", allow_null=True,
-                                      help_text="who asked the portal to open it; null when automatic or outside")
-    opened_at = OffsetDateTimeField(allow_null=True)
-    merged_at = OffsetDateTimeField(allow_null=True)
-    closed_at = OffsetDateTimeField(allow_null=True)
-    running_at = OffsetDateTimeField(allow_null=True, help_text="when the new version was first seen running")
-
-    class Meta:
-        model = PullRequest
-        fields = ["kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
-                  "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
-                  "closed_at", "running_at", "opened_outside"]
-
-    @extend_schema_field(serializers.URLField(allow_null=True))
-    def get_url(self, pull: PullRequest) -> str | None:
-        return pull.url or None
-
-
-class PullRequestQuerySerializer(serializers.Serializer):
-    state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES, required=False)
-    kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS, required=False)
-    environment = serializers.RegexField(SLUG, max_length=63, required=False)
-

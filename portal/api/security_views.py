@@ -5,14 +5,17 @@ OSV and KEV were last read. Same filters as the page (severity, exploited, team,
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.api.serializers import SLUG, inline_enum
-from portal.api.views import PortalAPIView, errors
+from gitops.appfilter import SLUG
+from portal.api.base_views import PortalAPIView, errors
+from portal.api.serializers.api_fields import inline_enum
 from portal.delivery.exposures import FILTER_SEVERITIES, SecurityReport, security_report
 from portal.kernel.catalog.models import Environment, Service
 
@@ -65,6 +68,18 @@ def as_json(report: SecurityReport) -> dict:
     }
 
 
+def report(params: dict[str, Any]) -> dict[str, Any]:
+    """The answer to checked query parameters (SecurityQuerySerializer); an unknown team or
+    environment filters nothing, as on the page."""
+    team, environment = params.get("team", ""), params.get("environment", "")
+    return as_json(security_report(
+        severity=params.get("severity", ""),
+        exploited=bool(params.get("exploited")),
+        team=team if Service.objects.filter(team=team).exists() else "",
+        environment=environment if Environment.objects.filter(name=environment).exists() else "",
+    ))
+
+
 class SecurityQuerySerializer(serializers.Serializer):
     severity = inline_enum(list(FILTER_SEVERITIES))(
         choices=list(FILTER_SEVERITIES), required=False, help_text="at least this severity"
@@ -90,12 +105,4 @@ class SecurityView(PortalAPIView):
         responses={200: OpenApiTypes.OBJECT, **errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
-        params = self.query(request)
-        team, environment = params.get("team", ""), params.get("environment", "")
-        report = security_report(
-            severity=params.get("severity", ""),
-            exploited=bool(params.get("exploited")),
-            team=team if Service.objects.filter(team=team).exists() else "",
-            environment=environment if Environment.objects.filter(name=environment).exists() else "",
-        )
-        return Response(as_json(report))
+        return Response(report(self.query(request)))

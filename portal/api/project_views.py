@@ -29,9 +29,9 @@ from gitops.models import AppProject
 from gitops.syncwindows import window_label
 from gitops.syncwindows.timeline import TooDense, active_runs, is_active, search_spans, to_datetime, to_ns
 from gitops.syncwindows.windows import compile_window
+from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers import OffsetDateTimeField
-from portal.api.views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
+from portal.api.serializers.api_fields import OffsetDateTimeField
 
 HORIZON_NS = 400 * 86400 * 10**9  # as gitops.syncwindows.DEFAULT_HORIZON: longer than a yearly schedule's gap
 

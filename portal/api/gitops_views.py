@@ -1,0 +1,117 @@
+"""GET /api/v1/gitops and /api/v1/gitops/<cluster>/<namespace>/<name>: every GitOps app, and one
+with its workloads and recent state changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gitops.appfilter import SLUG, GitOpsAppFilter
+from gitops.models import APP_SORTS, PROBLEMS_FIRST, GitOpsApp, StateChange
+from portal.api import filters
+from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
+from portal.api.errors import conflict, not_found
+from portal.api.pagination import KeysetPagination, Ordering
+from portal.api.serializers.api_fields import DNS_NAME
+from portal.api.serializers.app_detail_serializers import AppDetailSerializer, GitOpsDetailQuerySerializer
+from portal.api.serializers.app_serializers import AppSerializer
+from portal.delivery import rollbacks
+from portal.delivery.gitpins import git_pins_by_app
+
+RECENT_STATE_CHANGES = 50
+
+
+def apps() -> QuerySet[GitOpsApp]:
+    """Every GitOps app, with what the serializer reads."""
+    return filters.with_after_change(filters.base_queryset())
+
+
+def ordering(sort: str | None) -> Ordering:
+    """The order `?sort=` names (the FilterSet has accepted it), problems first without one."""
+    sort = sort or PROBLEMS_FIRST
+    return Ordering(sort, APP_SORTS[sort.removeprefix("-")], descending=sort.startswith("-"))
+
+
+def app_items(page: list[GitOpsApp], now: datetime, context: dict[str, Any]) -> list[dict[str, Any]]:
+    """A page of apps as the list serves them, judged at `now`; `context` carries the `request`
+    that makes links absolute."""
+    context = {**context, "now": now, "git_pins": git_pins_by_app([app.id for app in page]),
+               "rollbacks": rollbacks.offers_for_apps(page, now)}
+    return AppSerializer(page, many=True, context=context).data
+
+
+class GitOpsListView(PortalAPIView):
+    serializer_class = AppSerializer
+    filter_backends = [AtRequestTimeFilterBackend]
+    filterset_class = GitOpsAppFilter  # the /gitops page's: same names, same meanings
+    pagination_class = KeysetPagination
+
+    def get_queryset(self) -> QuerySet[GitOpsApp]:
+        return apps()
+
+    def get_ordering(self) -> Ordering:
+        # Called once the FilterSet has accepted the parameters, so `sort` is a known one.
+        return ordering(self.request.query_params.get("sort"))
+
+    @extend_schema(
+        operation_id="gitops_list",
+        summary="Every GitOps application on every cluster",
+        description="Argo CD Applications, Flux Kustomizations and HelmReleases as the last poll of each cluster saw "
+        "them. Cursor-paginated (follow `next`); filters combine with AND. Unknown parameters are refused, and so are "
+        "blank values (which the page's form sends for \"all\"). The filters and sorts are the /gitops page's, with "
+        "the same names and values.",
+        parameters=filter_parameters(GitOpsAppFilter),
+        responses={200: AppSerializer(many=True), **errors(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        self.query(request)
+        self.now = timezone.now()
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(app_items(page, self.now, self.get_serializer_context()))
+
+
+class GitOpsDetailView(PortalAPIView):
+    serializer_class = AppDetailSerializer
+    query_serializer_class = GitOpsDetailQuerySerializer
+
+    @extend_schema(
+        operation_id="gitops_retrieve",
+        summary="One GitOps application, with its workloads and recent state changes",
+        description="The list's fields plus workloads and the most recent state changes (newest first). A Flux "
+        "Kustomization and HelmRelease may share a name: then pass `kind`, or the answer is 409.",
+        parameters=[
+            GitOpsDetailQuerySerializer,
+            OpenApiParameter("cluster", str, OpenApiParameter.PATH, pattern=SLUG, description="cluster name"),
+            OpenApiParameter("namespace", str, OpenApiParameter.PATH, pattern=DNS_NAME,
+                             description="namespace of the Application/Kustomization/HelmRelease object"),
+            OpenApiParameter("name", str, OpenApiParameter.PATH, pattern=DNS_NAME),
+        ],
+        responses={200: AppDetailSerializer, **errors(400, 401, 403, 404, 409, 429)},
+    )
+    def get(self, request: Request, cluster: str, namespace: str, name: str) -> Response:
+        params = self.query(request)
+        named = apps().prefetch_related("workloads").filter(cluster__name=cluster, namespace=namespace, name=name)
+        if params.get("kind"):
+            named = named.filter(kind=params["kind"])
+        found = list(named.order_by("kind")[:3])
+        if not found:
+            raise not_found(f"No GitOps application {name} in namespace {namespace} on cluster {cluster}.")
+        if len(found) > 1:
+            kinds = [app.kind for app in found]
+            raise conflict(
+                "ambiguous_name", f"Several applications are named {namespace}/{name} on {cluster} "
+                f"({', '.join(kinds)}): add ?kind= to choose one.", {"kinds": kinds},
+            )
+        app = found[0]
+        changes = StateChange.objects.filter(app=app).order_by("-at", "-id")[:RECENT_STATE_CHANGES]
+        context = {
+            **self.get_serializer_context(), "now": timezone.now(), "state_changes": list(changes),
+            "git_pins": git_pins_by_app([app.id]), "rollbacks": rollbacks.offers_for_apps([app]),
+        }
+        return Response(AppDetailSerializer(app, context=context).data)

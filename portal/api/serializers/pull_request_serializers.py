@@ -1,0 +1,51 @@
+"""A pull request as GET /api/v1/pull-requests serves it, and that route's query."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from gitops.appfilter import SLUG
+from portal.api.serializers.api_fields import OffsetDateTimeField, inline_enum
+from portal.delivery.models import PullRequest
+
+PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
+# `opening` rows are a worker's claim before the forge answered: not a pull request yet, never listed.
+PULL_REQUEST_STATES = ["open", "merged", "closed"]
+CHECKS = ["pass", "running", "fail", "none"]
+
+
+class PullRequestSerializer(serializers.ModelSerializer):
+    """A pull request the portal opened, or one opened elsewhere that it linked (opened_outside)."""
+
+    kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS)
+    services = serializers.ListField(child=serializers.CharField(), help_text="service names")
+    environment = serializers.CharField(allow_blank=True)
+    clusters = serializers.ListField(child=serializers.CharField(), help_text="cluster names")
+    repository = serializers.CharField(help_text="the repository's web URL")
+    number = serializers.IntegerField(allow_null=True)
+    url = serializers.SerializerMethodField(help_text="the pull request's page")
+    state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES)
+    checks = inline_enum(CHECKS)(choices=CHECKS, help_text="the forge's checks on the head commit")
+    opened_by = serializers.CharField(source="opened_by.username", allow_null=True,
+                                      help_text="who asked the portal to open it; null when automatic or outside")
+    opened_at = OffsetDateTimeField(allow_null=True)
+    merged_at = OffsetDateTimeField(allow_null=True)
+    closed_at = OffsetDateTimeField(allow_null=True)
+    running_at = OffsetDateTimeField(allow_null=True, help_text="when the new version was first seen running")
+
+    class Meta:
+        model = PullRequest
+        fields = ["kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
+                  "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
+                  "closed_at", "running_at", "opened_outside"]
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_url(self, pull: PullRequest) -> str | None:
+        return pull.url or None
+
+
+class PullRequestQuerySerializer(serializers.Serializer):
+    state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES, required=False)
+    kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS, required=False)
+    environment = serializers.RegexField(SLUG, max_length=63, required=False)

@@ -1,1 +1,0 @@
-"""Assistant access: the portal's read-only MCP server (portal.assistant.server)."""

@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class AssistantConfig(AppConfig):
-    name = "portal.assistant"
-    label = "assistant"

@@ -37,7 +37,7 @@ from portal.api.serializers import (
 )
 from portal.api.throttles import TokenRateThrottle
 from portal.delivery import rollbacks
-from portal.delivery.gitpins import git_pins_by_app
+from portal.delivery.current_pins import git_pins_by_app
 
 RECENT_STATE_CHANGES = 50
 

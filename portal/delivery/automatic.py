@@ -46,9 +46,9 @@ from portal.delivery.changes import (
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.planner import UPGRADE, Change
-from portal.delivery.policy import PolicyError
 from portal.delivery.pull_requests import IN_PROGRESS, LINKED, NOTHING_TO_OPEN, OPENED, REFUSED
 from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
+from portal.delivery.versionpolicy import PolicyError
 from portal.kernel.catalog.models import Service
 from portal.kernel.timestamps import utc_stamp
 

@@ -28,9 +28,9 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
-from portal.delivery.gitpins import pinned_versions
+from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
-from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
+from portal.delivery.versionpolicy import PolicyError, VersionPolicy, newest_acceptable
 from portal.kernel.catalog.models import Cluster, Service
 from portal.kernel.links import safe_http_url
 from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of

@@ -8,7 +8,7 @@ start is part of its key, so the key is the same on every pass and on every work
 The alert carries the fix where the portal has one:
 - degraded or missing, with a rollback on offer (portal.delivery.rollbacks): "Rollback PR →
   <version>" opening the rollback's preview, and the version change it blames first;
-- out of sync: "Git pins X, runs Y" (portal.delivery.gitpins) and, for an Argo CD app synced
+- out of sync: "Git pins X, runs Y" (portal.delivery.current_pins) and, for an Argo CD app synced
   by hand, "Argo CD waits for someone to sync it" with the Argo CD link;
 - a suspended Flux object: "suspended, deploys once resumed".
 
@@ -31,7 +31,7 @@ from gitops.revisions import short_revision
 from gitops.store import app_key
 from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
-from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
 from portal.kernel.links import argocd_app_url
 from portal.kernel.timestamps import utc_stamp

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.delivery import leadtimes, placements
+from portal.delivery import leadtimes, version_matrix
 from portal.delivery.deployments import AppFacts, progress, running_since, track, why_not
 from portal.delivery.models import PullRequest
 from portal.delivery.tasks import track_deployments
@@ -124,7 +124,7 @@ def move(catalog, cluster, app, version, at):
     VersionChange.objects.create(service=catalog.checkout, environment=cluster.environment, cluster=cluster, app=app,
                                  from_version=running.version, to_version=version, at=at)
     RunningVersion.objects.filter(pk=running.pk).update(version=version)
-    placements.refresh(cluster.id)
+    version_matrix.refresh(cluster.id)
 
 
 @pytest.mark.django_db

@@ -33,7 +33,8 @@ from django.utils import timezone
 
 from forges.forge import ForgeError
 from gitops.polling import poll
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
 from portal.kernel.catalog.models import Cluster, Service

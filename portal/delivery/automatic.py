@@ -35,14 +35,13 @@ from django.utils import timezone
 
 from forges.forge import Forge
 from gitops.models import GitOpsApp, Workload
-from portal.delivery.changes import (
+from portal.delivery.change_builders import (
     ChangeError,
     change_for_chart_upgrade,
     change_for_upgrade,
     change_for_workload,
-    open_change,
-    window_blocks,
 )
+from portal.delivery.change_previews import open_change, window_blocks
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.planner import UPGRADE, Change

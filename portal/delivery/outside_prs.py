@@ -36,7 +36,7 @@ from forges.repourls import repo_url
 from gitops.models import GitOpsApp
 from gitops.pinsource import pin_source
 from portal.delivery import promotions
-from portal.delivery.changes import group_key
+from portal.delivery.change_builders import group_key
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import PROMOTION, UPGRADE, Change, branch_name
 from portal.delivery.prtitles import names_change
@@ -97,7 +97,7 @@ def _images(services: Iterable[str]) -> dict[str, str]:
 
 
 def _change(kind: str, app: GitOpsApp, service: str, image: str, start: str, target: str) -> Change | None:
-    """The change as `changes.change_forward` would build it, without reading notes or pins again."""
+    """The change as `change_builders.change_forward` would build it, without reading notes or pins again."""
     source = pin_source(app)
     environment = app.cluster.environment
     if not source.found or environment is None or not target or start == target:
@@ -119,7 +119,7 @@ def _change(kind: str, app: GitOpsApp, service: str, image: str, start: str, tar
 
 def _outside_change(behind: Behind) -> Change:
     """A workload outside GitOps: the change where its portal.git.* labels say, as
-    `changes.change_for_workload` builds it (without reading the notes)."""
+    `change_builders.change_for_workload` builds it (without reading the notes)."""
     workload = behind.workload
     assert workload is not None
     return Change(

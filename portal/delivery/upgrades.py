@@ -3,13 +3,13 @@
 Read from the store only (running versions, `Release` rows, policies, Git pins, open
 pull requests), in a constant number of queries whatever the fleet size, so the
 Updates page, the service panel and the automatic-PR task share one answer. A line whose
-application has no known Git location carries the reason (`changes.no_pr_reasons`) for the
+application has no known Git location carries the reason (`change_builders.no_pr_reasons`) for the
 pages to show instead of a button.
 
 A workload no GitOps tool deploys (a Nomad job, a Compose or Swarm service, an ECS service:
 `gitops.platforms`; a running version with a workload and no application) is a line of its
 own, found by the same SQL: its change goes where its portal.git.* labels say
-(`changes.change_for_workload`), and without them the line says so (`changes.no_pr_reason`).
+(`change_builders.change_for_workload`), and without them the line says so (`change_builders.no_pr_reason`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
-from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
+from portal.delivery.change_builders import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.versionpolicy import PolicyError, VersionPolicy, newest_acceptable

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 from django.utils import timezone
 
-from portal.delivery.changes import ChangeError, change_for_chart_upgrade, preview_change
+from portal.delivery.change_builders import ChangeError, change_for_chart_upgrade
+from portal.delivery.change_previews import preview_change
 from portal.delivery.models import ServicePolicy
 from portal.delivery.upgrades import charts_behind
 from portal.releases.models import ChartVersion

@@ -130,7 +130,8 @@ def loaded_demo(settings, tmp_path: Path) -> None:
 @pytest.mark.django_db
 def test_prod_ap_checkout_pins_and_previews_the_mirror_overlay(loaded_demo: None) -> None:
     from gitops.models import GitOpsApp
-    from portal.delivery.changes import change_for_upgrade, preview_change
+    from portal.delivery.change_builders import change_for_upgrade
+    from portal.delivery.change_previews import preview_change
     from portal.delivery.current_pins import git_pins, read_app_pins
 
     app = GitOpsApp.objects.get(cluster__name="prod-ap-1", name="checkout-prod")

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from portal.delivery import policy_editing
 from portal.delivery.automatic import run
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.upgrades import behind
 from portal.kernel.audit.models import AuditLog

@@ -196,7 +196,7 @@ def test_an_open_promotion_pr_replaces_the_button(client, users, catalog):
 
 @pytest.mark.django_db
 def test_a_promotion_pr_body_says_since_when_the_version_ran_in_the_environment_before(catalog):
-    from portal.delivery.changes import change_for_promotion
+    from portal.delivery.change_builders import change_for_promotion
     from portal.delivery.planner import describe
     from portal.kernel.timestamps import utc_stamp
 

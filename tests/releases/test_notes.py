@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from forges.forge import ReleaseInfo
 from portal.delivery.automatic import run as open_automatic_prs
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import ServicePolicy
 from portal.kernel.catalog.fleetfile import FleetFileError, load_fleet
 from portal.kernel.catalog.models import Service

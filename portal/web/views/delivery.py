@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, Workload
 from portal.delivery import leadtimes, promotions
-from portal.delivery.changes import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, has_role, requires_role

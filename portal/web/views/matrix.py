@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from gitops.models import RunningVersion
-from portal.delivery.changes import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE

@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze

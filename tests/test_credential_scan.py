@@ -42,7 +42,7 @@ from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
 from portal.releases.models import RegistryPoll
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.echo import echo_headers

@@ -25,7 +25,7 @@ from portal.kernel.catalog.models import Service
 from portal.releases.excerpts import defused, excerpt
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import NOTES_MAX_CHARS, match, read_release_notes
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 from portal.releases.tasks import poll_registry
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import FakeServer, Fault, GitModel

@@ -34,7 +34,7 @@ from portal.delivery import rollbacks
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
 from portal.kernel.links import argocd_app_url
-from portal.kernel.timestamps import utc_stamp
+from portal.kernel.timestamps import duration_words, utc_stamp
 from portal.notifications.events import Event, EventKind, Link, links, portal_url
 
 # Causes are looked for among changes of the day before the episode began.
@@ -71,21 +71,6 @@ def state_title(app: GitOpsApp) -> str:
     return " and ".join(words) or app.health_status
 
 
-def humanize(delta: timedelta) -> str:
-    """ "less than a minute", "5 minutes", "an hour", "3 hours", "a day"."""
-    seconds = max(0, int(delta.total_seconds()))
-    if seconds < 60:
-        return "less than a minute"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return "a minute" if minutes == 1 else f"{minutes} minutes"
-    hours = round(minutes / 60)
-    if hours < 24:
-        return "an hour" if hours == 1 else f"{hours} hours"
-    days = round(hours / 24)
-    return "a day" if days == 1 else f"{days} days"
-
-
 def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> list[str]:
     """Changes of the day before, nearest to the start first: the likeliest cause leads."""
     where = f"{state_words(app)} on {app.cluster.name}"
@@ -97,12 +82,14 @@ def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> l
         what = f"{change.to_version} replaced {change.from_version}"
         if several:
             what = f"{change.service.name} {what}"
-        candidates.append((start - change.at, f"{where}, {humanize(start - change.at)} after {what}"))
+        since = start - change.at
+        candidates.append((since, f"{where}, {duration_words(since, spelled=True)} after {what}"))
     if app.previous_synced_revision and app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at:
         if app.revision_changed_at <= start:
             new, old = short_revision(app.synced_revision), short_revision(app.previous_synced_revision)
             delta = start - app.revision_changed_at
-            candidates.append((delta, f"{where}, {humanize(delta)} after commit {new} replaced {old}"))
+            words = duration_words(delta, spelled=True)
+            candidates.append((delta, f"{where}, {words} after commit {new} replaced {old}"))
     candidates.sort(key=lambda c: c[0])
     return [text for _, text in candidates]
 

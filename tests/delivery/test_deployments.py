@@ -99,8 +99,8 @@ def test_medians_over_the_prs_that_reached_production():
     assert medians.count == 3
     assert medians.from_merge == timedelta(minutes=30)
     assert medians.from_proposal == timedelta(hours=2, minutes=30)
-    assert leadtimes.humanize(medians.from_proposal) == "2 h 30 min"
-    assert leadtimes.medians([]).from_merge is None and leadtimes.humanize(None) == "—"
+    assert leadtimes.lead_time_words(medians.from_proposal) == "2 h 30 min"
+    assert leadtimes.medians([]).from_merge is None and leadtimes.lead_time_words(None) == "—"
 
 
 # --- the task, over the store ----------------------------------------------------------

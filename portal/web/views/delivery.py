@@ -67,11 +67,11 @@ class Row:
 
     @property
     def after_opening(self) -> str:
-        return leadtimes.humanize(self.lead.from_proposal)
+        return leadtimes.lead_time_words(self.lead.from_proposal)
 
     @property
     def after_merge(self) -> str:
-        return leadtimes.humanize(self.lead.from_merge)
+        return leadtimes.lead_time_words(self.lead.from_merge)
 
 
 @dataclass
@@ -255,8 +255,8 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
         "rows": rows,
         "pr_page": pr_page,
         "medians": medians,
-        "median_proposal": leadtimes.humanize(medians.from_proposal),
-        "median_merge": leadtimes.humanize(medians.from_merge),
+        "median_proposal": leadtimes.lead_time_words(medians.from_proposal),
+        "median_merge": leadtimes.lead_time_words(medians.from_merge),
         "not_deployed": [row for row in rows if row.progress is not None],
         "promotions": list(waiting.object_list),
         "promotions_page": waiting,

@@ -20,6 +20,7 @@ from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, StateChange, Workload, sync_held
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.rollbacks import CHART_KEY, preview_url
+from portal.kernel.links import app_page_path
 
 # Lowercase DNS names (slugs: gitops.appfilter.SLUG): what Kubernetes allows, nothing that could smuggle a path.
 DNS_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
@@ -459,11 +460,7 @@ class AppSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.URLField())
     def get_portal_url(self, app: GitOpsApp) -> str:
-        services = self.get_services(app)
-        if len(services) == 1:
-            path = reverse("service", kwargs={"name": services[0]})
-        else:
-            path = reverse("gitops") + "?" + _query({"cluster": app.cluster.name, "q": app.name})
+        path = app_page_path(self.get_services(app), app.cluster.name, app.name)
         return self.context["request"].build_absolute_uri(path)
 
     @extend_schema_field(serializers.URLField(allow_null=True))

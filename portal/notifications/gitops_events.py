@@ -20,10 +20,8 @@ exactly what a real alert of that kind looks like.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlencode
 
 from django.db.models import Q
-from django.urls import reverse
 
 from forges import weblinks
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, sync_held
@@ -33,7 +31,7 @@ from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
-from portal.kernel.links import argocd_app_url
+from portal.kernel.links import app_page_path, argocd_app_url
 from portal.kernel.timestamps import duration_words, utc_stamp
 from portal.notifications.events import Event, EventKind, Link, links, portal_url
 
@@ -113,9 +111,7 @@ def held_by_window(app: GitOpsApp, at: datetime) -> str:
 
 def _action_link(app: GitOpsApp, services: list[str]) -> str:
     """The service page when the app deploys one service, else /gitops filtered to the app."""
-    if len(services) == 1:
-        return portal_url(reverse("service", args=[services[0]]))
-    return portal_url(reverse("gitops") + "?" + urlencode({"cluster": app.cluster.name, "q": app.name}))
+    return portal_url(app_page_path(services, app.cluster.name, app.name))
 
 
 def build_event(

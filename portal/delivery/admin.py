@@ -12,7 +12,7 @@ from django.contrib import admin
 
 from portal.delivery import policy_editing
 from portal.delivery.models import ServicePolicy
-from portal.delivery.versionpolicy import PolicyError, VersionPolicy
+from portal.delivery.version_policy import PolicyError, VersionPolicy
 
 
 class ServicePolicyForm(forms.ModelForm):

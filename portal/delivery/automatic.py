@@ -48,7 +48,7 @@ from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.planner import UPGRADE, Change
 from portal.delivery.pull_requests import IN_PROGRESS, LINKED, NOTHING_TO_OPEN, OPENED, REFUSED
 from portal.delivery.upgrades import Behind, behind
-from portal.delivery.versionpolicy import PolicyError
+from portal.delivery.version_policy import PolicyError
 from portal.kernel.catalog.models import Service
 from portal.kernel.timestamps import utc_stamp
 

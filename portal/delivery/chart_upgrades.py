@@ -17,7 +17,7 @@ from gitops.models import GitOpsApp
 from portal.delivery.change_builders import no_chart_pr_reasons
 from portal.delivery.models import PullRequest
 from portal.delivery.upgrades import open_upgrade_prs, service_policies
-from portal.delivery.versionpolicy import VersionPolicy, newest_acceptable
+from portal.delivery.version_policy import VersionPolicy, newest_acceptable
 from portal.kernel.catalog.models import Service
 from portal.kernel.links import safe_http_url
 from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.delivery.versionpolicy import ACCEPT_CHOICES, PolicyError, VersionPolicy
+from portal.delivery.version_policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
 from portal.kernel.catalog.models import Service
 
 
@@ -19,7 +19,7 @@ class ServicePolicy(models.Model):
     """One service's version policy, as admins edit it; `as_policy()` is what the pure code takes.
 
     The columns hold the policy's parts; `document()` / `from_document()` are the one JSON
-    form of it (portal.delivery.versionpolicy: `pr_reviewers`, `pr_labels`, `auto_pr`, ...) that the
+    form of it (portal.delivery.version_policy: `pr_reviewers`, `pr_labels`, `auto_pr`, ...) that the
     service page, the Django admin, the fleet file and the API all show and take."""
 
     service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="version_policy")

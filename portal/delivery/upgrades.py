@@ -32,7 +32,7 @@ from gitops.models import GitOpsApp, RunningVersion, Workload
 from portal.delivery.change_builders import no_pr_reason, no_pr_reasons
 from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
-from portal.delivery.versionpolicy import PolicyError, VersionPolicy, newest_acceptable
+from portal.delivery.version_policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.kernel.catalog.models import Cluster, Service
 from portal.kernel.links import safe_http_url
 from portal.releases.models import Release

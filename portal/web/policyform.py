@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 
 from portal.delivery import policy_editing
-from portal.delivery.versionpolicy import ACCEPT_CHOICES, AUTO_PR_CHOICES, PolicyError, VersionPolicy
+from portal.delivery.version_policy import ACCEPT_CHOICES, AUTO_PR_CHOICES, PolicyError, VersionPolicy
 from portal.kernel.catalog.models import Environment
 
 ACCEPT_LABELS = {"any": "any newer version", "major": "up to a major jump", "minor": "minor and patch (same major)",

@@ -22,7 +22,7 @@ from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import AutoPRAttempt
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
-from portal.delivery.versionpolicy import PolicyError, VersionPolicy
+from portal.delivery.version_policy import PolicyError, VersionPolicy
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Environment, Service
 from portal.kernel.links import ArgoCDLinks, argocd_links

@@ -37,7 +37,6 @@ FREEZE_DECISION = "Opening now is a decision to change during it."
 FREEZE_OPENED = "This pull request was opened by hand during the freeze."
 
 
-
 @dataclass(frozen=True)
 class BaseBranch:
     """The branch a pull request goes into, and what the application follows when that is not it."""

@@ -101,7 +101,7 @@ def seed_spread(fleet: Fleet) -> None:
 
     from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
     from gitops.store.bulk import bulk_insert_rows, copy_rows
-    from portal.delivery import placements
+    from portal.delivery import version_matrix
     from portal.delivery.models import Placement
     from portal.kernel.catalog.models import Cluster, Service
     from portal.releases.models import Release
@@ -186,15 +186,16 @@ def seed_spread(fleet: Fleet) -> None:
                       to_version=version(index, cluster, 0), at=now - timedelta(days=index % 9 + 1))
         for index in range(0, len(services), 8) for cluster in clusters[2::4][:20]
     )
-    # The matrix's read model as the store leaves it (portal.delivery.placements), written in
+    # The matrix's read model as the store leaves it (portal.delivery.version_matrix), written in
     # bulk: a placement per (service, cluster), then each environment's lines once.
     placed: dict[tuple[int, int], set[str]] = defaultdict(set)
     for row in running_rows:
         placed[(row["service_id"], row["cluster_id"])].add(row["version"])
-    copy_rows(Placement, [{"service_id": service_id, "cluster_id": cluster_id, "versions": placements.joined(versions),
-                           "pinned": ""} for (service_id, cluster_id), versions in placed.items()])
+    copy_rows(Placement, [{"service_id": service_id, "cluster_id": cluster_id,
+                           "versions": version_matrix.joined(versions), "pinned": ""}
+                          for (service_id, cluster_id), versions in placed.items()])
     for env in envs:
-        placements.refresh_lines(env.id)
+        version_matrix.refresh_lines(env.id)
 
 
 def analyze() -> None:

@@ -13,7 +13,7 @@ what the cluster says now; a finding can be muted per app with a reason (`mute`,
 in portal.kernel.audit), and the mute survives polls because it names the app and the rule, not
 a finding row. A missing notification rule is one finding per environment and tool, on one
 of the apps it leaves silent (`group_silent`). The raw-Secret rule reads Git, not the
-cluster: the pin reader (portal.delivery.gitpins) applies `raw_secret_files` to the files it read and stores its
+cluster: the pin reader (portal.delivery.current_pins) applies `raw_secret_files` to the files it read and stores its
 findings with `replace_git_findings`; a poll leaves those alone.
 """
 

@@ -2,7 +2,7 @@
 many repositories from its own files and counts tree reads per repository (the figure the
 "at most 40 tree reads per 10 minutes" target is read from), and the fleet it builds spreads
 the apps over exactly the repositories asked for, every app following `main`, so the portal's
-pin batching (`portal.delivery.gitpins.batch_key`) sees one batch per repository.
+pin batching (`portal.delivery.current_pins.batch_key`) sees one batch per repository.
 
 The forge is read with the portal's own GitHub client over HTTP, configured as a GitHub
 Enterprise Server is (PORTAL_GITOPS_GITHUB_API + PORTAL_GITOPS_TOKEN)."""
@@ -96,7 +96,7 @@ def test_a_wrong_token_or_an_unknown_repository_is_refused_and_counted_apart(fle
 
 def test_the_fleet_spreads_its_apps_over_the_repositories_asked_for_all_following_main(fleet_forge, settings):
     server, fleet = fleet_forge
-    from portal.delivery.gitpins import batch_key
+    from portal.delivery.current_pins import batch_key
 
     for name, value in environ(server).items():
         setattr(settings, name, value)

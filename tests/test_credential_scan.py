@@ -33,7 +33,8 @@ from django.utils import timezone
 
 from forges.forge import ForgeError
 from gitops.polling import poll
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
 from portal.kernel.catalog.models import Cluster, Service
@@ -41,7 +42,7 @@ from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
 from portal.releases.models import RegistryPoll
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import Fault
 from tests.forge_fakes.echo import echo_headers

@@ -1,6 +1,6 @@
 """Parses of one file's text shared by every reader of a batch.
 
-A repository's pin read (portal.delivery.gitpins) asks, for each of its hundreds of
+A repository's pin read (portal.delivery.current_pins) asks, for each of its hundreds of
 applications, what that application builds and which pins it holds; a hundred applications
 deploying one service read the same few files, and each asked PyYAML (its pure-Python
 composer, which is what gives character offsets for splicing) to parse them again: 15,000

@@ -22,7 +22,7 @@ from portal.api.serializers.api_fields import DNS_NAME
 from portal.api.serializers.app_detail_serializers import AppDetailSerializer, GitOpsDetailQuerySerializer
 from portal.api.serializers.app_serializers import AppSerializer
 from portal.delivery import rollbacks
-from portal.delivery.gitpins import git_pins_by_app
+from portal.delivery.current_pins import git_pins_by_app
 
 RECENT_STATE_CHANGES = 50
 

@@ -1,6 +1,6 @@
 """Django admin: a service's version policy as its one JSON document (the same keys the service
 page, the fleet file and the API use: `pr_reviewers`, `pr_labels`, `auto_pr`, ...), checked
-and audited by portal.delivery.policies like every other edit."""
+and audited by portal.delivery.policy_editing like every other edit."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from portal.delivery import policies
+from portal.delivery import policy_editing
 from portal.delivery.models import ServicePolicy
-from portal.delivery.policy import PolicyError, VersionPolicy
+from portal.delivery.version_policy import PolicyError, VersionPolicy
 
 
 class ServicePolicyForm(forms.ModelForm):
@@ -35,7 +35,7 @@ class ServicePolicyForm(forms.ModelForm):
     def clean_policy(self) -> Any:
         value = self.cleaned_data["policy"]
         try:
-            self.checked = policies.check(value)
+            self.checked = policy_editing.check(value)
         except PolicyError as exc:
             raise forms.ValidationError(str(exc)) from None
         return value
@@ -56,6 +56,6 @@ class ServicePolicyAdmin(admin.ModelAdmin):
 
     def save_model(self, request: Any, obj: ServicePolicy, form: ServicePolicyForm, change: bool) -> None:
         assert form.checked is not None  # clean_policy ran
-        row = policies.save(obj.service, form.checked, request.user, via="admin")
+        row = policy_editing.save(obj.service, form.checked, request.user, via="admin")
         obj.pk = row.pk
         obj.set_policy(form.checked)

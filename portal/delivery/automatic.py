@@ -11,7 +11,7 @@ opened: an open PR already proposes the version, or Git already pins it. A PR th
 cannot be opened (no file pins the running tag, the forge refused) is recorded in
 `AutoPRAttempt` and tried again the next day, not every 30 minutes.
 
-Chart versions too (`upgrades.charts_behind`): an application pinning a chart behind the newest
+Chart versions too (`chart_upgrades.charts_behind`): an application pinning a chart behind the newest
 version its first service's policy accepts gets the chart upgrade PR (only the version line
 changes) under the same level, holds and records (`_consider`, one path for both); its
 attempt is recorded as `chart=<name>:<version>`, so it never collides with an image tag.
@@ -35,20 +35,20 @@ from django.utils import timezone
 
 from forges.forge import Forge
 from gitops.models import GitOpsApp, Workload
-from portal.delivery.changes import (
+from portal.delivery.change_builders import (
     ChangeError,
     change_for_chart_upgrade,
     change_for_upgrade,
     change_for_workload,
-    open_change,
-    window_blocks,
 )
+from portal.delivery.change_previews import open_change, window_blocks
+from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.models import AutoPRAttempt, ServicePolicy
 from portal.delivery.planner import UPGRADE, Change
-from portal.delivery.policy import PolicyError
 from portal.delivery.pull_requests import IN_PROGRESS, LINKED, NOTHING_TO_OPEN, OPENED, REFUSED
-from portal.delivery.upgrades import Behind, ChartBehind, behind, charts_behind
+from portal.delivery.upgrades import Behind, behind
+from portal.delivery.version_policy import PolicyError
 from portal.kernel.catalog.models import Service
 from portal.kernel.timestamps import utc_stamp
 

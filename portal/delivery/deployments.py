@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, sync_held
 from gitops.revisions import short_revision
-from portal.delivery import revisionpins, rollbacks, signals
+from portal.delivery import history_pins, rollbacks, signals
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import SUSPENDED_WORDS
 from portal.kernel.timestamps import utc_stamp
@@ -342,7 +342,7 @@ def read_failing_histories(now: datetime, app_ids: Iterable[int] | None = None) 
     if app_ids is not None:
         apps = apps.filter(pk__in=list(app_ids))
     failing = dict(apps.filter(cluster__environment__isnull=False).values_list("id", "health_since"))
-    return revisionpins.read_missing(failing, now, rollbacks.HISTORY_REACH) if failing else 0
+    return history_pins.read_missing(failing, now, rollbacks.HISTORY_REACH) if failing else 0
 
 
 def announce_rollbacks(now: datetime) -> int:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from statistics import median
 
+from portal.kernel.timestamps import duration_words
+
 
 @dataclass(frozen=True)
 class LeadTime:
@@ -48,17 +50,7 @@ def medians(times: Iterable[LeadTime]) -> Medians:
     )
 
 
-def humanize(delta: timedelta | None) -> str:
-    """"42 min", "3 h 10 min", "2 d 4 h": a lead time as people read it."""
-    if delta is None:
-        return "—"
-    minutes = int(delta.total_seconds() // 60)
-    if minutes < 1:
-        return "under a minute"
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {rest} min" if rest else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
+def lead_time_words(delta: timedelta | None) -> str:
+    """A lead time as the Delivery page shows it ("42 min", "2 h 30 min": the one wording of a
+    duration, portal.kernel.timestamps.duration_words); "—" when it did not reach production."""
+    return "—" if delta is None else duration_words(delta)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.delivery.policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
+from portal.delivery.version_policy import ACCEPT_CHOICES, PolicyError, VersionPolicy
 from portal.kernel.catalog.models import Service
 
 
@@ -19,7 +19,7 @@ class ServicePolicy(models.Model):
     """One service's version policy, as admins edit it; `as_policy()` is what the pure code takes.
 
     The columns hold the policy's parts; `document()` / `from_document()` are the one JSON
-    form of it (portal.delivery.policy: `pr_reviewers`, `pr_labels`, `auto_pr`, ...) that the
+    form of it (portal.delivery.version_policy: `pr_reviewers`, `pr_labels`, `auto_pr`, ...) that the
     service page, the Django admin, the fleet file and the API all show and take."""
 
     service = models.OneToOneField(Service, on_delete=models.CASCADE, related_name="version_policy")
@@ -336,7 +336,7 @@ class AutoPRAttempt(models.Model):
 class Placement(models.Model):
     """What one cluster runs of one service, and what Git pins for it there: a row per
     (service, cluster) where the service runs, derived from RunningVersion and GitPin by
-    `portal.delivery.placements.refresh` whenever either is written. The matrix groups
+    `portal.delivery.version_matrix.refresh` whenever either is written. The matrix groups
     these narrow rows into cell lines instead of aggregating every container and every pin
     while a person waits."""
 
@@ -356,7 +356,7 @@ class Placement(models.Model):
 class VersionLine(models.Model):
     """The enabled clusters of one environment that run the same versions of one service
     with the same Git pins: a matrix cell's line before problems are split out of it.
-    Derived from `Placement` by `portal.delivery.placements` whenever one changes, and
+    Derived from `Placement` by `portal.delivery.version_matrix` whenever one changes, and
     when a cluster is renamed, moved, enabled, disabled or removed."""
 
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
@@ -377,7 +377,7 @@ class PinsAtRevision(models.Model):
     """The versions Git pinned under one path of a repository at one commit: what a rollback
     returns to when a GitOps tool's own history names the commit that ran before. A commit never
     changes, so a row read once holds for good; a failed read keeps its reason and is retried
-    (`portal.delivery.revisionpins`). Written by the worker, read by pages: a page never reads a
+    (`portal.delivery.history_pins`). Written by the worker, read by pages: a page never reads a
     forge for it."""
 
     repository = models.CharField(max_length=500)

@@ -35,7 +35,7 @@ from forges.forge import Forge, ForgeError, NotConfigured, PullRequestInfo
 from gitops.git_locations import pin_source
 from gitops.models import GitOpsApp
 from portal.delivery import promotions
-from portal.delivery.changes import group_key
+from portal.delivery.change_builders import group_key
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import PROMOTION, UPGRADE, Change, branch_name
 from portal.delivery.prtitles import names_change
@@ -96,7 +96,7 @@ def _images(services: Iterable[str]) -> dict[str, str]:
 
 
 def _change(kind: str, app: GitOpsApp, service: str, image: str, start: str, target: str) -> Change | None:
-    """The change as `changes.change_forward` would build it, without reading notes or pins again."""
+    """The change as `change_builders.change_forward` would build it, without reading notes or pins again."""
     source = pin_source(app)
     environment = app.cluster.environment
     if not source.found or environment is None or not target or start == target:
@@ -118,7 +118,7 @@ def _change(kind: str, app: GitOpsApp, service: str, image: str, start: str, tar
 
 def _outside_change(behind: Behind) -> Change:
     """A workload outside GitOps: the change where its portal.git.* labels say, as
-    `changes.change_for_workload` builds it (without reading the notes)."""
+    `change_builders.change_for_workload` builds it (without reading the notes)."""
     workload = behind.workload
     assert workload is not None
     return Change(

@@ -40,7 +40,7 @@ VERBS = {UPGRADE: "update", PROMOTION: "promote", ROLLBACK: "roll back"}
 DEFAULT_BRANCH_PREFIX = "portal/"
 MAX_BRANCH = 180  # longer names are cut and end in a digest of the whole, so they stay unique
 MAX_TITLE = 300  # the stored title's length
-# How a suspended Flux object is said everywhere: PR descriptions (changes.warnings_for),
+# How a suspended Flux object is said everywhere: PR descriptions (change_previews.warnings_for),
 # "merged, not deployed" (deployments) and alerts. Suspended is no sync window: it holds
 # until someone resumes it, not until a time.
 SUSPENDED_WORDS = "suspended, deploys once resumed"

@@ -225,7 +225,7 @@ def from_git_pins(found: list[Promotion], pins: dict[tuple[int, str], list[str]]
     """The promotions as Git has them: a target whose Git already pins the version (merged,
     waiting to deploy) or a newer one waits for nothing; the others start from Git's pin when
     it is one version. `pins`: (app id, service) -> the versions Git pins
-    (`gitpins.pinned_versions`). Pure."""
+    (`current_pins.pinned_versions`). Pure."""
     kept = []
     for promotion in found:
         targets = []
@@ -319,7 +319,7 @@ def load() -> tuple[list[Promotion], list[AppPromotion]]:
                     # The latest arrival counts: a version that left and came back runs since it came back.
                     arrivals[key] = max(arrivals.get(key, at), at)
     found = waiting(pairs, rows, arrivals)
-    from portal.delivery.gitpins import pinned_versions
+    from portal.delivery.current_pins import pinned_versions
 
     found = from_git_pins(found, pinned_versions({t.app_id for p in found for t in p.targets if t.app_id is not None}))
     return found, groups(found)

@@ -25,7 +25,7 @@ The version that replaced the previous one must be what Git pins now (else the p
 An image version's changes come first from the tool's own history, which holds them whenever
 they happened, before the portal's first poll included: the commits an Argo CD Application's or
 a Flux Kustomization's `status.history[]` shows deployed, each dated by its deployment, and what
-Git pinned at each (`portal.delivery.revisionpins`: read in the background once per repository,
+Git pinned at each (`portal.delivery.history_pins`: read in the background once per repository,
 commit and path, and only looked up here). A service the history shows no change of (or whose
 history's pins are not read yet) falls back to the portal's own VersionChange rows: the changes
 it saw between two of its polls. Both go through the one rule, `_to_blame`.
@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, grace_cutoff
 from gitops.rawobjects import as_dict, as_list, as_str
-from portal.delivery import revisionpins
+from portal.delivery import history_pins
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import ROLLBACK
 from portal.kernel import links
@@ -206,7 +206,7 @@ def _offer(app: AppHealth, service: str, current: str, previous: str, at: dateti
 
 
 def history_changes(
-    deployed: Sequence[revisionpins.Deployed], pins: Mapping[str, Mapping[str, Sequence[str]]], cluster: str
+    deployed: Sequence[history_pins.Deployed], pins: Mapping[str, Mapping[str, Sequence[str]]], cluster: str
 ) -> list[Replacement]:
     """The image version changes a tool's history shows: between each two consecutive deployed
     commits (oldest first), each service whose pinned versions differ, dated by the later
@@ -338,12 +338,12 @@ def offers_for_apps(apps: Iterable[GitOpsApp], now: datetime | None = None) -> d
 
 def _history_changes(apps: Sequence[GitOpsApp]) -> dict[int, list[Replacement]]:
     """app id -> the image version changes its tool's history shows, from the pins already read
-    at its commits (`revisionpins`; none is read here). Two queries: the apps' histories, the
+    at its commits (`history_pins`; none is read here). Two queries: the apps' histories, the
     pins at their commits."""
     since = {app.id: app.health_since for app in apps if app.health_since is not None}
-    facts = revisionpins.history_facts(since or {0: timezone.now()}, HISTORY_REACH, since)
+    facts = history_pins.history_facts(since or {0: timezone.now()}, HISTORY_REACH, since)
     keys = [fact.key(d.commit) for fact in facts.values() for d in fact.deployed]
-    known = revisionpins.stored(keys or [(NOTHING, NOTHING, NOTHING)])
+    known = history_pins.stored(keys or [(NOTHING, NOTHING, NOTHING)])
     clusters = {app.id: app.cluster.name for app in apps}
     found: dict[int, list[Replacement]] = {}
     for app_id, fact in facts.items():

@@ -28,8 +28,8 @@ def pins_claim_key(batch_key: str) -> str:
 @shared_task(name="delivery.read_repository_pins")
 def read_repository_pins(repository: str, revision: str, app_ids: list[int], claim: str = "") -> dict:
     """Read the pins of the given applications of one repository at one revision (one tree read)."""
+    from portal.delivery.current_pins import batch_apps, batch_key, read_pins
     from portal.delivery.deployments import read_failing_histories
-    from portal.delivery.gitpins import batch_apps, batch_key, read_pins
 
     wanted = batch_key(repository, revision)
     key = pins_claim_key(wanted)
@@ -64,7 +64,7 @@ def read_due_git_pins() -> int:
     """One task per repository and revision with applications not read in the last 10 minutes,
     none for a repository no forge token can read (its applications say why instead).
     Returns how many tasks were queued."""
-    from portal.delivery.gitpins import READ_INTERVAL, due_batches, record_unreadable, unreadable_reason
+    from portal.delivery.current_pins import READ_INTERVAL, due_batches, record_unreadable, unreadable_reason
 
     store = claims()
     queued = 0
@@ -112,9 +112,9 @@ def summarise_release_notes() -> int:
 
 @shared_task(name="delivery.refresh_placements")
 def refresh_placements() -> int:
-    """The matrix's read model checked against its sources (portal.delivery.placements);
+    """The matrix's read model checked against its sources (portal.delivery.version_matrix);
     returns how many placements it had to mend, which should be 0."""
-    from portal.delivery.placements import refresh_all
+    from portal.delivery.version_matrix import refresh_all
 
     mended = refresh_all()
     if mended:

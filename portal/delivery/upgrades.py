@@ -3,13 +3,15 @@
 Read from the store only (running versions, `Release` rows, policies, Git pins, open
 pull requests), in a constant number of queries whatever the fleet size, so the
 Updates page, the service panel and the automatic-PR task share one answer. A line whose
-application has no known Git location carries the reason (`changes.no_pr_reasons`) for the
+application has no known Git location carries the reason (`change_builders.no_pr_reasons`) for the
 pages to show instead of a button.
 
 A workload no GitOps tool deploys (a Nomad job, a Compose or Swarm service, an ECS service:
 `gitops.platforms`; a running version with a workload and no application) is a line of its
 own, found by the same SQL: its change goes where its portal.git.* labels say
-(`changes.change_for_workload`), and without them the line says so (`changes.no_pr_reason`).
+(`change_builders.change_for_workload`), and without them the line says so (`change_builders.no_pr_reason`).
+
+Chart versions behind are portal.delivery.chart_upgrades.
 """
 
 from __future__ import annotations
@@ -27,14 +29,13 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
-from portal.delivery.changes import no_chart_pr_reasons, no_pr_reason, no_pr_reasons
-from portal.delivery.gitpins import pinned_versions
+from portal.delivery.change_builders import no_pr_reason, no_pr_reasons
+from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
-from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
+from portal.delivery.version_policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.kernel.catalog.models import Cluster, Service
 from portal.kernel.links import safe_http_url
-from portal.releases.charts import ChartPin, ChartRef, chart_pin, may_install_a_chart, versions_of
-from portal.releases.models import ChartVersion, Release
+from portal.releases.models import Release
 from portal.releases.versions import jump, parse_tag, sort_tags
 
 MAX_PUT_OFF_DAYS = 366
@@ -109,7 +110,8 @@ class Behind:
         return f"{self.ref}:{self.service.name}:{self.target}"
 
 
-def _policies(services: list[Service]) -> dict[int, VersionPolicy]:
+def service_policies(services: list[Service]) -> dict[int, VersionPolicy]:
+    """Each service's policy by service id; a service without one is absent (the default applies)."""
     found: dict[int, VersionPolicy] = {}
     for row in ServicePolicy.objects.filter(service__in=services):
         try:
@@ -134,7 +136,8 @@ def _tags(services: list[Service]) -> tuple[dict[int, list[str]], dict[tuple[int
     return found, notes
 
 
-def _open_prs() -> list[PullRequest]:
+def open_upgrade_prs() -> list[PullRequest]:
+    """The upgrade and promotion pull requests open (or being opened) now: what an offer matches."""
     states = (PullRequest.State.OPEN, PullRequest.State.OPENING)
     return list(PullRequest.objects.filter(state__in=states, kind__in=("upgrade", "promotion")))
 
@@ -169,9 +172,9 @@ class UpgradeTargets:
 
     def __init__(self, services: list[Service], today: date | None = None) -> None:
         self.today = today or timezone.now().date()
-        self.policies = _policies(services)
+        self.policies = service_policies(services)
         self.tags, self.notes = _tags(services)
-        self.prs = _open_prs()
+        self.prs = open_upgrade_prs()
         self.past = _past_prs()
         self._judged: dict[tuple[int, str], str | None] = {}
         self._newest_keys: dict[int, dict[tuple, tuple]] = {}
@@ -519,90 +522,3 @@ def put_off(service: Service, version: str, until: date, today: date | None = No
     row.put_off = entries
     row.save(update_fields=["put_off", "updated_at"])
     return row
-
-
-@dataclass
-class ChartBehind:
-    """An application whose pinned chart version is older than the newest version of the
-    chart its service's policy accepts (`target`), or that follows a range (`follows`, no
-    target: nothing to change)."""
-
-    app: GitOpsApp
-    pin: ChartPin
-    target: str | None
-    jump: str = ""
-    no_pr: str = ""  # why no pull request can be proposed (no Git location known), else ""
-    service: Service | None = None  # the app's first service (by name), whose policy judged the target
-    open_pr: PullRequest | None = None  # an open pull request already proposing the target
-
-    @property
-    def environment(self) -> str:
-        return self.app.cluster.environment.name
-
-    @property
-    def open_pr_link(self) -> str | None:
-        """The open pull request's page, when its URL is http(s)."""
-        return safe_http_url(self.open_pr.url) if self.open_pr is not None else None
-
-    @property
-    def follows(self) -> str:
-        return self.pin.follows
-
-
-def charts_behind(*, app_ids: list[int] | None = None, today: date | None = None) -> list[ChartBehind]:
-    """Applications installing a chart from a Helm or OCI repository: those pinned behind the
-    newest acceptable version (`portal.releases.charts` keeps what each repository offers), and
-    those following a range, of the charts whose versions were read. The policy is that of the
-    application's first service (by name), the default policy when it has none. A fixed
-    handful of queries."""
-    today = today or timezone.now().date()
-    # Only the charts whose repository was read: a fleet without charts reads no application.
-    charts = set(ChartVersion.objects.values_list("chart", flat=True).distinct())
-    if not charts:
-        return []
-    candidates = GitOpsApp.objects.filter(Q(chart__in=charts) | (may_install_a_chart() & Q(chart="")))
-    apps = candidates.select_related("cluster__environment").defer(
-        "raw", "history", "conditions", "synced_revisions", "images", "warnings"
-    )
-    if app_ids is not None:
-        apps = apps.filter(pk__in=app_ids)
-    pinned = [(app, pin) for app in apps.order_by("cluster__name", "name") if (pin := chart_pin(app)) is not None]
-    if not pinned:
-        return []
-    offered = versions_of({pin.ref for _, pin in pinned})
-    first_service: dict[int, Service] = {}
-    for app_id, service in (
-        (link.gitopsapp_id, link.service)
-        for link in GitOpsApp.services.through.objects.filter(gitopsapp_id__in=[a.pk for a, _ in pinned])
-        .select_related("service")
-        .order_by("service__name")
-    ):
-        first_service.setdefault(app_id, service)
-    policies = _policies(list({s.pk: s for s in first_service.values()}.values()))
-    found: list[ChartBehind] = []
-    for app, pin in pinned:
-        if app.cluster.environment is None:
-            continue
-        if pin.is_range:
-            found.append(ChartBehind(app, pin, None))
-            continue
-        service = first_service.get(app.pk)
-        policy = policies.get(service.pk, VersionPolicy()) if service is not None else VersionPolicy()
-        target = newest_acceptable(pin.version, offered.get(pin.ref, []), policy, today)
-        if target and target != pin.version:
-            found.append(ChartBehind(app, pin, target, jump(pin.version, target) or "patch", service=service))
-    reasons = no_chart_pr_reasons([line.app for line in found if line.target])
-    prs = _open_prs() if any(line.target for line in found) else []
-    for line in found:
-        line.no_pr = reasons.get(line.app.pk, "")
-        if line.target:
-            line.open_pr = _open_chart_pr(prs, line.pin.ref, line.environment, line.target)
-    return found
-
-
-def _open_chart_pr(prs: list[PullRequest], chart: ChartRef, environment: str, target: str) -> PullRequest | None:
-    for pr in prs:
-        if (pr.names_chart(chart.chart) and pr.image == chart.repository and pr.environment == environment
-                and target in pr.to_version.split(",")):
-            return pr
-    return None

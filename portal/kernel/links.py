@@ -3,10 +3,15 @@ from a cluster or a forge never becomes a link by itself.
 
 The kernel holds what needs no forge: `safe_http_url` and Argo CD's UI. Links to a
 commit, a compare or a repository page need to know the forge, so they live in
-`forges.weblinks`; which commit a GitOps revision names is `gitops.revisions.commit_of`."""
+`forges.weblinks`; which commit a GitOps revision names is `gitops.revisions.commit_of`.
+
+The portal's own URLs for every layer below the pages are spelled here too (`preview_url`,
+`app_page_path`): nothing in delivery, releases, gitops or forges reverses a URL name itself
+(tests/kernel/test_urls_below_pages.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote, urlencode, urlsplit
@@ -95,3 +100,17 @@ def preview_url(kind: str, items: list[OfferItem], *, mode: str = GROUPED, back:
     if back:
         params.append(("next", back))
     return f"{reverse('pr-preview')}?{urlencode(params)}"
+
+
+# --- the portal's own page of an application ------------------------------------------
+
+
+def app_page_path(services: Sequence[str], cluster: str, app: str) -> str:
+    """Where the portal shows an application: its service's page when it deploys exactly one
+    service, else the GitOps page filtered to its cluster and name. A path: the API makes it
+    absolute from the request, alerts from the portal's base URL."""
+    from django.urls import reverse
+
+    if len(services) == 1:
+        return reverse("service", args=[services[0]])
+    return reverse("gitops") + "?" + urlencode({"cluster": cluster, "q": app})

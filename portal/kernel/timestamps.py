@@ -21,11 +21,14 @@ Written out, a time is either machine text (`rfc3339`, the way Kubernetes writes
 for JSON columns and API fields) or a short stamp for people in messages (`utc_stamp`,
 `2025-11-18 11:09 UTC`: notifications, PR bodies, audit lines; pages show the viewer's
 zone instead).
+
+How long something lasted is worded by `duration_words` alone, for pages ("for 3 h", "14 min
+ago"), lead times ("2 h 30 min") and alerts ("an hour after 2.5.0 replaced 2.4.0").
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 # The times the portal believes: anything outside is a placeholder, not a moment.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -86,6 +89,37 @@ def rfc3339(value: datetime | None) -> str:
 def utc_stamp(value: datetime) -> str:
     """`2025-11-18 11:09 UTC`: a time for a message read by people in any zone (minutes, UTC)."""
     return f"{_as_utc(value):%Y-%m-%d %H:%M} UTC"
+
+
+def duration_words(delta: timedelta, *, spelled: bool = False) -> str:
+    """How long `delta` is, as people read it; a negative one counts as none.
+
+    Compact, the figure pages and lead times show (truncated, so "for 59 min" never reads as an
+    hour): "less than a minute", "42 min", "3 h 10 min" (minutes only below 6 h, where they still
+    matter), "30 h", then "6 days" from 48 h on.
+    Spelled, for prose (alerts: "an hour after 2.5.0 replaced 2.4.0"), rounded to the nearest
+    whole unit: "less than a minute", "a minute", "59 minutes", "an hour", "3 hours", "a day",
+    "6 days".
+    """
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 60:
+        return "less than a minute"
+    if spelled:
+        minutes = round(seconds / 60)
+        if minutes < 60:
+            return "a minute" if minutes == 1 else f"{minutes} minutes"
+        hours = round(minutes / 60)
+        if hours < 24:
+            return "an hour" if hours == 1 else f"{hours} hours"
+        days = round(hours / 24)
+        return "a day" if days == 1 else f"{days} days"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {rest} min" if rest and hours < 6 else f"{hours} h"
+    return f"{hours // 24} days"
 
 
 def _as_utc(value: datetime) -> datetime:

@@ -8,7 +8,7 @@ start is part of its key, so the key is the same on every pass and on every work
 The alert carries the fix where the portal has one:
 - degraded or missing, with a rollback on offer (portal.delivery.rollbacks): "Rollback PR →
   <version>" opening the rollback's preview, and the version change it blames first;
-- out of sync: "Git pins X, runs Y" (portal.delivery.gitpins) and, for an Argo CD app synced
+- out of sync: "Git pins X, runs Y" (portal.delivery.current_pins) and, for an Argo CD app synced
   by hand, "Argo CD waits for someone to sync it" with the Argo CD link;
 - a suspended Flux object: "suspended, deploys once resumed".
 
@@ -20,10 +20,8 @@ exactly what a real alert of that kind looks like.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlencode
 
 from django.db.models import Q
-from django.urls import reverse
 
 from forges import weblinks
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange, sync_held
@@ -31,10 +29,10 @@ from gitops.revisions import short_revision
 from gitops.rows import app_key
 from gitops.windowstate import held_until, window_name
 from portal.delivery import rollbacks
-from portal.delivery.gitpins import pin_summary, pinned_versions
+from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.planner import SUSPENDED_WORDS
-from portal.kernel.links import argocd_app_url
-from portal.kernel.timestamps import utc_stamp
+from portal.kernel.links import app_page_path, argocd_app_url
+from portal.kernel.timestamps import duration_words, utc_stamp
 from portal.notifications.events import Event, EventKind, Link, links, portal_url
 
 # Causes are looked for among changes of the day before the episode began.
@@ -71,21 +69,6 @@ def state_title(app: GitOpsApp) -> str:
     return " and ".join(words) or app.health_status
 
 
-def humanize(delta: timedelta) -> str:
-    """ "less than a minute", "5 minutes", "an hour", "3 hours", "a day"."""
-    seconds = max(0, int(delta.total_seconds()))
-    if seconds < 60:
-        return "less than a minute"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return "a minute" if minutes == 1 else f"{minutes} minutes"
-    hours = round(minutes / 60)
-    if hours < 24:
-        return "an hour" if hours == 1 else f"{hours} hours"
-    days = round(hours / 24)
-    return "a day" if days == 1 else f"{days} days"
-
-
 def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> list[str]:
     """Changes of the day before, nearest to the start first: the likeliest cause leads."""
     where = f"{state_words(app)} on {app.cluster.name}"
@@ -97,12 +80,14 @@ def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> l
         what = f"{change.to_version} replaced {change.from_version}"
         if several:
             what = f"{change.service.name} {what}"
-        candidates.append((start - change.at, f"{where}, {humanize(start - change.at)} after {what}"))
+        since = start - change.at
+        candidates.append((since, f"{where}, {duration_words(since, spelled=True)} after {what}"))
     if app.previous_synced_revision and app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at:
         if app.revision_changed_at <= start:
             new, old = short_revision(app.synced_revision), short_revision(app.previous_synced_revision)
             delta = start - app.revision_changed_at
-            candidates.append((delta, f"{where}, {humanize(delta)} after commit {new} replaced {old}"))
+            words = duration_words(delta, spelled=True)
+            candidates.append((delta, f"{where}, {words} after commit {new} replaced {old}"))
     candidates.sort(key=lambda c: c[0])
     return [text for _, text in candidates]
 
@@ -126,9 +111,7 @@ def held_by_window(app: GitOpsApp, at: datetime) -> str:
 
 def _action_link(app: GitOpsApp, services: list[str]) -> str:
     """The service page when the app deploys one service, else /gitops filtered to the app."""
-    if len(services) == 1:
-        return portal_url(reverse("service", args=[services[0]]))
-    return portal_url(reverse("gitops") + "?" + urlencode({"cluster": app.cluster.name, "q": app.name}))
+    return portal_url(app_page_path(services, app.cluster.name, app.name))
 
 
 def build_event(

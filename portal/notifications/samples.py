@@ -23,8 +23,8 @@ from django.urls import Resolver404, resolve
 from gitops.models import GitOpsApp, VersionChange
 from gitops.rows import ARGO, FLUX
 from portal.delivery import rollbacks
+from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import Progress, Waiting
-from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import PullRequest
 from portal.delivery.rollbacks import RollbackOffer
 from portal.kernel.catalog.models import Cluster, Environment, Service

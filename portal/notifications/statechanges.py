@@ -40,7 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, StateChange, grace_cutoff
-from portal.delivery.gitpins import pinned_versions
+from portal.delivery.current_pins import pinned_versions
 from portal.notifications.events import EventKind, add_deliveries, emit, enabled_rules
 from portal.notifications.gitops_events import build_event, episode_key, is_resolved
 from portal.notifications.models import Delivery, Episode, Rule, Trouble

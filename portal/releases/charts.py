@@ -4,7 +4,7 @@ A HelmRelease's `spec.chart.spec.version` and an Argo CD Helm source's `targetRe
 chart version; a newer version the service's policy accepts is an upgrade of its own (the
 pull request changes only that version, `forges.pins.chart_edits`). This module reads the
 versions and stores them as `ChartVersion` rows, polled with the registry work
-(`portal.releases.polling.poll_charts`, on the registry queue) and never in a request:
+(`portal.releases.registry_reads.poll_charts`, on the registry queue) and never in a request:
 
 - an HTTP(S) Helm repository: its `index.yaml` (Helm's chart repository guide, "The Index
   File": `apiVersion: v1`, `entries: {<chart>: [{version, appVersion, urls, digest, created}]}`,

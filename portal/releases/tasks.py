@@ -8,7 +8,7 @@ from celery import shared_task
 
 from portal.kernel.catalog.models import Service
 from portal.releases.kev import refresh_kev as refresh_kev_catalogue
-from portal.releases.polling import poll_charts, poll_service
+from portal.releases.registry_reads import poll_charts, poll_service
 from portal.releases.sbom_reading import read_supply_chain as read_service_supply_chain
 
 

@@ -1,5 +1,5 @@
 """Image tags read as versions: which tags are versions, how they sort, how big a move is.
-Pure: no I/O. The policy that picks the next version is portal.delivery.policy.
+Pure: no I/O. The policy that picks the next version is portal.delivery.version_policy.
 
 Tags follow Renovate's docker conventions (its docs, "Docker versioning"):
 

@@ -50,7 +50,7 @@ Offers = Callable[[ServiceRow, CellLine], Offer | None]
 @dataclass(frozen=True)
 class ChartOffer:
     """"chart 0.3.1 → 0.3.2" for a cell whose applications pin a chart behind the newest version
-    the service's policy accepts (`upgrades.charts_behind`), drawn once per cell, after its lines."""
+    the service's policy accepts (`chart_upgrades.charts_behind`), drawn once per cell, after its lines."""
 
     chart: str
     pinned: str

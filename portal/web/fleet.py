@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from gitops.derive.attention import OPERATION_RUNNING, Attention
 from gitops.models import HELD_Q, GitOpsApp, app_condition_sql, blocked_q
-from portal.delivery.gitpins import pin_summary
+from portal.delivery.current_pins import pin_summary
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.web.badges import STUCK_PROGRESSING, SYNC_FAILED

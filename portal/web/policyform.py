@@ -1,7 +1,7 @@
 """The version policy form of the service page: the policy's JSON document as fields a person
 fills in (one regex per line, reviewers and labels separated by commas, one automatic-PR
 level per environment), turned back into that document and checked by
-portal.delivery.policies — the one check the admin and the fleet file go through too.
+portal.delivery.policy_editing — the one check the admin and the fleet file go through too.
 
 Put-off versions are not edited here (the Updates page puts versions off); the form keeps
 the stored ones as they are.
@@ -14,8 +14,8 @@ from typing import Any
 
 from django import forms
 
-from portal.delivery import policies
-from portal.delivery.policy import ACCEPT_CHOICES, AUTO_PR_CHOICES, PolicyError, VersionPolicy
+from portal.delivery import policy_editing
+from portal.delivery.version_policy import ACCEPT_CHOICES, AUTO_PR_CHOICES, PolicyError, VersionPolicy
 from portal.kernel.catalog.models import Environment
 
 ACCEPT_LABELS = {"any": "any newer version", "major": "up to a major jump", "minor": "minor and patch (same major)",
@@ -102,7 +102,7 @@ class PolicyForm(forms.Form):
         if self.errors:
             return cleaned
         try:
-            self.policy = policies.check(self.document())
+            self.policy = policy_editing.check(self.document())
         except PolicyError as exc:
             self.problem = str(exc)
             match = _FIELD_OF_MESSAGE.match(self.problem)

@@ -37,7 +37,7 @@ class Tile:
 
 def _versions_by_environment() -> dict[tuple[int, int], list[str]]:
     """(service id, environment id) -> what runs there, from the matrix's lines (a row per
-    line, kept when the store is written: portal.delivery.placements)."""
+    line, kept when the store is written: portal.delivery.version_matrix)."""
     found: dict[tuple[int, int], set[str]] = defaultdict(set)
     for service_id, env_id, versions in VersionLine.objects.values_list("service_id", "environment_id", "versions"):
         found[(service_id, env_id)].update(versions.split(","))

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 import pytest
 from django.utils import timezone
 
-from portal.delivery.changes import ChangeError, change_for_chart_upgrade, preview_change
+from portal.delivery.change_builders import ChangeError, change_for_chart_upgrade
+from portal.delivery.change_previews import preview_change
+from portal.delivery.chart_upgrades import charts_behind
 from portal.delivery.models import ServicePolicy
-from portal.delivery.upgrades import charts_behind
 from portal.releases.models import ChartVersion
 from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, demo_helmrelease, seed_helmrelease
 from tests.fixtures.seed import seed_app

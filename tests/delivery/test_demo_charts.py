@@ -16,10 +16,11 @@ from django.urls import reverse
 
 from forges.demo import build_demo_repo
 from gitops.models import GitOpsApp
-from portal.delivery.changes import change_for_chart, change_for_chart_upgrade, preview_change
+from portal.delivery.change_builders import change_for_chart, change_for_chart_upgrade
+from portal.delivery.change_previews import preview_change
+from portal.delivery.chart_upgrades import charts_behind
 from portal.delivery.planner import PROMOTION
 from portal.delivery.promotions import chart_promotions
-from portal.delivery.upgrades import charts_behind
 from portal.releases.models import ChartPoll, ChartVersion
 
 pytestmark = pytest.mark.django_db

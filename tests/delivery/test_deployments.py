@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.delivery import leadtimes, placements
+from portal.delivery import leadtimes, version_matrix
 from portal.delivery.deployments import AppFacts, progress, running_since, track, why_not
 from portal.delivery.models import PullRequest
 from portal.delivery.tasks import track_deployments
@@ -99,8 +99,8 @@ def test_medians_over_the_prs_that_reached_production():
     assert medians.count == 3
     assert medians.from_merge == timedelta(minutes=30)
     assert medians.from_proposal == timedelta(hours=2, minutes=30)
-    assert leadtimes.humanize(medians.from_proposal) == "2 h 30 min"
-    assert leadtimes.medians([]).from_merge is None and leadtimes.humanize(None) == "—"
+    assert leadtimes.lead_time_words(medians.from_proposal) == "2 h 30 min"
+    assert leadtimes.medians([]).from_merge is None and leadtimes.lead_time_words(None) == "—"
 
 
 # --- the task, over the store ----------------------------------------------------------
@@ -124,7 +124,7 @@ def move(catalog, cluster, app, version, at):
     VersionChange.objects.create(service=catalog.checkout, environment=cluster.environment, cluster=cluster, app=app,
                                  from_version=running.version, to_version=version, at=at)
     RunningVersion.objects.filter(pk=running.pk).update(version=version)
-    placements.refresh(cluster.id)
+    version_matrix.refresh(cluster.id)
 
 
 @pytest.mark.django_db

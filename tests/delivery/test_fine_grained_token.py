@@ -12,7 +12,8 @@ from django.utils import timezone
 from forges.forge import NONE
 from gitops.models import RunningVersion, VersionChange
 from portal.delivery import leadtimes
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.deployments import track
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open

@@ -27,10 +27,10 @@ from django.utils import timezone
 from forges.demo import build_demo_repo
 from gitops.models import GitOpsApp, VersionChange
 from gitops.rows import ARGO, FLUX
-from portal.delivery import revisionpins
+from portal.delivery import history_pins
 from portal.delivery.deployments import announce_rollbacks
+from portal.delivery.history_pins import Deployed, deployed_commits, needed
 from portal.delivery.models import PinsAtRevision
-from portal.delivery.revisionpins import Deployed, deployed_commits, needed
 from portal.delivery.rollbacks import (
     WINDOW,
     AppHealth,
@@ -258,7 +258,7 @@ def test_the_demo_as_make_run_builds_it_offers_both_rollbacks(settings, tmp_path
     """The demo repository holds the commits its clusters' histories name
     (examples/gitops-repo-history.yaml), so `make run`'s own demo offers both rollbacks, as soon
     as the worker's first pin read of the repository is done (not at the deployment pass)."""
-    from portal.delivery.gitpins import due_batches
+    from portal.delivery.current_pins import due_batches
     from portal.delivery.tasks import read_repository_pins
 
     settings.DEMO_MODE = True
@@ -292,5 +292,5 @@ def test_a_commit_the_repository_does_not_hold_offers_nothing_and_says_why(setti
     assert offers_for_apps([payments_staging()]) == {}
     # Not read again before RETRY; read again after it.
     failing = {payments_staging().pk: payments_staging().health_since}
-    assert revisionpins.read_missing(failing, timezone.now() + timedelta(minutes=5), 2 * WINDOW) == 0
-    assert revisionpins.read_missing(failing, timezone.now() + revisionpins.RETRY, 2 * WINDOW) == 1
+    assert history_pins.read_missing(failing, timezone.now() + timedelta(minutes=5), 2 * WINDOW) == 0
+    assert history_pins.read_missing(failing, timezone.now() + history_pins.RETRY, 2 * WINDOW) == 1

@@ -23,7 +23,8 @@ import pytest
 from gitops.collectors.argocd import application_row
 from gitops.derive.app_changes import plain
 from gitops.git_locations import NAME, revision_kind
-from portal.delivery.changes import change_for_chart_upgrade, change_for_upgrade, preview_change
+from portal.delivery.change_builders import change_for_chart_upgrade, change_for_upgrade
+from portal.delivery.change_previews import preview_change
 from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving

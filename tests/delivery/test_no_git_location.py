@@ -1,6 +1,6 @@
 """An application whose pins have no known Git location gets the reason, never an "Open PR" button.
 
-One answer (`portal.delivery.changes.no_pr_reason[s]`, from `gitops.git_locations.pin_source`) on
+One answer (`portal.delivery.change_builders.no_pr_reason[s]`, from `gitops.git_locations.pin_source`) on
 Updates, Delivery, the matrix and the service page, and the preview refuses with the same words.
 The app here is the demo's Flux HelmRelease `notifications` as prod-us-1 holds it, minus the
 `kustomize.toolkit.fluxcd.io` labels that name the Kustomization that applied it: its chart
@@ -16,7 +16,7 @@ import yaml
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.delivery.changes import no_pr_reason, no_pr_reasons
+from portal.delivery.change_builders import no_pr_reason, no_pr_reasons
 from portal.kernel.catalog.models import Service
 from portal.releases.models import Release
 from tests.fixtures.seed import seed_app

@@ -15,7 +15,8 @@ from forges.forge import ForgeError
 from forges.hosts import forge_for
 from gitops.models import GitOpsApp, RunningVersion
 from portal.delivery.automatic import run as run_automatic
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import PullRequest, ServicePolicy
 from portal.delivery.outside_prs import scan
 from portal.delivery.pull_requests import LINKED

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from portal.delivery.gitpins import batch_key, due_app_ids, git_pins
+from portal.delivery.current_pins import batch_key, due_app_ids, git_pins
 from portal.delivery.models import GitPinRead
 from portal.delivery.tasks import read_due_git_pins, read_repository_pins
 from tests.fixtures.celery_state import MemoryBroker
@@ -143,7 +143,7 @@ def test_no_token_queues_nothing_and_says_so_once_without_a_log_line_per_app(
 def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, github, memory_broker: MemoryBroker):
     """Due-ness is the repository's: its applications are read together and stay on one schedule,
     so clusters appearing one by one (a fleet's first sweep) never make a read per application."""
-    from portal.delivery.gitpins import NEW_APP_WAIT, READ_INTERVAL, due_batches
+    from portal.delivery.current_pins import NEW_APP_WAIT, READ_INTERVAL, due_batches
 
     first = [seed_app(catalog.prod_eu, f"shop-{i:03}", service=catalog.checkout, repo_url=github.repository,
                       path=overlay(i)) for i in range(3)]
@@ -172,7 +172,7 @@ def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, git
 def test_an_app_that_appears_while_its_batch_waits_is_read_with_it(catalog, github, memory_broker: MemoryBroker):
     """A fleet's first sweep adds applications while the repository's read waits in the forge
     queue: the read takes them too, so the repository is not due again a minute later."""
-    from portal.delivery.gitpins import NEW_APP_WAIT, due_batches
+    from portal.delivery.current_pins import NEW_APP_WAIT, due_batches
 
     seed_app(catalog.prod_eu, "shop-000", service=catalog.checkout, repo_url=github.repository, path=overlay(0))
     assert read_due_git_pins() == 1

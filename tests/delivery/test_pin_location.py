@@ -18,14 +18,13 @@ import yaml
 
 from gitops.git_locations import COMMIT, DEFAULT, NAME, RANGE, TAG, pin_source, revision_kind
 from gitops.models import GitOpsApp
-from portal.delivery.changes import (
+from portal.delivery.change_builders import (
     ChangeError,
     change_for_promotion,
     change_for_upgrade,
     group_changes,
-    open_change,
-    preview_change,
 )
+from portal.delivery.change_previews import open_change, preview_change
 from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import FILES, KINDS, PROD, Harness, serving

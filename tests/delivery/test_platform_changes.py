@@ -11,7 +11,8 @@ import pytest
 
 from gitops.models import RunningVersion, Workload
 from gitops.platforms import COMPOSE_SERVICE, ECS_SERVICE, NOMAD_JOB
-from portal.delivery.changes import ChangeError, change_for_workload, open_change, preview_change
+from portal.delivery.change_builders import ChangeError, change_for_workload
+from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.planner import ROLLBACK, UPGRADE
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from tests.forge_fakes.harness import KINDS, serving

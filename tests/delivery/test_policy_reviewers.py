@@ -11,9 +11,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.delivery import policies
+from portal.delivery import policy_editing
 from portal.delivery.automatic import run
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import PullRequest
 from portal.delivery.upgrades import behind
 from portal.kernel.audit.models import AuditLog
@@ -36,9 +37,9 @@ def setup(catalog, forge):
     now = timezone.now()
     for tag in ("1.6.0", "1.7.0", "2.0.0"):
         Release.objects.create(service=catalog.checkout, tag=tag, version=tag, seen_at=now)
-    policy = policies.check({"range": ">=1.6 <2", "auto_pr": {"dev": "minor"},
+    policy = policy_editing.check({"range": ">=1.6 <2", "auto_pr": {"dev": "minor"},
                              "pr_reviewers": ["alice", "@acme/platform"], "pr_labels": ["dependencies", "portal"]})
-    policies.save(catalog.checkout, policy, None, via="test")
+    policy_editing.save(catalog.checkout, policy, None, via="test")
     dev = seed_app(catalog.dev_cluster, "checkout-dev", service=catalog.checkout, version="1.6.0",
                    repo_url=forge.repository, path=PROD)
     staging = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.6.0",

@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.delivery.changes import change_for_rollback, change_for_upgrade, open_change, preview_change
+from portal.delivery.change_builders import change_for_rollback, change_for_upgrade
+from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.models import ChangeFreeze, PullRequest
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog.models import Service

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.delivery import placements
+from portal.delivery import version_matrix
 from portal.delivery.models import PullRequest
 from portal.delivery.promotions import Running, from_git_pins, groups, load, staging_for, trains, waiting
 from portal.kernel.catalog.models import Environment
@@ -170,7 +170,7 @@ def test_several_services_of_one_app_get_promote_app(client, users, catalog):
     workload = shop.workloads.get()
     RunningVersion.objects.create(cluster=catalog.prod_eu, workload=workload, app=shop, service=catalog.payments,
                                   container="payments", image="ghcr.io/acme/payments:2.5.0", version="2.5.0")
-    placements.refresh(catalog.prod_eu.id)
+    version_matrix.refresh(catalog.prod_eu.id)
     client.force_login(users["member"])
     response = client.get(reverse("delivery"))
     assert "Promote shop-prod → prod" in response.content.decode()
@@ -196,7 +196,7 @@ def test_an_open_promotion_pr_replaces_the_button(client, users, catalog):
 
 @pytest.mark.django_db
 def test_a_promotion_pr_body_says_since_when_the_version_ran_in_the_environment_before(catalog):
-    from portal.delivery.changes import change_for_promotion
+    from portal.delivery.change_builders import change_for_promotion
     from portal.delivery.planner import describe
     from portal.kernel.timestamps import utc_stamp
 

@@ -7,7 +7,14 @@ from datetime import date
 
 import pytest
 
-from portal.delivery.policy import PolicyError, PutOff, VersionPolicy, acceptable, newest_acceptable, parse_range
+from portal.delivery.version_policy import (
+    PolicyError,
+    PutOff,
+    VersionPolicy,
+    acceptable,
+    newest_acceptable,
+    parse_range,
+)
 from portal.releases.versions import jump, parse_tag, sort_tags
 
 TODAY = date(2025, 6, 1)

@@ -1,5 +1,5 @@
 """Every forge reads a repository at a full commit SHA where it reads at a branch: a rollback reads
-what Git pinned at a commit a GitOps tool's history names (portal.delivery.revisionpins)."""
+what Git pinned at a commit a GitOps tool's history names (portal.delivery.history_pins)."""
 
 from __future__ import annotations
 

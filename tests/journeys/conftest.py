@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from forges.demo import build_demo_repo
+from portal.delivery.current_pins import batch_apps, due_batches, read_pins
 from portal.delivery.deployments import announce_rollbacks
-from portal.delivery.gitpins import batch_apps, due_batches, read_pins
 from portal.kernel.accounts.roles import Role, grant
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.http import QueryDict
 
-from portal.delivery.changes import open_change, preview_change
+from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.models import PullRequest
 from portal.web.views.pr import build_changes, parse_items, pull_requests_for
 from tests.forge_fakes.harness import KINDS, running

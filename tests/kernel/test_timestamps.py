@@ -1,4 +1,4 @@
-"""The one RFC 3339 reader and the two writers (portal.kernel.timestamps), on strings as the writers write them."""
+"""The one RFC 3339 reader, the two writers and the one wording of a duration (portal.kernel.timestamps)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from portal.kernel.timestamps import parse_time, rfc3339, utc_stamp
+from portal.kernel.timestamps import duration_words, parse_time, rfc3339, utc_stamp
 
 
 @pytest.mark.parametrize(
@@ -100,3 +100,25 @@ def test_utc_stamp_is_minutes_in_utc_whatever_the_zone() -> None:
 )
 def test_parse_time_reads_times_outside_1970_to_9000_as_unknown(value: object, expected: datetime | None) -> None:
     assert parse_time(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("delta", "compact", "spelled"),
+    [
+        (timedelta(seconds=-5), "less than a minute", "less than a minute"),
+        (timedelta(seconds=59), "less than a minute", "less than a minute"),
+        (timedelta(minutes=1), "1 min", "a minute"),
+        (timedelta(minutes=59, seconds=50), "59 min", "an hour"),  # figures truncate, prose rounds
+        (timedelta(hours=2, minutes=30), "2 h 30 min", "2 hours"),
+        (timedelta(hours=5, minutes=59), "5 h 59 min", "6 hours"),
+        (timedelta(hours=6, minutes=30), "6 h", "6 hours"),
+        (timedelta(hours=26), "26 h", "a day"),
+        (timedelta(hours=47, minutes=59), "47 h", "2 days"),
+        (timedelta(days=6, hours=3), "6 days", "6 days"),
+    ],
+)
+def test_one_wording_of_a_duration_compact_for_figures_spelled_for_prose(
+    delta: timedelta, compact: str, spelled: str
+) -> None:
+    assert duration_words(delta) == compact
+    assert duration_words(delta, spelled=True) == spelled

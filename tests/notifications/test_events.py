@@ -9,8 +9,8 @@ import pytest
 from django.test import override_settings
 
 from gitops.models import StateChange, VersionChange
+from portal.kernel.timestamps import duration_words
 from portal.notifications.events import Event, EventKind, Link, emit
-from portal.notifications.gitops_events import humanize
 from portal.notifications.models import Channel, Delivery, Episode, Rule
 from portal.notifications.statechanges import emit_gitops_events
 from tests.notifications.store_rows import seeded
@@ -233,5 +233,5 @@ def test_other_producers_emit_their_kinds_once_per_key(catalog, channel):
         (timedelta(hours=26), "a day"),
     ],
 )
-def test_humanize(delta, words):
-    assert humanize(delta) == words
+def test_alerts_spell_durations_rounded(delta, words):
+    assert duration_words(delta, spelled=True) == words

@@ -30,7 +30,7 @@ from portal.releases.charts import (
     used_charts,
 )
 from portal.releases.models import ChartPoll, ChartVersion
-from portal.releases.polling import poll_charts
+from portal.releases.registry_reads import poll_charts
 from tests.fixtures.seed import seed_app
 
 pytest.register_assert_rewrite("tests.oci_registry")

@@ -10,7 +10,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from portal.delivery.models import ServicePolicy
-from portal.delivery.policy import PutOff, VersionPolicy, newest_acceptable
+from portal.delivery.version_policy import PutOff, VersionPolicy, newest_acceptable
 from portal.kernel.catalog.models import Service
 from portal.releases.models import Release
 

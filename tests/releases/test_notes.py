@@ -17,14 +17,15 @@ from django.utils import timezone
 
 from forges.forge import ReleaseInfo
 from portal.delivery.automatic import run as open_automatic_prs
-from portal.delivery.changes import change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.models import ServicePolicy
 from portal.kernel.catalog.fleetfile import FleetFileError, load_fleet
 from portal.kernel.catalog.models import Service
 from portal.releases.excerpts import defused, excerpt
 from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import NOTES_MAX_CHARS, match, read_release_notes
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 from portal.releases.tasks import poll_registry
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.base import FakeServer, Fault, GitModel

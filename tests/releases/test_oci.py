@@ -20,7 +20,7 @@ from portal.releases.oci import (
     endpoint,
     parse_registry_auth,
 )
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 from portal.releases.tasks import poll_all_registries, poll_registry
 
 # tests.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from portal.kernel.catalog.models import Service
 from portal.releases.models import RegistryPoll
-from portal.releases.polling import poll_service
+from portal.releases.registry_reads import poll_service
 
 USER = "ci-reader"
 PASSWORD = "pw-registry-7f3e9c1d"

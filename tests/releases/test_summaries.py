@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
-from portal.delivery.changes import change_forward
+from portal.delivery.change_builders import change_forward
 from portal.delivery.planner import describe
 from portal.delivery.tasks import summarise_release_notes
 from portal.releases import summaries

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from portal.delivery.changes import change_for_rollback, change_for_upgrade, open_change
+from portal.delivery.change_builders import change_for_rollback, change_for_upgrade
+from portal.delivery.change_previews import open_change
 from portal.delivery.planner import describe
 from portal.releases.kev import refresh_kev
 from portal.releases.models import FeedStatus, ImageSbom, PackageCheck, Release

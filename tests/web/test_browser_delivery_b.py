@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from gitops.models import RunningVersion, VersionChange
-from portal.delivery import placements
+from portal.delivery import version_matrix
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, grant
 from tests.fixtures.browser import screenshot
@@ -49,7 +49,7 @@ def seeded(live_server):
     RunningVersion.objects.create(cluster=catalog.prod_eu, workload=shop.workloads.get(), app=shop,
                                   service=catalog.payments, container="payments",
                                   image="ghcr.io/acme/payments:2.5.0", version="2.5.0")
-    placements.refresh(catalog.prod_eu.id)
+    version_matrix.refresh(catalog.prod_eu.id)
     seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, version="1.7.0", manual_sync=True)
 
     day = timedelta(days=1)

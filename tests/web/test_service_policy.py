@@ -1,4 +1,4 @@
-"""The version policy on the service page (portal.web.views.service, portal.delivery.policies):
+"""The version policy on the service page (portal.web.views.service, portal.delivery.policy_editing):
 admins edit it with a live check and a preview of what it picks per environment; members and
 viewers read it; every change is audited; the Django admin and the fleet file take the same JSON."""
 
@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.delivery import policies
+from portal.delivery import policy_editing
 from portal.delivery.models import ServicePolicy
 from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
@@ -67,16 +67,16 @@ def test_an_admin_checks_previews_and_saves_a_policy(client, users, fleet):
     row = ServicePolicy.objects.get(service=fleet.checkout)
     assert row.document()["pr_reviewers"] == ["alice", "@acme-shop/platform"]
     assert row.auto_pr == {"dev": "minor"} and row.range == ">=1.6 <2" and row.labels == ["dependencies"]
-    audit = AuditLog.objects.get(action=policies.AUDIT_ACTION)
+    audit = AuditLog.objects.get(action=policy_editing.AUDIT_ACTION)
     assert audit.actor == users["admin"] and audit.details["via"] == "service page"
     assert audit.details["before"] is None and audit.details["after"]["auto_pr"] == {"dev": "minor"}
     assert set(audit.details["changed"]) >= {"range", "auto_pr", "pr_reviewers", "pr_labels"}
 
     # Saving the same again writes no second audit row; a change writes one with before and after.
     client.post(reverse("service-policy", kwargs={"name": "checkout"}), data)
-    assert AuditLog.objects.filter(action=policies.AUDIT_ACTION).count() == 1
+    assert AuditLog.objects.filter(action=policy_editing.AUDIT_ACTION).count() == 1
     client.post(reverse("service-policy", kwargs={"name": "checkout"}), {**data, "pr_labels": "deps"})
-    last = AuditLog.objects.filter(action=policies.AUDIT_ACTION).first()
+    last = AuditLog.objects.filter(action=policy_editing.AUDIT_ACTION).first()
     assert last.details["changed"] == ["pr_labels"] and last.details["before"]["pr_labels"] == ["dependencies"]
 
 
@@ -91,13 +91,13 @@ def test_a_refused_save_keeps_what_was_typed_and_stores_nothing(client, users, f
     unknown = client.post(reverse("service-policy", kwargs={"name": "checkout"}), form_data(auto_pr__qa="minor"))
     assert unknown.status_code == 302  # a field for no environment is not read
     with pytest.raises(Exception, match="no environment called 'qa'"):
-        policies.check({"auto_pr": {"qa": "minor"}})
+        policy_editing.check({"auto_pr": {"qa": "minor"}})
 
 
 @pytest.mark.parametrize("role", ["member", "viewer"])
 def test_members_and_viewers_read_the_policy_without_a_form(client, users, fleet, role):
-    policy = policies.check({"range": "^1.6", "pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}})
-    policies.save(fleet.checkout, policy, None, via="test")
+    policy = policy_editing.check({"range": "^1.6", "pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}})
+    policy_editing.save(fleet.checkout, policy, None, via="test")
     login(client, users, role)
     page = client.get(reverse("service", kwargs={"name": "checkout"})).content.decode()
     assert "Version policy" in page and "alice" in page and "dev: patch" in page
@@ -130,7 +130,7 @@ def test_the_django_admin_edits_the_same_json_checked_and_audited(client, users,
     assert done.status_code == 302, done.content.decode()[:2000]
     row = ServicePolicy.objects.get(service=fleet.checkout)
     assert row.document()["pr_reviewers"] == ["alice", "@acme-shop/platform"] and row.auto_pr == {"staging": "patch"}
-    audit = AuditLog.objects.get(action=policies.AUDIT_ACTION)
+    audit = AuditLog.objects.get(action=policy_editing.AUDIT_ACTION)
     assert audit.details["via"] == "admin" and audit.actor == root
     change = client.get(reverse("admin:delivery_servicepolicy_change", args=[row.pk])).content.decode()
     assert "&quot;pr_labels&quot;: [&quot;deps&quot;]" in change
@@ -172,9 +172,9 @@ services:
     assert doc["pr_reviewers"] == ["alice", "@acme-shop/platform"] and doc["auto_pr"] == {"dev": "minor"}
     assert doc["ignore_tags"] == ["-debug$"] and doc["accept"] == "minor"
     assert not ServicePolicy.objects.filter(service__name="payments").exists()
-    assert AuditLog.objects.get(action=policies.AUDIT_ACTION).details["via"] == "fleet file"
+    assert AuditLog.objects.get(action=policy_editing.AUDIT_ACTION).details["via"] == "fleet file"
     load_fleet(fleet)  # idempotent: nothing changed, nothing audited again
-    assert AuditLog.objects.filter(action=policies.AUDIT_ACTION).count() == 1
+    assert AuditLog.objects.filter(action=policy_editing.AUDIT_ACTION).count() == 1
 
     fleet.write_text(text.replace("auto_pr: {dev: minor}", "auto_pr: {qa: minor}"))
     with pytest.raises(FleetFileError, match="service 'checkout': auto_pr names no environment called 'qa'"):
@@ -192,7 +192,8 @@ def test_the_api_field_shows_the_document(fleet):
         policy = VersionPolicyField()
 
     assert ServiceSerializer(fleet.checkout).data["policy"]["pr_reviewers"] == []
-    policies.save(fleet.checkout, policies.check({"pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}}), None, "t")
+    checked = policy_editing.check({"pr_reviewers": ["alice"], "auto_pr": {"dev": "patch"}})
+    policy_editing.save(fleet.checkout, checked, None, "t")
     fleet.checkout.refresh_from_db()
     data = ServiceSerializer(type(fleet.checkout).objects.select_related("version_policy").get(name="checkout")).data
     assert data["policy"]["pr_reviewers"] == ["alice"] and data["policy"]["auto_pr"] == {"dev": "patch"}

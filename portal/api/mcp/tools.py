@@ -14,8 +14,9 @@ from typing import Any
 
 from portal.api.mcp import api_pages
 from portal.api.mcp.api_pages import Caller, ReadError
-from portal.delivery.leadtimes import humanize, lead_time
+from portal.delivery.leadtimes import lead_time
 from portal.kernel.catalog.models import Environment
+from portal.kernel.timestamps import duration_words
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100
@@ -109,8 +110,8 @@ def pull_requests(caller: Caller, filters: dict[str, Any], cursor: str | None = 
             "running": pr["running_at"] is not None,
             "running_in_production": pr["running_at"] is not None and pr["environment"] in production,
             "merged_not_deployed": pr["state"] == "merged" and pr["running_at"] is None,
-            "lead_time_from_proposal": humanize(times.from_proposal) if times.from_proposal else None,
-            "lead_time_from_merge": humanize(times.from_merge) if times.from_merge else None,
+            "lead_time_from_proposal": duration_words(times.from_proposal) if times.from_proposal else None,
+            "lead_time_from_merge": duration_words(times.from_merge) if times.from_merge else None,
             "opened_outside": pr["opened_outside"],
         })
     more = page.next_cursor

@@ -18,6 +18,7 @@ from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, sync_held
 from portal.api.serializers.api_fields import DNS_NAME, OffsetDateTimeField, inline_enum
 from portal.delivery.rollbacks import CHART_KEY, preview_url
+from portal.kernel.links import app_page_path
 
 WINDOW_KINDS = ["allow", "deny", "suspend", "error"]
 
@@ -378,11 +379,7 @@ class AppSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.URLField())
     def get_portal_url(self, app: GitOpsApp) -> str:
-        services = self.get_services(app)
-        if len(services) == 1:
-            path = reverse("service", kwargs={"name": services[0]})
-        else:
-            path = reverse("gitops") + "?" + _query({"cluster": app.cluster.name, "q": app.name})
+        path = app_page_path(self.get_services(app), app.cluster.name, app.name)
         return self.context["request"].build_absolute_uri(path)
 
     @extend_schema_field(serializers.URLField(allow_null=True))

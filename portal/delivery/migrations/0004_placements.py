@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 def fill(apps, schema_editor):
     """The read model for what is already stored; polls and pin reads keep it up to date
-    (portal.delivery.placements, whose rules this restates on the historical models)."""
+    (portal.delivery.version_matrix, whose rules this restates on the historical models)."""
     RunningVersion = apps.get_model("gitops", "RunningVersion")
     GitPin = apps.get_model("delivery", "GitPin")
     Cluster = apps.get_model("catalog", "Cluster")

@@ -4,7 +4,7 @@ views compute what the page needs (see portal/web/rollback_offers.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django import template
 from django.utils import timezone
@@ -13,24 +13,11 @@ from django.utils.safestring import SafeString
 
 from portal.delivery.planner import UPGRADE
 from portal.kernel.links import OfferItem, preview_url
+from portal.kernel.timestamps import duration_words
 from portal.web import badges
 from portal.web.rollback_offers import PageOffers, ShownOffer
 
 register = template.Library()
-
-
-def _ago(delta_seconds: float) -> str:
-    seconds = int(max(0, delta_seconds))
-    if seconds < 60:
-        return "less than a minute"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours = minutes // 60
-    if hours < 48:
-        rest = minutes % 60
-        return f"{hours} h {rest} min" if rest and hours < 6 else f"{hours} h"
-    return f"{hours // 24} days"
 
 
 def _local(value: datetime) -> datetime:
@@ -47,7 +34,7 @@ def duration_since(value: datetime | None) -> str:
     """"14 min", "3 h", "2 days": how long a state has lasted."""
     if not value:
         return ""
-    return _ago((timezone.now() - value).total_seconds())
+    return duration_words(timezone.now() - value)
 
 
 @register.simple_tag
@@ -56,8 +43,8 @@ def when(value: datetime | None) -> str:
     if not value:
         return ""
     local = _local(value)
-    delta = (timezone.now() - value).total_seconds()
-    text = f"{_ago(delta)} ago" if delta >= 0 else f"in {_ago(-delta)}"
+    delta = timezone.now() - value
+    text = f"{duration_words(delta)} ago" if delta >= timedelta(0) else f"in {duration_words(-delta)}"
     return format_html(
         '<time datetime="{}" title="{}">{}</time>', value.isoformat(), local.strftime("%a %Y-%m-%d %H:%M %Z"), text
     )

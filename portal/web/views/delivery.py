@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, Workload
 from portal.delivery import leadtimes, promotions
-from portal.delivery.changes import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, has_role, requires_role
@@ -67,11 +67,11 @@ class Row:
 
     @property
     def after_opening(self) -> str:
-        return leadtimes.humanize(self.lead.from_proposal)
+        return leadtimes.lead_time_words(self.lead.from_proposal)
 
     @property
     def after_merge(self) -> str:
-        return leadtimes.humanize(self.lead.from_merge)
+        return leadtimes.lead_time_words(self.lead.from_merge)
 
 
 @dataclass
@@ -255,8 +255,8 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
         "rows": rows,
         "pr_page": pr_page,
         "medians": medians,
-        "median_proposal": leadtimes.humanize(medians.from_proposal),
-        "median_merge": leadtimes.humanize(medians.from_merge),
+        "median_proposal": leadtimes.lead_time_words(medians.from_proposal),
+        "median_merge": leadtimes.lead_time_words(medians.from_merge),
         "not_deployed": [row for row in rows if row.progress is not None],
         "promotions": list(waiting.object_list),
         "promotions_page": waiting,

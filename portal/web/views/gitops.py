@@ -18,8 +18,8 @@ from django.utils import timezone
 from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
+from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import TRACK_FOR, not_deployed_why
-from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.catalog.models import Cluster, Environment

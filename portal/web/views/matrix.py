@@ -12,11 +12,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from gitops.models import RunningVersion
-from portal.delivery.changes import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
+from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import UPGRADE
-from portal.delivery.upgrades import ChartBehind, UpgradeTargets, charts_behind
+from portal.delivery.upgrades import UpgradeTargets
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Service
 from portal.kernel.links import CHART_SUBJECT, OfferItem
@@ -57,7 +58,7 @@ def matrix_cell(request: HttpRequest) -> HttpResponse:
 
 def chart_offers(*, can_open: bool) -> dict[tuple[int, str], ChartOffer]:
     """Each cell's chart offer: the applications of a (service, environment) that pin a chart
-    behind the newest version the policy accepts (`upgrades.charts_behind`, a fixed handful of
+    behind the newest version the policy accepts (`chart_upgrades.charts_behind`, a fixed handful of
     queries for the whole page, one when no chart versions are known). The oldest pin speaks
     for the cell; one application links to its preview, several to the Updates page's charts."""
     found: dict[tuple[int, str], list[ChartBehind]] = {}

@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET
 
 from forges.pins.parsecache import kept_parses
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, Workload
-from portal.delivery.changes import (
+from portal.delivery.change_builders import (
     MAX_CHANGES_PER_PR,
     ChangeError,
     change_for_chart,
@@ -37,9 +37,8 @@ from portal.delivery.changes import (
     change_for_workload,
     change_forward,
     group_changes,
-    open_change,
-    preview_change,
 )
+from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import KINDS, ROLLBACK, UPGRADE, Change
 from portal.delivery.pull_requests import DEMO_REFUSAL

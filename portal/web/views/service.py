@@ -17,12 +17,12 @@ from django.utils import timezone
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
-from portal.delivery import policies
+from portal.delivery import policy_editing
+from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import not_deployed_why
-from portal.delivery.gitpins import pin_summary, pinned_versions
 from portal.delivery.models import AutoPRAttempt
-from portal.delivery.policy import PolicyError, VersionPolicy
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
+from portal.delivery.version_policy import PolicyError, VersionPolicy
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Environment, Service
 from portal.kernel.links import ArgoCDLinks, argocd_links
@@ -189,7 +189,7 @@ def _fold(panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:
 def _policy_context(service: Service, user: object, form: PolicyForm | None = None) -> dict[str, object]:
     """The policy section: the stored document, what it picks per environment, and for an
     admin the form (bound to what they sent, when a save was refused)."""
-    stored = policies.stored_document(service)
+    stored = policy_editing.stored_document(service)
     problem = ""
     try:
         policy = VersionPolicy.from_dict(stored)
@@ -202,7 +202,7 @@ def _policy_context(service: Service, user: object, form: PolicyForm | None = No
         "policy": stored,
         "policy_json": json.dumps(stored, indent=2),
         "policy_problem": problem,
-        "policy_preview": policies.preview(service, policy, timezone.now().date()) if policy else [],
+        "policy_preview": policy_editing.preview(service, policy, timezone.now().date()) if policy else [],
         "policy_form": form if is_admin else None,
         "auto_attempts": _auto_attempts(service),
     }
@@ -264,8 +264,9 @@ def service_policy_check(request: HttpRequest, name: str) -> HttpResponse:
     if (back := _back_unless_posted(request, name)) is not None:
         return back
     service = get_object_or_404(Service, name=name)
-    form = PolicyForm(request.POST, stored=policies.stored_document(service))
-    picks = policies.preview(service, form.policy, timezone.now().date()) if form.is_valid() and form.policy else []
+    form = PolicyForm(request.POST, stored=policy_editing.stored_document(service))
+    today = timezone.now().date()
+    picks = policy_editing.preview(service, form.policy, today) if form.is_valid() and form.policy else []
     return render(request, "web/_policy_check.html", {"form": form, "picks": picks, "service": service})
 
 
@@ -275,8 +276,8 @@ def service_policy_save(request: HttpRequest, name: str) -> HttpResponse:
     if (back := _back_unless_posted(request, name)) is not None:
         return back
     service = get_object_or_404(Service, name=name)
-    form = PolicyForm(request.POST, stored=policies.stored_document(service))
+    form = PolicyForm(request.POST, stored=policy_editing.stored_document(service))
     if not form.is_valid() or form.policy is None:
         return _render(request, name, "web/service.html", form=form, status=400)
-    policies.save(service, form.policy, request.user, via="service page")
+    policy_editing.save(service, form.policy, request.user, via="service page")
     return redirect(reverse("service", kwargs={"name": service.name}) + "?policy=saved#policy")

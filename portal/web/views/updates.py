@@ -21,11 +21,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from portal.delivery.changes import MAX_CHANGES_PER_PR
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR
+from portal.delivery.chart_upgrades import charts_behind
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze
-from portal.delivery.upgrades import BehindLines, charts_behind, put_off
+from portal.delivery.upgrades import BehindLines, put_off
 from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
 from portal.kernel.audit.models import record
 from portal.kernel.catalog.models import Environment, Service

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from forges.pins.layouts.tree import tree_reads
 from gitops.models import Finding
-from portal.delivery import gitpins
+from portal.delivery import current_pins
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db
@@ -41,4 +41,4 @@ def test_a_plain_secret_read_for_pins_is_a_finding_named_by_path(catalog):
 def store(app, files: dict[str, str]) -> None:
     """What the reader stores for `app` after reading `files`: the pins and findings of what it builds."""
     obj = {"kind": "Kustomization", "metadata": {"name": app.name}, "spec": {"path": PROD}}
-    gitpins._store([app], files, "main", timezone.now(), {app.pk: tree_reads(files, obj)})
+    current_pins._store([app], files, "main", timezone.now(), {app.pk: tree_reads(files, obj)})

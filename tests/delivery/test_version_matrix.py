@@ -1,4 +1,4 @@
-"""The matrix's read model (portal.delivery.placements): Placement and VersionLine rows stay
+"""The matrix's read model (portal.delivery.version_matrix): Placement and VersionLine rows stay
 equal to what RunningVersion, GitPin and the clusters say, through every writer — seeds,
 real polls through the store, pin reads, cluster saves and deletes, and two refreshes of
 one environment at once on PostgreSQL."""
@@ -19,8 +19,8 @@ from django.utils import timezone
 from gitops.models import GitOpsApp, RunningVersion
 from gitops.polling import store_snapshot
 from gitops.rows import ARGO, HEALTHY, SYNCED, AppRow, ContainerImage, Snapshot, WorkloadRow
-from portal.delivery import placements
-from portal.delivery.gitpins import read_app_pins
+from portal.delivery import version_matrix
+from portal.delivery.current_pins import read_app_pins
 from portal.delivery.models import GitPin, Placement, VersionLine
 from portal.kernel.catalog.models import Cluster
 from tests.fixtures.seed import seed_app, seed_pin
@@ -107,7 +107,7 @@ def deployments(*running: tuple[str, str, str]) -> Snapshot:
 def set_version(app: GitOpsApp, version: str) -> int:
     """The app's workload now runs `version`, refreshed as a writer would."""
     RunningVersion.objects.filter(app=app).update(version=version, image=f"x:{version}")
-    return placements.refresh(app.cluster_id)
+    return version_matrix.refresh(app.cluster_id)
 
 
 # --- grouping --------------------------------------------------------------------------------
@@ -137,7 +137,8 @@ def test_several_versions_are_stored_distinct_and_sorted_by_code_point(catalog):
     seed_app(us, "checkout-us-b", service=catalog.checkout, version="1.10.0")
     seed_app(us, "checkout-us-a", service=catalog.checkout, version="1.9.0")
 
-    assert placements.joined(["1.9.0", "1.10.0", "1.9.0"]) == "1.10.0,1.9.0" == ",".join(sorted({"1.9.0", "1.10.0"}))
+    joined = version_matrix.joined(["1.9.0", "1.10.0", "1.9.0"])
+    assert joined == "1.10.0,1.9.0" == ",".join(sorted({"1.9.0", "1.10.0"}))
     assert stored_placements() == [
         (catalog.checkout.id, eu.id, "1.10.0,1.9.0", ""),
         (catalog.checkout.id, us.id, "1.10.0,1.9.0", ""),
@@ -171,7 +172,7 @@ def test_a_poll_places_its_services_and_the_same_poll_again_writes_nothing(catal
     writes = [q["sql"] for q in queries if ("delivery_placement" in q["sql"] or "delivery_versionline" in q["sql"])
               and q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
     assert writes == []
-    assert placements.refresh(eu.id) == 0
+    assert version_matrix.refresh(eu.id) == 0
     assert sorted(VersionLine.objects.values_list("id", flat=True)) == line_ids
     assert sorted(Placement.objects.values_list("id", flat=True)) == placement_ids
     assert stored_lines() == lines_from_scratch()
@@ -324,7 +325,7 @@ def test_refresh_all_rebuilds_a_wiped_read_model_exactly(varied_fleet):
     Placement.objects.all().delete()
     VersionLine.objects.all().delete()
 
-    assert placements.refresh_all() == len(before_placements)
+    assert version_matrix.refresh_all() == len(before_placements)
     assert stored_placements() == before_placements
     assert stored_lines() == before_lines
 
@@ -333,7 +334,7 @@ def test_refresh_all_rebuilds_lost_lines_even_when_the_placements_are_intact(var
     before = stored_lines()
     VersionLine.objects.all().delete()
 
-    assert placements.refresh_all() == 0  # no placement changed
+    assert version_matrix.refresh_all() == 0  # no placement changed
     assert stored_lines() == before
 
 
@@ -361,7 +362,7 @@ def test_lines_equal_a_computation_from_scratch_after_random_operations(catalog,
         row = RunningVersion.objects.order_by("id")[rng.randrange(RunningVersion.objects.count())]
         version = rng.choice(versions)
         RunningVersion.objects.filter(pk=row.pk).update(version=version)
-        placements.refresh(row.cluster_id)
+        version_matrix.refresh(row.cluster_id)
         return f"running {row.pk} -> {version}"
 
     def add_pin(i: int) -> str:
@@ -374,7 +375,7 @@ def test_lines_equal_a_computation_from_scratch_after_random_operations(catalog,
         app, _ = apps.pop(rng.randrange(len(apps)))
         cluster_id = app.cluster_id
         app.delete()
-        placements.refresh(cluster_id)
+        version_matrix.refresh(cluster_id)
         return f"delete {app.name}"
 
     def rename(i: int) -> str:
@@ -488,11 +489,11 @@ def test_a_second_refresh_of_an_environment_waits_for_the_first_and_both_changes
 
     def poll_eu() -> None:
         RunningVersion.objects.filter(app_id=eu_app.id).update(version="1.7.0")
-        placements.refresh(eu.id)
+        version_matrix.refresh(eu.id)
 
     def poll_us() -> None:
         RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
-        placements.refresh(us.id)
+        version_matrix.refresh(us.id)
 
     _race(poll_eu, poll_us, lambda: _advisory_lock_waiters() == 1, "the environment's advisory lock")
 
@@ -521,7 +522,7 @@ def test_a_refresh_that_waited_on_a_cluster_move_redraws_the_environment_the_clu
 
     def poll_us() -> None:
         RunningVersion.objects.filter(app_id=us_app.id).update(version="1.8.0")
-        placements.refresh(us.id)
+        version_matrix.refresh(us.id)
 
     # The poll waits on the cluster's row, which the move holds until it commits.
     _race(move, poll_us, lambda: _lock_waiters() == 1, "the cluster's row")

@@ -4,7 +4,7 @@ and an upgrade from it plans a clean edit.
 
 This is the walk a person takes through pins on `make run`'s demo, without the pages: for each
 Argo CD Application and Flux object that builds from the repository, the pins it holds
-(`portal.delivery.gitpins.service_pins` over `forges.pins.layouts.tree.tree_reads`, as a pin read
+(`portal.delivery.current_pins.service_pins` over `forges.pins.layouts.tree.tree_reads`, as a pin read
 stores them), then `forges.pins.tree_edit_result` from that version. The prod-ap overlays
 point each service at a registry mirror (`images: - name: ghcr.io/acme-shop/<service>,
 newName: asia-southeast1-docker.pkg.dev/acme-shop/mirror/<service>, newTag: …`) over a base
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from forges.pins.layouts.tree import tree_edit_result, tree_reads
-from portal.delivery.gitpins import service_pins
+from portal.delivery.current_pins import service_pins
 from portal.kernel.catalog.models import Service, service_image_index
 
 ROOT = Path(__file__).parents[2] / "examples"
@@ -130,8 +130,9 @@ def loaded_demo(settings, tmp_path: Path) -> None:
 @pytest.mark.django_db
 def test_prod_ap_checkout_pins_and_previews_the_mirror_overlay(loaded_demo: None) -> None:
     from gitops.models import GitOpsApp
-    from portal.delivery.changes import change_for_upgrade, preview_change
-    from portal.delivery.gitpins import git_pins, read_app_pins
+    from portal.delivery.change_builders import change_for_upgrade
+    from portal.delivery.change_previews import preview_change
+    from portal.delivery.current_pins import git_pins, read_app_pins
 
     app = GitOpsApp.objects.get(cluster__name="prod-ap-1", name="checkout-prod")
     service = Service.objects.get(name="checkout")

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gitops.models import GitOpsApp
-from portal.delivery.gitpins import batch_apps, due_batches, git_pins, read_pins
+from portal.delivery.current_pins import batch_apps, due_batches, git_pins, read_pins
 from portal.kernel.catalog.models import Service
 from tests.fixtures.seed import seed_app
 from tests.forge_fakes.harness import serving

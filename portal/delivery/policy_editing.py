@@ -2,11 +2,11 @@
 preview of what it would accept per environment, and saving it with an audit row.
 
 One path for every editor — the service page, the Django admin and the fleet file — so a
-policy is checked the same way (portal.delivery.policy, plus the environments `auto_pr` names
+policy is checked the same way (portal.delivery.version_policy, plus the environments `auto_pr` names
 must exist) and every change leaves the same audit row (`policy.changed`, the document before
 and after). The preview answers "what would this policy pick?" with the service's known tags
 (portal.releases) and what runs in each environment (the matrix's VersionLine read model),
-through `policy.newest_acceptable`, the function the Updates page and automatic PRs use.
+through `version_policy.newest_acceptable`, the function the Updates page and automatic PRs use.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 
 from portal.delivery.models import ServicePolicy, VersionLine
-from portal.delivery.policy import PolicyError, VersionPolicy, newest_acceptable
+from portal.delivery.version_policy import PolicyError, VersionPolicy, newest_acceptable
 from portal.kernel.audit.models import record
 from portal.kernel.catalog.models import Environment, Service
 from portal.releases.models import Release

@@ -7,7 +7,7 @@ kustomize-controller (Flux 2.7) keeps a Kustomization's `status.history[]`: the 
 (`main@sha1:<commit>`) and `firstReconciled`, when that revision was first applied (its
 `lastReconciled` moves at every reconciliation). Neither says which image version a commit
 deployed: that is what Git pinned at the commit, read through the forge at the commit
-(`Forge.tree_files(<commit>)`, `portal.delivery.gitpins.pins_at_commit`, the reads and scan of
+(`Forge.tree_files(<commit>)`, `portal.delivery.current_pins.pins_at_commit`, the reads and scan of
 the current pins).
 
 Cached, and read in the background: a commit never changes, so what it pinned under a path is
@@ -41,7 +41,7 @@ from gitops.models import GitOpsApp
 from gitops.rawobjects import as_dict, as_list, as_str
 from gitops.revisions import argocd_commit, flux_commit
 from gitops.rows import ARGO
-from portal.delivery.gitpins import pins_at_commit
+from portal.delivery.current_pins import pins_at_commit
 from portal.delivery.models import PinsAtRevision
 from portal.kernel.timestamps import parse_time
 

@@ -71,7 +71,7 @@ from gitops.git_locations import (
 )
 from gitops.models import Finding, GitOpsApp
 from gitops.rows import ARGO
-from portal.delivery import placements
+from portal.delivery import version_matrix
 from portal.delivery.models import GitPin, GitPinRead
 from portal.kernel.catalog.images import normalise_name
 from portal.kernel.catalog.models import Service, service_image_index
@@ -437,7 +437,7 @@ def _store(
             before = {service_id for app_id in changed_ids for service_id, *_ in stored.get(app_id, [])}
             GitPin.objects.filter(app_id__in=changed_ids).delete()
             GitPin.objects.bulk_create(rows)
-            placements.refresh(cluster_id, before | {row.service_id for row in rows})
+            version_matrix.refresh(cluster_id, before | {row.service_id for row in rows})
     GitPinRead.objects.filter(app_id__in=app_ids).update(
         branch=branch[:253], last_read_at=now, last_ok_at=now, last_error=""
     )

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from forges.demo import DemoForge, build_demo_repo
-from portal.delivery.gitpins import due_app_ids, git_pins, pin_summary, read_app_pins
+from portal.delivery.current_pins import due_app_ids, git_pins, pin_summary, read_app_pins
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.tasks import read_due_git_pins
 from portal.kernel.catalog.models import Service
@@ -170,7 +170,7 @@ def demo(catalog, settings, tmp_path: Path):
 
 def test_the_demo_helmrelease_pins_are_read_from_its_kustomizations_repository(demo, eager_celery):
     from gitops.models import GitOpsApp
-    from portal.delivery.gitpins import due_batches
+    from portal.delivery.current_pins import due_batches
 
     release = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="HelmRelease", name="notifications")
     applier = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="Kustomization", name="notifications")
@@ -225,7 +225,7 @@ def test_an_argo_cd_chart_with_values_files_is_read_in_its_ref_source(catalog, g
                        {"repo_url": chart, "chart": "checkout", "target_revision": "15.9.0", "path": "", "ref": ""},
                        {"repo_url": github.repository, "chart": "", "target_revision": "HEAD", "path": "",
                         "ref": "values"}])
-    from portal.delivery.gitpins import due_batches
+    from portal.delivery.current_pins import due_batches
 
     [batch] = due_batches()
     assert (batch.repository, batch.revision, batch.app_ids) == (github.repository, "HEAD", (app.pk,))

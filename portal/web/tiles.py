@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from gitops.attention import Attention
 from gitops.models import GitOpsApp
+from gitops.queries import EpochSeconds, stamp
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Environment, Service
-from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
+from portal.web.fleet import TOOL_LABEL, Flag
 
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
 

@@ -32,7 +32,7 @@ from portal.web.tiles import Tile
 
 
 @dataclass(frozen=True)
-class Offer:
+class LineOffer:
     """"Open PR → 1.7.0" for a line that runs older than the newest acceptable release."""
 
     target: str
@@ -44,11 +44,11 @@ class Offer:
 
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
-Offers = Callable[[ServiceRow, CellLine], Offer | None]
+LineOffers = Callable[[ServiceRow, CellLine], LineOffer | None]
 
 
 @dataclass(frozen=True)
-class ChartOffer:
+class CellChartOffer:
     """"chart 0.3.1 → 0.3.2" for a cell whose applications pin a chart behind the newest version
     the service's policy accepts (`upgrades.charts_behind`), drawn once per cell, after its lines."""
 
@@ -61,7 +61,7 @@ class ChartOffer:
 
 
 # (service id, environment name) -> the cell's chart offer.
-ChartOffers = Mapping[tuple[int, str], ChartOffer]
+CellChartOffers = Mapping[tuple[int, str], CellChartOffer]
 
 EMPTY = '<span class="muted">—</span>'
 _EMPTY = SafeString(EMPTY)
@@ -101,13 +101,13 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 class Renderer:
-    def __init__(self, offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
+    def __init__(self, offers: LineOffers | None = None, charts: CellChartOffers | None = None) -> None:
         self.zone: tzinfo = timezone.get_current_timezone()
         self.offers = offers
         self.charts = charts or {}
         self.cell_base = reverse("matrix-cell")
 
-    def chart(self, offer: ChartOffer) -> str:
+    def chart(self, offer: CellChartOffer) -> str:
         """A cell's chart offer, short like an image offer: a link for a member, a note otherwise."""
         several = f" ({offer.apps} applications)" if offer.apps > 1 else ""
         title = escape(f"the {offer.chart} chart: pinned {offer.pinned}, the newest version its policy accepts is "
@@ -232,7 +232,9 @@ class Renderer:
         return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
 
-def render_matrix(rows: list[ServiceRow], offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
+def render_matrix(
+    rows: list[ServiceRow], offers: LineOffers | None = None, charts: CellChartOffers | None = None
+) -> None:
     """Give every cell its HTML (`cell.rendered`) in one pass."""
     renderer = Renderer(offers, charts)
     for row in rows:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -20,6 +21,9 @@ from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.web.badges import STUCK_PROGRESSING, SYNC_FAILED
+
+if TYPE_CHECKING:
+    from portal.web.cells import CellView
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 
@@ -69,7 +73,7 @@ SHOWN_PROBLEM_LINES = 2
 class Cell:
     environment: Environment
     lines: list[CellLine] = field(default_factory=list)
-    rendered: str = ""  # its HTML, set by portal.web.cells.render_matrix
+    view: CellView | None = None  # what its template fragment draws, set by portal.web.cells.matrix_views
 
     @property
     def attention(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Window
 from django.db.models.functions import RowNumber
@@ -20,6 +21,9 @@ from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Environment, Service
 from portal.web.fleet import TOOL_LABEL, Flag
 
+if TYPE_CHECKING:
+    from portal.web.cells import TileFlag
+
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
 
 
@@ -29,11 +33,16 @@ class Tile:
     versions: list[tuple[Environment, list[str]]]  # every environment, in order
     flags: list[Flag] = field(default_factory=list)  # the first TILE_FLAGS problems
     problem_apps: int = 0  # applications needing attention in all
-    rendered: str = ""  # its HTML, set by portal.web.cells.render_tiles
+    shown: list[TileFlag] = field(default_factory=list)  # the flags' words, set by portal.web.cells.tile_views
 
     @property
     def attention(self) -> bool:
         return self.problem_apps > 0
+
+    @property
+    def more(self) -> int:
+        """How many applications with problems the tile does not show."""
+        return self.problem_apps - len({(flag.cluster, flag.app) for flag in self.flags})
 
 
 def _versions_by_environment() -> dict[tuple[int, int], list[str]]:

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from gitops.findings import open_findings
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.catalog.models import Cluster
-from portal.web.cells import release, render_tiles
+from portal.web.cells import release, tile_views
 from portal.web.fleet import fleet_counts
 from portal.web.tiles import service_tiles
 
@@ -15,7 +15,7 @@ from portal.web.tiles import service_tiles
 def overview(request: HttpRequest) -> HttpResponse:
     # Tiles needing attention first, then by name: what is wrong is what people look for.
     tiles = service_tiles()
-    render_tiles(tiles)
+    tile_views(tiles)
     context = {
         "tiles": tiles,
         "counts": fleet_counts(),

@@ -1,7 +1,5 @@
-"""What matrix cells and overview tiles show, ready for their template fragments
-(web/_matrix_cell.html, _cell_line.html, _tile.html): a fleet of 300 services has thousands of
-lines, so the words of each line (its title, where it runs, its problems) are worked out here
-once per request, and the templates only draw them; Django escapes every value.
+"""What matrix cells and overview tiles say: the words of each line (its title, where it runs,
+its problems, its offer) worked out once per request; portal.web.hotpath writes their markup.
 
 One `CellViews` per request: it looks up the viewer's timezone and the clock once, not per line.
 
@@ -107,7 +105,7 @@ def cell_href(service: str, environment: str, base: str | None = None) -> str:
 
 @dataclass(slots=True)
 class LineView:
-    """What web/_cell_line.html draws of one line of a cell."""
+    """What one line of a cell shows (portal.web.hotpath.line_html draws it)."""
 
     versions: str  # "1.6.0, 1.7.0"; "" when nothing runs (a Missing app)
     where: str  # its cluster, or "3 clusters", when its cell has other lines or it has problems
@@ -119,8 +117,8 @@ class LineView:
 
 @dataclass(slots=True)
 class CellView:
-    """What web/_matrix_cell.html draws of one cell: the lines in sight, the disclosure holding
-    the rest (`more`, its summary, "" when the cell does not fold) and the chart offer."""
+    """What one cell shows: the lines in sight, the disclosure holding the rest (`more`, its
+    summary, "" when the cell does not fold) and the chart offer."""
 
     lines: list[LineView]
     more: str = ""
@@ -130,7 +128,7 @@ class CellView:
 
 @dataclass(slots=True)
 class TileFlag:
-    """One of a tile's first problems, as web/_tile.html says it."""
+    """One of a tile's first problems, as its tile says it."""
 
     flag: Flag
     title: str  # "checkout-prod on prod-eu-1 since Mon 06:00"
@@ -223,23 +221,6 @@ class CellViews:
             title = f"{flag.app} on {flag.cluster} {'since' if flag.exact else 'at least since'} "
             found.append(TileFlag(flag, title + localstamp(flag.since), lasted))
         return found
-
-
-def matrix_views(
-    rows: list[ServiceRow], offers: LineOffers | None = None, charts: CellChartOffers | None = None
-) -> None:
-    """Give every cell with lines its view (`cell.view`) in one pass."""
-    views = CellViews(offers, charts)
-    for row in rows:
-        for cell in row.cells:
-            if cell.lines:
-                cell.view = views.cell(row, cell)
-
-
-def tile_views(tiles: list[Tile]) -> None:
-    """Give every tile the words of its first problems (`tile.shown`)."""
-    for tile in tiles:
-        tile.shown = CellViews.tile_flags(tile)
 
 
 def release(drawn: list) -> None:

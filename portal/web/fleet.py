@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -21,9 +20,6 @@ from portal.delivery.gitpins import pin_summary
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.web.badges import STUCK_PROGRESSING, SYNC_FAILED
-
-if TYPE_CHECKING:
-    from portal.web.cells import CellView
 
 TOOL_LABEL = {"argo": "Argo", "flux": "Flux"}
 
@@ -73,7 +69,7 @@ SHOWN_PROBLEM_LINES = 2
 class Cell:
     environment: Environment
     lines: list[CellLine] = field(default_factory=list)
-    view: CellView | None = None  # what its template fragment draws, set by portal.web.cells.matrix_views
+    rendered: str = ""  # its HTML, set by portal.web.hotpath.render_matrix
 
     @property
     def attention(self) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Window
 from django.db.models.functions import RowNumber
@@ -21,9 +20,6 @@ from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Environment, Service
 from portal.web.fleet import TOOL_LABEL, Flag
 
-if TYPE_CHECKING:
-    from portal.web.cells import TileFlag
-
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
 
 
@@ -33,7 +29,7 @@ class Tile:
     versions: list[tuple[Environment, list[str]]]  # every environment, in order
     flags: list[Flag] = field(default_factory=list)  # the first TILE_FLAGS problems
     problem_apps: int = 0  # applications needing attention in all
-    shown: list[TileFlag] = field(default_factory=list)  # the flags' words, set by portal.web.cells.tile_views
+    rendered: str = ""  # its HTML, set by portal.web.hotpath.render_tiles
 
     @property
     def attention(self) -> bool:

@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 
 from gitops.models import RunningVersion
@@ -23,8 +22,9 @@ from portal.kernel.catalog.models import Service
 from portal.kernel.links import CHART_SUBJECT, OfferItem
 from portal.releases.versions import parse_tag
 from portal.web.badges import pr_state
-from portal.web.cells import CellChartOffer, CellViews, LineOffer, matrix_views, preview_href, release
+from portal.web.cells import CellChartOffer, CellViews, LineOffer, preview_href, release
 from portal.web.fleet import CellLine, ServiceRow, service_rows
+from portal.web.hotpath import folded_html, render_matrix
 
 
 @requires_role(Role.VIEWER)
@@ -32,7 +32,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
     environments, rows = service_rows()
     can_open = has_role(request.user, Role.MEMBER)
     offers = upgrade_offers(rows, can_open=can_open)
-    matrix_views(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
+    render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
     context = {"environments": environments, "rows": rows}
     template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
     response = render(request, template, context)
@@ -53,8 +53,7 @@ def matrix_cell(request: HttpRequest) -> HttpResponse:
         raise Http404("no such environment")
     offers = upgrade_offers(rows, folded=True, can_open=has_role(request.user, Role.MEMBER))
     summary, lines = CellViews(lambda row, line: offers.get(id(line))).folded(row, cell)
-    # No context processors: the partial draws only these lines (as few queries as before).
-    return HttpResponse(render_to_string("web/_matrix_folded.html", {"summary": summary, "lines": lines}))
+    return HttpResponse(folded_html(summary, lines))
 
 
 def chart_offers(*, can_open: bool) -> dict[tuple[int, str], CellChartOffer]:

@@ -6,8 +6,9 @@ from django.shortcuts import render
 from gitops.findings import open_findings
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.catalog.models import Cluster
-from portal.web.cells import release, tile_views
+from portal.web.cells import release
 from portal.web.fleet import fleet_counts
+from portal.web.hotpath import render_tiles
 from portal.web.tiles import service_tiles
 
 
@@ -15,7 +16,7 @@ from portal.web.tiles import service_tiles
 def overview(request: HttpRequest) -> HttpResponse:
     # Tiles needing attention first, then by name: what is wrong is what people look for.
     tiles = service_tiles()
-    tile_views(tiles)
+    render_tiles(tiles)
     context = {
         "tiles": tiles,
         "counts": fleet_counts(),

@@ -1,7 +1,9 @@
 """The badges shown wherever an application appears: why it will not (or may not) deploy.
 
 Pure: takes an app row and its cluster as stored, and the time to judge at. Also the one
-place that decides a badge's CSS class for a sync, health or workload state, and its markup.
+place that decides a badge's CSS class for a sync, health or workload state, and what a pull
+request's state badge says (`pr_state`); their markup is in templates/web/_badge.html and
+_pr_state.html.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
@@ -120,8 +122,8 @@ def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
 
 
 # The CSS class of a badge for each state, decided here only: templates reach these through
-# the `sync_class`, `health_class`, `workload_class` and `jump_class` filters, and cells.py draws its
-# badges with `badge_html`, the one spelling of a badge's markup.
+# the `sync_class`, `health_class`, `workload_class` and `jump_class` filters. A badge's markup
+# is one template fragment, web/_badge.html.
 SYNC_CLASSES = {"Synced": "ok", "OutOfSync": "warn"}
 HEALTH_CLASSES = {"Healthy": "ok", "Progressing": "warn", "Degraded": "bad", "Missing": "bad"}
 # A workload's kstatus; any state but these two (InProgress, Terminating, Unknown) is on its way.
@@ -154,11 +156,13 @@ def severity_class(severity: str) -> str:
     return SEVERITY_CLASSES.get(severity, "")
 
 
+BADGE_TEMPLATE = "web/_badge.html"
+
+
 def badge_html(kind: str, label: str, title: str = "") -> SafeString:
-    """`<span class="badge KIND" title="TITLE">LABEL</span>`, every part escaped."""
-    css = f"badge {escape(kind)}" if kind else "badge"
-    hover = f' title="{escape(title)}"' if title else ""
-    return SafeString(f'<span class="{css}"{hover}>{escape(label)}</span>')
+    """`<span class="badge KIND" title="TITLE">LABEL</span>`, from the template fragment
+    (web/_badge.html) that the `{% badge %}` tag includes too; Django escapes every part."""
+    return SafeString(render_to_string(BADGE_TEMPLATE, {"kind": kind, "label": label, "title": title}))
 
 
 # --- a pull request's state: the one badge every page shows where it links a pull request --------
@@ -166,9 +170,26 @@ def badge_html(kind: str, label: str, title: str = "") -> SafeString:
 PR_STATE_CLASSES = {"open": "ok", "merged": "ok", "opening": "", "closed": ""}
 CHECKS_CLASSES = {"pass": "ok", "running": "warn", "fail": "bad"}
 OPENED_OUTSIDE = "Opened outside the portal"
+PR_STATE_TEMPLATE = "web/_pr_state.html"
 
 
-def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeString:
+@dataclass(frozen=True)
+class PrState:
+    """What the pull request state fragment (web/_pr_state.html) draws of one pull request."""
+
+    state: str
+    label: str  # "PR #12 open", "PR being opened", "PR #12 merged · running"
+    css: str
+    hover: str  # "Opened outside the portal: …", else its title
+    link: str  # the pull request on the forge, when its URL is http(s); else ""
+    checks: str = ""  # pass | running | fail, shown for an open or merged pull request
+    checks_css: str = ""
+    checks_link: str = ""  # where the forge shows a failing check; else ""
+    why: str = ""  # why a merged pull request's version does not run yet
+    compact: bool = False  # a matrix cell: the reason is the hover of "not deployed"
+
+
+def pr_state(pr: object, why: str = "", *, compact: bool = False) -> PrState:
     """A pull request as every page shows it: `PR #12 open` (linked to the forge when its URL is
     http(s)), its checks (`checks fail` linked to where the forge shows them), and, for a merge
     whose version does not run yet, `merged, not deployed — why`. Hover: "Opened outside the
@@ -180,40 +201,32 @@ def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeSt
     state = str(getattr(pr, "state", "") or "")
     number = getattr(pr, "number", None)
     title = str(getattr(pr, "title", "") or "")
-    outside = bool(getattr(pr, "opened_outside", False))
     running_at = getattr(pr, "running_at", None)
     where = f"PR #{number}" if number else "PR"
     label = {"opening": "PR being opened"}.get(state, f"{where} {state}")
     if state == "merged" and running_at is not None:
         label += " · running"
-    hover = f"{OPENED_OUTSIDE}: {title}" if outside else title
+    hover = f"{OPENED_OUTSIDE}: {title}" if getattr(pr, "opened_outside", False) else title
     if getattr(pr, "automatic", False):
         hover = f"Opened automatically (version policy): {title}"
-    link = safe_http_url(str(getattr(pr, "url", "") or ""))
-    css = f"badge pr-state {PR_STATE_CLASSES.get(state, '')}".rstrip()
-    hover_attr = f' title="{escape(hover)}"' if hover else ""
-    data = f' data-pr-state="{escape(state)}"'
-    if link:
-        anchor = f'<a class="{css}" href="{escape(link)}" rel="noopener noreferrer"{hover_attr}{data}>'
-        parts = [f"{anchor}{escape(label)}</a>"]
-    else:
-        parts = [f'<span class="{css}"{hover_attr}{data}>{escape(label)}</span>']
+    link = safe_http_url(str(getattr(pr, "url", "") or "")) or ""
     checks = str(getattr(pr, "checks", "") or "")
+    checks_link = ""
     if state in ("open", "merged") and checks in CHECKS_CLASSES:
-        checks_css = f"badge pr-checks {CHECKS_CLASSES[checks]}"
-        checks_label = f"checks {checks}"
         # The failing check itself when the forge named it, else where the forge lists the checks.
         page = safe_http_url(str(getattr(pr, "checks_url", "") or "")) or (
             checks_page(str(getattr(pr, "forge_kind", "") or ""), link) if link else ""
         )
-        if checks == "fail" and page:
-            parts.append(f'<a class="{checks_css}" href="{escape(page)}" rel="noopener noreferrer" '
-                         f'title="the failing check, on the forge">{checks_label}</a>')
-        else:
-            parts.append(f'<span class="{checks_css}">{checks_label}</span>')
-    if state == "merged" and running_at is None and why:
-        if compact:
-            parts.append(f'<span class="pr-why muted" title="{escape(why)}">not deployed</span>')
-        else:
-            parts.append(f'<span class="pr-why muted">merged, not deployed — {escape(why)}</span>')
-    return SafeString(f'<span class="pr">{" ".join(parts)}</span>')
+        checks_link = page if checks == "fail" and page else ""
+    else:
+        checks = ""
+    return PrState(
+        state=state, label=label, css=f"badge pr-state {PR_STATE_CLASSES.get(state, '')}".rstrip(), hover=hover,
+        link=link, checks=checks, checks_css=f"badge pr-checks {CHECKS_CLASSES[checks]}" if checks else "",
+        checks_link=checks_link, why=why if state == "merged" and running_at is None else "", compact=compact,
+    )
+
+
+def pr_state_html(pr: object, why: str = "", *, compact: bool = False) -> SafeString:
+    """The pull request state fragment (web/_pr_state.html) of `pr_state(pr, why)`."""
+    return SafeString(render_to_string(PR_STATE_TEMPLATE, {"s": pr_state(pr, why, compact=compact)}))

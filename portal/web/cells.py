@@ -1,14 +1,11 @@
-"""Matrix cells and overview tiles rendered in Python: a fleet of 300 services has thousands
-of lines, and the template engine's per-node cost made these the slowest pages.
+"""What matrix cells and overview tiles say: the words of each line (its title, where it runs,
+its problems, its offer) worked out once per request; portal.web.hotpath writes their markup.
 
-One `Renderer` per request: it looks up the viewer's timezone and the clock once, not per
-line. Every value from a cluster or the catalog is escaped (`html.escape` with quotes,
-as Django's `escape` does, without its lazy-string wrapper per call). Badges come from
-`portal.web.badges.badge_html`, the markup the templates' `{% badge %}` tag writes too.
+One `CellViews` per request: it looks up the viewer's timezone and the clock once, not per line.
 
 At fleet scale (500 clusters) a cell folds (`Cell.fold`): its first problems, then a
 disclosure "9 versions on 167 clusters" whose lines the cell partial (`matrix-cell`) draws
-with this same renderer when it opens; titles name a few clusters, not all of them. That
+with these same views when it opens; titles name a few clusters, not all of them. That
 keeps a 50,000-application matrix under 500 KB.
 """
 
@@ -17,38 +14,40 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from html import escape
 from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
 
 from portal.kernel.links import OfferItem, preview_url
-from portal.web.badges import badge_html
-from portal.web.fleet import Cell, CellLine, ServiceRow
+from portal.web.badges import PrState
+from portal.web.fleet import Cell, CellLine, Flag, ServiceRow
 from portal.web.templatetags.portal import duration_since, localstamp
 from portal.web.tiles import Tile
 
 
 @dataclass(frozen=True)
-class Offer:
+class LineOffer:
     """"Open PR → 1.7.0" for a line that runs older than the newest acceptable release."""
 
     target: str
     href: str  # the pull request preview, the Updates page when too many apps, or the open PR
     title: str
     label: str = ""  # "Open PR → 1.7.0" unless said otherwise ("PR #12 → 1.7.0")
-    pr_html: str = ""  # the PR state badge (portal.web.badges.pr_state_html), drawn as it is, before the link
+    pr: PrState | None = None  # the pull request that proposes it (portal.web.badges.pr_state), before the link
     no_pr: str = ""  # no pull request can be proposed, and why: shown instead of a link (href unused)
+
+    @property
+    def text(self) -> str:
+        return self.label or f"Open PR → {self.target}"
 
 
 # (service row, line) -> an offer or None; the matrix view builds it from the delivery layer.
-Offers = Callable[[ServiceRow, CellLine], Offer | None]
+LineOffers = Callable[[ServiceRow, CellLine], LineOffer | None]
 
 
 @dataclass(frozen=True)
-class ChartOffer:
+class CellChartOffer:
     """"chart 0.3.1 → 0.3.2" for a cell whose applications pin a chart behind the newest version
     the service's policy accepts (`chart_upgrades.charts_behind`), drawn once per cell, after its lines."""
 
@@ -59,12 +58,19 @@ class ChartOffer:
     apps: int = 1
     no_pr: str = ""  # its one application cannot get a pull request, and why
 
+    @property
+    def text(self) -> str:
+        return f"chart {self.pinned} → {self.target}"
+
+    @property
+    def title(self) -> str:
+        several = f" ({self.apps} applications)" if self.apps > 1 else ""
+        return (f"the {self.chart} chart: pinned {self.pinned}, the newest version its policy accepts is "
+                f"{self.target}{several}")
+
 
 # (service id, environment name) -> the cell's chart offer.
-ChartOffers = Mapping[tuple[int, str], ChartOffer]
-
-EMPTY = '<span class="muted">—</span>'
-_EMPTY = SafeString(EMPTY)
+CellChartOffers = Mapping[tuple[int, str], CellChartOffer]
 
 
 # A line's title names its first few clusters and problems, not a hundred of them.
@@ -97,26 +103,49 @@ def cell_href(service: str, environment: str, base: str | None = None) -> str:
     return f"{base or reverse('matrix-cell')}?{urlencode({'service': service, 'environment': environment})}"
 
 
+@dataclass(slots=True)
+class LineView:
+    """What one line of a cell shows (portal.web.hotpath.line_html draws it)."""
+
+    versions: str  # "1.6.0, 1.7.0"; "" when nothing runs (a Missing app)
+    where: str  # its cluster, or "3 clusters", when its cell has other lines or it has problems
+    problems: list[tuple[str, str]]  # (severity, label), each problem once, in order
+    pins: str  # "Git pins 1.7.0" when Git pins something else than what runs
+    title: str  # where it runs and since when its problems last
+    offer: LineOffer | None = None
+
+
+@dataclass(slots=True)
+class CellView:
+    """What one cell shows: the lines in sight, the disclosure holding the rest (`more`, its
+    summary, "" when the cell does not fold) and the chart offer."""
+
+    lines: list[LineView]
+    more: str = ""
+    more_href: str = ""
+    chart: CellChartOffer | None = None
+
+
+@dataclass(slots=True)
+class TileFlag:
+    """One of a tile's first problems, as its tile says it."""
+
+    flag: Flag
+    title: str  # "checkout-prod on prod-eu-1 since Mon 06:00"
+    lasted: str  # "for 6 days", or "at least since Mon 06:00" when only the portal's first sight
+
+
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
-class Renderer:
-    def __init__(self, offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
+class CellViews:
+    """The views of a request's cells, lines and tiles."""
+
+    def __init__(self, offers: LineOffers | None = None, charts: CellChartOffers | None = None) -> None:
         self.zone: tzinfo = timezone.get_current_timezone()
         self.offers = offers
         self.charts = charts or {}
         self.cell_base = reverse("matrix-cell")
-
-    def chart(self, offer: ChartOffer) -> str:
-        """A cell's chart offer, short like an image offer: a link for a member, a note otherwise."""
-        several = f" ({offer.apps} applications)" if offer.apps > 1 else ""
-        title = escape(f"the {offer.chart} chart: pinned {offer.pinned}, the newest version its policy accepts is "
-                       f"{offer.target}{several}")
-        text = escape(f"chart {offer.pinned} → {offer.target}")
-        inner = f'<a class="open-pr" href="{escape(offer.href)}">{text}</a>' if offer.href else text
-        if offer.no_pr:
-            inner += f' <span class="muted no-pr" title="{escape(offer.no_pr)}">no PR: no Git location</span>'
-        return f'<span class="cell-line chart-offer" data-chart="{escape(offer.chart)}" title="{title}">{inner}</span>'
 
     def stamp(self, value: datetime) -> str:
         """"Sun 2026-11-29 19:55 CET": strftime's format, built by hand, which costs a
@@ -147,103 +176,51 @@ class Renderer:
             title = " · ".join(parts)
         return title
 
-    def line(self, row: ServiceRow, line: CellLine, several: bool) -> str:
-        """One line's HTML; `several`: its cell has other lines, so it says where it runs."""
-        where = badges = ""
+    def line(self, row: ServiceRow, line: CellLine, several: bool) -> LineView:
+        """One line; `several`: its cell has other lines, so it says where it runs."""
+        where = ""
         if line.flags or several:
-            label = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
-            where = f' <span class="muted">{escape(label)}</span>'
-        if line.flags:
-            problems = {(f.severity, f.label): None for f in line.flags}  # each problem once, in order
-            badges = "".join(f" {badge_html(kind, text)}" for kind, text in problems)
-        versions = escape(", ".join(line.versions)) if line.versions else "—"
+            where = line.clusters[0] if len(line.clusters) == 1 else f"{len(line.clusters)} clusters"
+        problems = list({(f.severity, f.label): None for f in line.flags})  # each problem once, in order
         summary = line.pins
-        pins = f' {badge_html("pins", "Git pins " + ", ".join(line.pinned))}' if summary else ""
-        action = ""
         offer = self.offers(row, line) if self.offers is not None and line.versions else None
-        if offer is not None and offer.no_pr:
-            action = f" {offer.pr_html}" if offer.pr_html else ""
-            action += f' <span class="muted no-pr" title="{escape(offer.no_pr)}">no PR: no Git location</span>'
-        elif offer is not None:
-            label = escape(offer.label or f"Open PR → {offer.target}")
-            action = f" {offer.pr_html}" if offer.pr_html else ""
-            if offer.href:
-                action += f' <a class="open-pr" href="{escape(offer.href)}" title="{escape(offer.title)}">{label}</a>'
-        title = escape(self.title(line, summary))
-        return (
-            f'<span class="cell-line" title="{title}"><span class="mono">{versions}</span>'
-            f"{where}{badges}{pins}{action}</span>"
+        return LineView(
+            versions=", ".join(line.versions),
+            where=where,
+            problems=problems,
+            pins="Git pins " + ", ".join(line.pinned) if summary else "",
+            title=self.title(line, summary),
+            offer=offer,
         )
 
-    def cell(self, row: ServiceRow, cell: Cell) -> SafeString:
+    def cell(self, row: ServiceRow, cell: Cell) -> CellView:
         """A cell's lines; a cell of many lines folds (`Cell.fold`) into its first problems and
         a disclosure that loads the rest from the cell partial when opened."""
-        if not cell.lines:
-            return _EMPTY
         shown, folded = cell.fold()
         several = len(cell.lines) > 1
-        parts = [self.line(row, line, several) for line in shown]
+        view = CellView([self.line(row, line, several) for line in shown])
         if folded:
-            href = escape(cell_href(row.service.name, cell.environment.name, self.cell_base))
-            parts.append(
-                # Swapped into itself (innerHTML, set on the matrix table, which the
-                # disclosure inherits). Every line is on the service page too, for a
-                # browser without htmx; a fallback link per cell was a tenth of the page.
-                f'<details class="cell-more" hx-get="{href}" hx-trigger="toggle once">'
-                f"<summary>{escape(folded_summary(folded))}</summary></details>"
-            )
-        chart = self.charts.get((row.service.id, cell.environment.name)) if self.charts else None
-        if chart is not None:
-            parts.append(self.chart(chart))
-        return SafeString("".join(parts))  # every piece above is escaped
+            view.more = folded_summary(folded)
+            view.more_href = cell_href(row.service.name, cell.environment.name, self.cell_base)
+        if self.charts:
+            view.chart = self.charts.get((row.service.id, cell.environment.name))
+        return view
 
-    def folded(self, row: ServiceRow, cell: Cell) -> SafeString:
+    def folded(self, row: ServiceRow, cell: Cell) -> tuple[str, list[LineView]]:
         """What the disclosure of a folded cell holds once opened: its summary and its lines."""
         _, folded = cell.fold()
-        lines = "".join(self.line(row, line, True) for line in folded)
-        return SafeString(f"<summary>{escape(folded_summary(folded))}</summary>{lines}")  # escaped above
+        return folded_summary(folded), [self.line(row, line, True) for line in folded]
 
-    def tile(self, tile: Tile) -> SafeString:
-        service = tile.service
-        team = f' <span class="muted">· {escape(service.team)}</span>' if service.team else ""
-        url = reverse("service", kwargs={"name": service.name})
-        parts = [
-            f'<article class="tile{" attention" if tile.attention else ""}" data-service="{escape(service.name)}">',
-            f'<h3><a href="{escape(url)}">{escape(service.name)}</a>{team}</h3><dl>',
-        ]
-        for environment, versions in tile.versions:
-            shown = f'<span class="mono">{escape(", ".join(versions))}</span>' if versions else EMPTY
-            parts.append(f"<dt>{escape(environment.name)}</dt><dd>{shown}</dd>")
-        parts.append("</dl>")
+    @staticmethod
+    def tile_flags(tile: Tile) -> list[TileFlag]:
+        found = []
         for flag in tile.flags:
             # The portal's first sight of a state is no duration: the state may be much older.
             lasted = (f"for {duration_since(flag.since)}" if flag.exact
                       else f"at least since {localstamp(flag.since)}")
             title = f"{flag.app} on {flag.cluster} {'since' if flag.exact else 'at least since'} "
-            title += localstamp(flag.since)
-            parts.append(
-                f"<div>{badge_html(flag.severity, flag.label, title)} "
-                f'<span class="muted">{escape(flag.cluster)} · {escape(lasted)}</span></div>'
-            )
-        more = tile.problem_apps - len({(flag.cluster, flag.app) for flag in tile.flags})
-        if more > 0:
-            parts.append(f'<div class="muted">and {more} more: see the service page</div>')
-        parts.append("</article>")
-        return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
-
-
-def render_matrix(rows: list[ServiceRow], offers: Offers | None = None, charts: ChartOffers | None = None) -> None:
-    """Give every cell its HTML (`cell.rendered`) in one pass."""
-    renderer = Renderer(offers, charts)
-    for row in rows:
-        for cell in row.cells:
-            cell.rendered = renderer.cell(row, cell)
-
-
-def render_tiles(tiles: list[Tile]) -> None:
-    renderer = Renderer()
-    for tile in tiles:
-        tile.rendered = renderer.tile(tile)
+            found.append(TileFlag(flag, title + localstamp(flag.since), lasted))
+        return found
 
 
 def release(drawn: list) -> None:

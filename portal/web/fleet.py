@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
-from django.db import connection
-from django.db.models import Count, FloatField, Func, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from gitops.derive.attention import OPERATION_RUNNING, Attention
-from gitops.models import HELD_Q, GitOpsApp, app_condition_sql, blocked_q
+from gitops.models import HELD_Q, GitOpsApp, blocked_q
+from gitops.queries import attention_rows, stamp
 from portal.delivery.current_pins import pin_summary
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
@@ -69,7 +69,7 @@ SHOWN_PROBLEM_LINES = 2
 class Cell:
     environment: Environment
     lines: list[CellLine] = field(default_factory=list)
-    rendered: str = ""  # its HTML, set by portal.web.cells.render_matrix
+    rendered: str = ""  # its HTML, set by portal.web.hotpath.render_matrix
 
     @property
     def attention(self) -> bool:
@@ -93,72 +93,11 @@ class ServiceRow:
     cells: list[Cell]
 
 
-# A timestamp as seconds since 1970, per database; `%(expressions)s` is the column.
-_EPOCH_SQL = {
-    "postgresql": "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS double precision)",
-    "sqlite": "((julianday(%(expressions)s) - 2440587.5) * 86400.0)",
-}
-
-
-class EpochSeconds(Func):
-    """A timestamp as seconds since 1970 (a float): the driver reads a float in C, where
-    Django reads each timestamptz through Python, which made a thousand problems cost
-    more than the query that found them."""
-
-    output_field = FloatField()
-
-    def as_postgresql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
-        return self.as_sql(compiler, connection, template=_EPOCH_SQL["postgresql"], **extra)
-
-    def as_sqlite(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
-        return self.as_sql(compiler, connection, template=_EPOCH_SQL["sqlite"], **extra)
-
-
-def stamp(seconds: float | None) -> datetime | None:
-    """An `EpochSeconds` value back as an aware datetime, to the millisecond: SQLite's julianday
-    arithmetic gives 07:42:00 back as 07:41:59.9999, which a page said as 07:41."""
-    return None if seconds is None else datetime.fromtimestamp(round(seconds, 3), UTC)
-
-
-def _epoch(column: str) -> str:
-    """SQL for a timestamp column as seconds since 1970 (`EpochSeconds` for raw SQL)."""
-    return _EPOCH_SQL[connection.vendor] % {"expressions": column}
-
-
 def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Flag]]:
     """(service id, cluster id) -> flags of the apps deploying it that need attention, in
-    the order of cluster and app names. One query, over the few apps that need attention,
-    whatever the fleet size. Written as SQL and read through a plain cursor: for a thousand
-    problems the ORM's query building and per-value conversion cost more than the query.
-    Its conditions are the attention rule's own (gitops.derive.attention), compiled by the ORM;
-    the query says which half holds, so nothing here judges a state again."""
-    rule = Attention.at(at or timezone.now())
-    unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
-    out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
-    stuck, stuck_params = app_condition_sql(rule.stuck_q())
-    failed, failed_params = app_condition_sql(rule.sync_failed_q())
-    disagreeing, disagreeing_params = app_condition_sql(rule.disagreement_q())
-    # Implied by the rule; said here so that the partial index over it answers (a plan that
-    # scanned every app's row, raw objects and all, cost more than the rest of the matrix).
-    candidates, candidates_params = app_condition_sql(Attention.candidates_q())
-    params = [*unhealthy_params, *out_of_sync_params, *stuck_params, *failed_params, *disagreeing_params]
-    app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
-    sql = f"""
-        SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
-               {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
-               {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
-               {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed},
-               {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement,
-               {app}.sync_since_exact, {app}.health_since_exact
-        FROM {app}
-        JOIN {link} s ON s.gitopsapp_id = {app}.id
-        JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
-        WHERE {candidates} AND ({unhealthy} OR {out_of_sync} OR {stuck} OR {failed} OR {disagreeing})
-        ORDER BY c.name, {app}.name
-    """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *candidates_params, *params])
-        found = cursor.fetchall()
+    the order of cluster and app names: one query (`gitops.queries.attention_rows`), which
+    says which half of the attention rule holds, so nothing here judges a state again."""
+    found = attention_rows(Attention.at(at or timezone.now()))
     labels: dict[tuple[str, str], str] = {}
 
     def label_of(tool: str, state: str) -> str:

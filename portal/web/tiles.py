@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from gitops.derive.attention import Attention
 from gitops.models import GitOpsApp
+from gitops.queries import EpochSeconds, stamp
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Environment, Service
-from portal.web.fleet import TOOL_LABEL, EpochSeconds, Flag, stamp
+from portal.web.fleet import TOOL_LABEL, Flag
 
 TILE_FLAGS = 4  # a tile shows the first few problems; the service page has them all
 
@@ -28,11 +29,16 @@ class Tile:
     versions: list[tuple[Environment, list[str]]]  # every environment, in order
     flags: list[Flag] = field(default_factory=list)  # the first TILE_FLAGS problems
     problem_apps: int = 0  # applications needing attention in all
-    rendered: str = ""  # its HTML, set by portal.web.cells.render_tiles
+    rendered: str = ""  # its HTML, set by portal.web.hotpath.render_tiles
 
     @property
     def attention(self) -> bool:
         return self.problem_apps > 0
+
+    @property
+    def more(self) -> int:
+        """How many applications with problems the tile does not show."""
+        return self.problem_apps - len({(flag.cluster, flag.app) for flag in self.flags})
 
 
 def _versions_by_environment() -> dict[tuple[int, int], list[str]]:

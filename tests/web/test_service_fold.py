@@ -79,18 +79,7 @@ def test_the_service_page_queries_do_not_grow_with_its_clusters(client, users, c
     assert not raw, "the page never reads the applications' raw objects"
 
 
-def test_compact_rows_are_drawn_without_the_template_engine_and_escape_what_clusters_say(
-        client, users, catalog, monkeypatch):
-    from django.template.base import Variable
-
-    lookups = []
-    resolve = Variable._resolve_lookup
-
-    def counted(self, context):
-        lookups.append(self.var)
-        return resolve(self, context)
-
-    monkeypatch.setattr(Variable, "_resolve_lookup", counted)
+def test_compact_rows_escape_what_clusters_say(client, users, catalog):
     clusters = prod_clusters(catalog, PANELS_SHOWN + 3)
     for n, cluster in enumerate(clusters):
         seed_app(cluster, f"checkout-{n:02d}", service=catalog.checkout, version="1.6.0")
@@ -98,14 +87,8 @@ def test_compact_rows_are_drawn_without_the_template_engine_and_escape_what_clus
              service=catalog.checkout, version="<b>1.6</b>", manual_sync=True)
     client.force_login(users["viewer"])
     html = client.get(reverse("service", args=["checkout"])).content.decode()
-    with_four = len(lookups)
-    for n, cluster in enumerate(prod_clusters(catalog, 10, start=40)):
-        seed_app(cluster, f"checkout-{40 + n:02d}", service=catalog.checkout, version="1.6.0")
-    lookups.clear()
-    more = client.get(reverse("service", args=["checkout"])).content.decode()
 
-    assert len(compact_rows(html)) == 4 and len(compact_rows(more)) == 14
-    assert len(lookups) == with_four, "the template engine resolves nothing per compact row"
+    assert len(compact_rows(html)) == 4
     assert "<script>alert(1)</script>" not in html
     row = re.search(r'<tr data-app="x&quot;&gt;&lt;script&gt;.*?</tr>', html, re.S)
     assert row is not None, "the hostile app is a compact row, its name escaped"

@@ -23,7 +23,7 @@ from portal.kernel.catalog.models import Cluster
 from portal.kernel.timestamps import utc_stamp
 from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events
-from portal.web.cells import Renderer
+from portal.web.cells import CellViews
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,9 +111,9 @@ def test_api_and_mcp_give_the_tools_time_and_say_which_is_exact(client, users, p
 def test_matrix_and_overview_flags_say_the_tools_time(client, users, polled):
     client.force_login(users["viewer"])
     matrix = client.get(reverse("matrix")).content.decode()
-    assert f"Argo: degraded since {Renderer().stamp(tool_time())}" in matrix
+    assert f"Argo: degraded since {CellViews().stamp(tool_time())}" in matrix
     # search-prod is OutOfSync and Argo CD dates none: the first sight, said as such.
-    assert f"Argo: out of sync at least since {Renderer().stamp(polled)} (search-prod)" in matrix
+    assert f"Argo: out of sync at least since {CellViews().stamp(polled)} (search-prod)" in matrix
     overview = client.get(reverse("overview")).content.decode()
     tile = overview[overview.index('data-service="checkout"'):]
     tile = tile[:tile.index("</article>")]

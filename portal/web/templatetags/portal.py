@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
 
 from portal.delivery.planner import UPGRADE
 from portal.kernel.links import OfferItem, preview_url
@@ -100,16 +99,16 @@ register.filter("jump_class", badges.jump_class)
 register.filter("severity_class", badges.severity_class)
 
 
-@register.simple_tag
-def pr_state(pr: object, why: str = "") -> SafeString:
-    """`{% pr_state pr why %}`: the one PR state badge (portal.web.badges.pr_state_html)."""
-    return badges.pr_state_html(pr, why) if pr is not None else SafeString("")
+@register.inclusion_tag(badges.PR_STATE_TEMPLATE)
+def pr_state(pr: object, why: str = "") -> dict:
+    """`{% pr_state pr why %}`: the one PR state badge (portal.web.badges.pr_state)."""
+    return {"s": badges.pr_state(pr, why) if pr is not None else None}
 
 
-@register.simple_tag
-def badge(kind: str, label: object, title: object = "") -> SafeString:
-    """`{% badge kind label title %}`: the same markup as the badges cells.py draws."""
-    return badges.badge_html(kind, str(label), str(title or ""))
+@register.inclusion_tag(badges.BADGE_TEMPLATE)
+def badge(kind: str, label: object, title: object = "") -> dict:
+    """`{% badge kind label title %}`: the one badge fragment (web/_badge.html)."""
+    return {"kind": kind, "label": label, "title": title or ""}
 
 
 @register.filter

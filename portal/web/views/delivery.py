@@ -75,7 +75,7 @@ class Row:
 
 
 @dataclass
-class Offer:
+class PromotionOffer:
     """One "Open PR → prod" button (or the PR already open for it)."""
 
     label: str
@@ -137,7 +137,7 @@ def _why_not(target: promotions.Target, no_pr: dict[int, str], outside: dict[int
 def promotion_offers(
     back: str, found: list[promotions.Promotion], groups: list[promotions.AppPromotion]
 ) -> tuple[
-    list[tuple[promotions.Promotion, list[Offer]]],
+    list[tuple[promotions.Promotion, list[PromotionOffer]]],
     list[tuple[promotions.AppPromotion, str]],
     list[tuple[promotions.Train, str | None]],
 ]:
@@ -154,7 +154,7 @@ def promotion_offers(
     waiting = []
     for promotion in found:
         offers = [
-            Offer(
+            PromotionOffer(
                 label=f"Open PR → {promotion.production}",
                 cluster=target.cluster,
                 current=target.current,
@@ -187,7 +187,7 @@ def promotion_offers(
 
 
 @dataclass(frozen=True)
-class ChartOffer:
+class ChartPromotionOffer:
     """One "Open PR → prod" for a chart version (or why there is none)."""
 
     app: str
@@ -197,7 +197,9 @@ class ChartOffer:
     no_pr: str = ""
 
 
-def chart_promotion_offers(back: str, service: str = "") -> list[tuple[promotions.ChartPromotion, list[ChartOffer]]]:
+def chart_promotion_offers(
+    back: str, service: str = ""
+) -> list[tuple[promotions.ChartPromotion, list[ChartPromotionOffer]]]:
     """Chart versions pinned in staging and older in production, each production application's offer."""
     found = promotions.chart_promotions()[:MAX_CHART_PROMOTIONS]
     if service:
@@ -210,7 +212,7 @@ def chart_promotion_offers(back: str, service: str = "") -> list[tuple[promotion
         (
             p,
             [
-                ChartOffer(app, cluster, current,
+                ChartPromotionOffer(app, cluster, current,
                            None if app_id in no_pr else promotions.chart_preview_url(app_id, p.chart, p.version,
                                                                                      current, back),
                            no_pr.get(app_id, ""))

@@ -22,9 +22,10 @@ from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Service
 from portal.kernel.links import CHART_SUBJECT, OfferItem
 from portal.releases.versions import parse_tag
-from portal.web.badges import pr_state_html
-from portal.web.cells import ChartOffer, Offer, Renderer, preview_href, release, render_matrix
+from portal.web.badges import pr_state
+from portal.web.cells import CellChartOffer, CellViews, LineOffer, preview_href, release
 from portal.web.fleet import CellLine, ServiceRow, service_rows
+from portal.web.hotpath import folded_html, render_matrix
 
 
 @requires_role(Role.VIEWER)
@@ -52,11 +53,11 @@ def matrix_cell(request: HttpRequest) -> HttpResponse:
     if cell is None:
         raise Http404("no such environment")
     offers = upgrade_offers(rows, folded=True, can_open=has_role(request.user, Role.MEMBER))
-    html = Renderer(lambda row, line: offers.get(id(line))).folded(row, cell)
-    return HttpResponse(html)
+    summary, lines = CellViews(lambda row, line: offers.get(id(line))).folded(row, cell)
+    return HttpResponse(folded_html(summary, lines))
 
 
-def chart_offers(*, can_open: bool) -> dict[tuple[int, str], ChartOffer]:
+def chart_offers(*, can_open: bool) -> dict[tuple[int, str], CellChartOffer]:
     """Each cell's chart offer: the applications of a (service, environment) that pin a chart
     behind the newest version the policy accepts (`chart_upgrades.charts_behind`, a fixed handful of
     queries for the whole page, one when no chart versions are known). The oldest pin speaks
@@ -76,15 +77,15 @@ def chart_offers(*, can_open: bool) -> dict[tuple[int, str], ChartOffer]:
             href = preview_href(UPGRADE, [OfferItem(first.app.pk, CHART_SUBJECT + first.pin.ref.chart, first.target)])
         else:
             href = reverse("updates") + "#charts"
-        offers[key] = ChartOffer(first.pin.ref.chart, first.pin.version, first.target, href, len(lines), no_pr)
+        offers[key] = CellChartOffer(first.pin.ref.chart, first.pin.version, first.target, href, len(lines), no_pr)
     return offers
 
 
-def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bool = True) -> dict[int, Offer]:
+def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bool = True) -> dict[int, LineOffer]:
     """"Open PR → X" for each line that runs older than the newest release its service's
     policy accepts, keyed by the line's id(): the lines in sight of each cell, or with
     `folded` those behind its disclosure (`Cell.fold`), for the cell partial. A line that a
-    pull request proposes shows its state (the one badge, `badges.pr_state_html`) instead:
+    pull request proposes shows its state (the one badge, `badges.pr_state`) instead:
     open or merged replaces the offer, closed without merging shows beside it. Everyone sees
     the state; only `can_open` (members) get the offer. A fixed handful of queries, whatever
     the fleet size: the targets and pull requests, the reasons merges wait, then the
@@ -106,23 +107,23 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         for row, environment, line, _, target in behind
     }
     why = not_deployed_why(shown.values())
-    offers: dict[int, Offer] = {}
+    offers: dict[int, LineOffer] = {}
     waiting = []
     for item in behind:
         row, environment, line, current, target = item
         pr = shown[id(line)]
-        html = pr_state_html(pr, why.get(pr.pk, ""), compact=True) if pr is not None else ""
+        state = pr_state(pr, why.get(pr.pk, ""), compact=True) if pr is not None else None
         # Open or merged replaces the offer; Git already pinning the target means merged and
         # waiting to deploy: nothing to propose either.
         if pr is not None and pr.state != PullRequest.State.CLOSED:
-            offers[id(line)] = Offer(target, "", "", pr_html=html)
+            offers[id(line)] = LineOffer(target, "", "", pr=state)
         elif target in line.pinned or not can_open:
-            if html:
-                offers[id(line)] = Offer(target, "", "", pr_html=html)
+            if state is not None:
+                offers[id(line)] = LineOffer(target, "", "", pr=state)
         else:
-            waiting.append((item, html))
+            waiting.append((item, state))
     behind = [item for item, _ in waiting]
-    closed = {id(item[2]): html for item, html in waiting}
+    closed = {id(item[2]): state for item, state in waiting}
     if not behind:
         return offers
     clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
@@ -146,7 +147,7 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         found = sorted({a for c in line.cluster_ids for a in apps.get((service.id, c), ())})
         app_ids = [a for a in found if a not in no_pr]
         if found and not app_ids:
-            offers[id(line)] = Offer(target, "", "", pr_html=closed.get(id(line), ""), no_pr=no_pr[found[0]])
+            offers[id(line)] = LineOffer(target, "", "", pr=closed.get(id(line)), no_pr=no_pr[found[0]])
             continue
         if not app_ids:
             continue
@@ -158,5 +159,5 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
             title += f" ({len(app_ids)} applications: choose them on the Updates page)"
         else:
             href = preview_href(UPGRADE, [OfferItem(app_id, service.name, target) for app_id in app_ids])
-        offers[id(line)] = Offer(target, href, title, pr_html=closed.get(id(line), ""))
+        offers[id(line)] = LineOffer(target, href, title, pr=closed.get(id(line)))
     return offers

@@ -6,8 +6,9 @@ from django.shortcuts import render
 from gitops.findings import open_findings
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.catalog.models import Cluster
-from portal.web.cells import release, render_tiles
+from portal.web.cells import release
 from portal.web.fleet import fleet_counts
+from portal.web.hotpath import render_tiles
 from portal.web.tiles import service_tiles
 
 

@@ -27,7 +27,6 @@ from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Environment, Service
 from portal.kernel.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for, finding_badges
-from portal.web.compact_rows import render_rows
 from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 
@@ -57,6 +56,7 @@ class Panel:
     attention: bool
     pin_note: str = ""  # "Git pins 1.7.0, runs 1.6.0" when Git and the cluster disagree
     upgrade: Behind | None = None  # the newest acceptable release, when it runs older
+    pr_why: str = ""  # why the upgrade's merged pull request does not run yet (deployments.not_deployed_why)
     runs: list[str] = field(default_factory=list)  # the versions of the service it runs
     full: bool = False
     commit_url: str | None = None
@@ -81,16 +81,14 @@ ROW_FIELDS = (
 
 @dataclass
 class EnvironmentPanels:
-    """One environment's part of the page: its full panels, then its compact rows (drawn in
-    Python: portal.web.compact_rows)."""
+    """One environment's part of the page: its full panels, then its compact rows."""
 
     environment: Environment
     panels: list[Panel]
-    compact: list[Panel]
-    compact_html: str = ""
+    compact: list[Panel]  # drawn by web/_compact_row.html
 
 
-def _panels(service: Service, can_act: bool) -> tuple[list[EnvironmentPanels], list[Outside]]:
+def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
     now = timezone.now()
     # A panel never shows the raw object, its history or conditions: a service on hundreds of
     # clusters need not decode them (its sources stay: the synced commit's link reads them).
@@ -106,8 +104,6 @@ def _panels(service: Service, can_act: bool) -> tuple[list[EnvironmentPanels], l
     # A workload outside GitOps has its own table below (`_outside`), not a panel.
     upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps}) if b.app is not None}
     why = not_deployed_why([b.past_pr for b in upgrades.values()], now)  # "merged, not deployed — why"
-    for b in upgrades.values():
-        b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
     marked = finding_badges([app.pk for app in apps])
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
@@ -115,13 +111,15 @@ def _panels(service: Service, can_act: bool) -> tuple[list[EnvironmentPanels], l
         env = app.cluster.environment
         envs[env.id] = env
         runs = (app.running or {}).get(service.name, [])
+        upgrade = upgrades.get(app.pk)
         by_env[env.id].append(
             Panel(
                 app=app,
                 badges=badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
                 attention=app.needs_attention(now),
                 pin_note=pin_summary(pinned.get((app.pk, service.name), []), runs),
-                upgrade=upgrades.get(app.pk),
+                upgrade=upgrade,
+                pr_why=why.get(upgrade.past_pr.pk, "") if upgrade is not None and upgrade.past_pr is not None else "",
                 runs=runs,
             )
         )
@@ -130,7 +128,6 @@ def _panels(service: Service, can_act: bool) -> tuple[list[EnvironmentPanels], l
     _complete([panel for part in shown for panel in part.panels])
     for part in shown:
         part.panels = [panel for panel in part.panels if panel.full]  # one removed since the first read
-        part.compact_html = render_rows(part.compact, service.name, can_act)
     return shown, _outside(service, found.targets)
 
 
@@ -224,7 +221,7 @@ def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm 
             status: int = 200) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     can_act = has_role(request.user, Role.MEMBER)
-    environments, unmanaged = _panels(service, can_act)
+    environments, unmanaged = _panels(service)
     context = {
         "service": service,
         "environments": environments,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from itertools import groupby
 from urllib.parse import urlencode
 
@@ -22,21 +23,42 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
-from portal.delivery.chart_upgrades import charts_behind
+from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze
-from portal.delivery.upgrades import BehindLines, put_off
+from portal.delivery.upgrades import Behind, BehindLines, put_off
 from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
 from portal.kernel.audit.models import record
 from portal.kernel.catalog.models import Environment, Service
 from portal.releases import summaries
-from portal.releases.models import ImageSbom, RegistryPoll, Release
+from portal.releases.models import ImageSbom, RegistryPoll, Release, ReleaseSummary
 from portal.releases.vulns import SupplyChainDiff, diffs_many, summary
 
 DEFAULT_PUT_OFF_DAYS = 14
 PAGE_SIZE = 50  # lines behind per page; the counts atop say how many in all
 FILTERS = ("service", "environment")
+
+
+@dataclass
+class UpdateRow:
+    """One line of the list: a line behind as the delivery layer finds it (`line`) and what the
+    page reads beside it, each from one query for the shown page."""
+
+    line: Behind
+    pr_why: str = ""  # why its merged pull request does not run yet (deployments.not_deployed_why)
+    release_summary: ReleaseSummary | None = None  # generated from the release notes, when configured
+    supply_chain: str = ""  # what moving to the target fixes and brings; "" when not compared
+    auto_attempt: AutoPRAttempt | None = None  # the automatic job's last attempt there
+
+
+@dataclass
+class ChartRow:
+    """One line of the chart versions table: a chart pinned behind (`line`) and the automatic
+    job's last attempt of that chart there."""
+
+    line: ChartBehind
+    auto_attempt: AutoPRAttempt | None = None
 
 
 class FreezeForm(forms.ModelForm):
@@ -71,18 +93,11 @@ def updates(request: HttpRequest) -> HttpResponse:
     # The pager counts the lines in SQL and reads only the shown page's (LIMIT/OFFSET); only
     # those load their applications.
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = found.load(lines=list(page.object_list)) if page.object_list else []
-    why = not_deployed_why([b.past_pr for b in rows], now)
-    for b in rows:
-        b.pr_why = why.get(b.past_pr.pk, "") if b.past_pr is not None else ""
-    # Generated release-note summaries of the shown lines (one query; none unless configured).
-    generated = summaries.summaries_for((b.service.pk, b.running, b.target) for b in rows)
-    for b in rows:
-        b.release_summary = generated.get((b.service.pk, b.running, b.target))  # type: ignore[attr-defined]
-    supply_chain_note = _add_supply_chain(rows)
+    lines = found.load(lines=list(page.object_list)) if page.object_list else []
+    rows, supply_chain_note = _rows(lines, now)
     chart_lines = charts_behind(today=now.date())
-    _add_auto_attempts(rows, chart_lines)
-    by_service = [(svc, list(lines)) for svc, lines in groupby(rows, key=lambda b: b.service)]
+    charts = _attempts(rows, chart_lines)
+    by_service = [(svc, list(group)) for svc, group in groupby(rows, key=lambda row: row.line.service)]
     context = {
         "by_service": by_service,
         "supply_chain_note": supply_chain_note,
@@ -104,7 +119,7 @@ def updates(request: HttpRequest) -> HttpResponse:
         "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
         "max_ticks": MAX_CHANGES_PER_PR,
         # Chart versions pinned behind what the chart repository offers, and charts that follow a range.
-        "chart_lines": chart_lines,
+        "chart_lines": charts,
         # "Nothing is behind" is only true of services whose releases were read: say which were not.
         "services_with_releases": Release.objects.values("service").distinct().count(),
         "registry_errors": list(
@@ -142,27 +157,44 @@ def unchecked_note(results: Sequence[SupplyChainDiff]) -> str:
     return f"Supply chain not checked for {total} of {len(results)} line{'s' if len(results) != 1 else ''}: {reasons}."
 
 
-def _add_auto_attempts(rows: list, chart_lines: list) -> None:
+def _rows(lines: list[Behind], now: datetime) -> tuple[list[UpdateRow], str]:
+    """The shown lines as rows: why a merged pull request does not run yet, the generated
+    release-note summary (none unless configured) and the supply-chain summary, once per
+    service and pair of versions, from the store only. A line that could not be compared says
+    nothing; the page says once which and why (the returned note)."""
+    why = not_deployed_why([line.past_pr for line in lines], now)
+    generated = summaries.summaries_for((line.service.pk, line.running, line.target) for line in lines)
+    diffs = diffs_many((line.service, line.running, line.target) for line in lines)
+    results = [diffs[(line.service.pk, line.running, line.target)] for line in lines]
+    rows = [
+        UpdateRow(
+            line,
+            pr_why=why.get(line.past_pr.pk, "") if line.past_pr is not None else "",
+            release_summary=generated.get((line.service.pk, line.running, line.target)),
+            supply_chain=summary(result) if result.old.has_sbom and result.new.has_sbom else "",
+        )
+        for line, result in zip(lines, results, strict=True)
+    ]
+    return rows, unchecked_note(results)
+
+
+def _attempts(rows: list[UpdateRow], chart_lines: list[ChartBehind]) -> list[ChartRow]:
     """Each shown line's last automatic pull request attempt (what it did and why), one query:
-    an image line's tag attempts, a chart line's attempts of its chart."""
+    an image line's tag attempts (set on `rows`), a chart line's attempts of its chart (the
+    chart rows returned)."""
     charted = [c for c in chart_lines if c.service is not None]
-    found = AutoPRAttempt.objects.latest_per_place({line.service.pk for line in [*rows, *charted]})
-    for line in rows:
-        place = ("app", line.app.pk) if line.app is not None else ("workload", line.workload.pk)
-        line.auto_attempt = found.get((*place, line.service.pk, ""))
-    for c in charted:
-        c.auto_attempt = found.get(("app", c.app.pk, c.service.pk, c.pin.ref.chart))
-
-
-def _add_supply_chain(rows: list) -> str:
-    """Each shown line's supply-chain summary (what moving to the target fixes and brings),
-    once per service and pair of versions, from the store only; a line that could not be
-    compared says nothing, and the page says once which and why (the returned note)."""
-    found = diffs_many((line.service, line.running, line.target) for line in rows)
-    results = [found[(line.service.pk, line.running, line.target)] for line in rows]
-    for line, result in zip(rows, results, strict=True):
-        line.supply_chain = summary(result) if result.old.has_sbom and result.new.has_sbom else ""
-    return unchecked_note(results)
+    services = {row.line.service.pk for row in rows} | {c.service.pk for c in charted if c.service is not None}
+    found = AutoPRAttempt.objects.latest_per_place(services)
+    for row in rows:
+        line = row.line
+        if line.app is not None:
+            row.auto_attempt = found.get(("app", line.app.pk, line.service.pk, ""))
+        elif line.workload is not None:
+            row.auto_attempt = found.get(("workload", line.workload.pk, line.service.pk, ""))
+    return [
+        ChartRow(c, found.get(("app", c.app.pk, c.service.pk, c.pin.ref.chart)) if c.service is not None else None)
+        for c in chart_lines
+    ]
 
 
 @requires_role(Role.MEMBER)

@@ -1,0 +1,110 @@
+"""Read queries over GitOpsApp that the ORM cannot make cheap enough for the pages: the one
+raw SQL read of the applications that need attention, and timestamps read as epoch seconds.
+
+Pages call these (portal.web.fleet, portal.web.tiles); the conditions are the attention rule's
+own (gitops.derive.attention), compiled by the ORM (`app_condition_sql`), so nothing here judges a
+state again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from django.db import connection
+from django.db.models import FloatField, Func
+
+from gitops.derive.attention import Attention
+from gitops.models import GitOpsApp, app_condition_sql
+from portal.kernel.catalog.models import Cluster
+
+# A timestamp as seconds since 1970, per database; `%(expressions)s` is the column.
+_EPOCH_SQL = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS double precision)",
+    "sqlite": "((julianday(%(expressions)s) - 2440587.5) * 86400.0)",
+}
+
+
+class EpochSeconds(Func):
+    """A timestamp as seconds since 1970 (a float): the driver reads a float in C, where
+    Django reads each timestamptz through Python, which made a thousand problems cost
+    more than the query that found them."""
+
+    output_field = FloatField()
+
+    def as_postgresql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+        return self.as_sql(compiler, connection, template=_EPOCH_SQL["postgresql"], **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+        return self.as_sql(compiler, connection, template=_EPOCH_SQL["sqlite"], **extra)
+
+
+def stamp(seconds: float | None) -> datetime | None:
+    """An `EpochSeconds` value back as an aware datetime, to the millisecond: SQLite's julianday
+    arithmetic gives 07:42:00 back as 07:41:59.9999, which a page said as 07:41."""
+    return None if seconds is None else datetime.fromtimestamp(round(seconds, 3), UTC)
+
+
+def _epoch(column: str) -> str:
+    """SQL for a timestamp column as seconds since 1970 (`EpochSeconds` for raw SQL)."""
+    return _EPOCH_SQL[connection.vendor] % {"expressions": column}
+
+
+class AttentionRow(NamedTuple):
+    """One (service, application) that needs attention, with which halves of the rule hold.
+    Times are epoch seconds (`stamp` turns them into datetimes)."""
+
+    service_id: int
+    cluster_id: int
+    cluster: str
+    tool: str
+    name: str
+    sync_since: float | None
+    health_status: str
+    health_since: float | None
+    operation_started_at: float | None
+    operation_finished_at: float | None
+    operation_phase: str
+    unhealthy: bool
+    out_of_sync: bool
+    stuck: bool
+    sync_failed: bool
+    disagreeing: bool
+    health_disagreement_since: float | None
+    health_disagreement: str
+    sync_since_exact: bool
+    health_since_exact: bool
+
+
+def attention_rows(rule: Attention) -> list[AttentionRow]:
+    """The applications that need attention under `rule`, a row per service they deploy, in
+    the order of cluster and application names. One query over the few apps that need
+    attention, whatever the fleet size. Written as SQL and read through a plain cursor: for a
+    thousand problems the ORM's query building and per-value conversion cost more than the
+    query."""
+    unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
+    out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
+    stuck, stuck_params = app_condition_sql(rule.stuck_q())
+    failed, failed_params = app_condition_sql(rule.sync_failed_q())
+    disagreeing, disagreeing_params = app_condition_sql(rule.disagreement_q())
+    # Implied by the rule; said here so that the partial index over it answers (a plan that
+    # scanned every app's row, raw objects and all, cost more than the rest of the matrix).
+    candidates, candidates_params = app_condition_sql(Attention.candidates_q())
+    params = [*unhealthy_params, *out_of_sync_params, *stuck_params, *failed_params, *disagreeing_params]
+    app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
+    sql = f"""
+        SELECT s.service_id, {app}.cluster_id, c.name, {app}.tool, {app}.name,
+               {_epoch(f"{app}.sync_since")}, {app}.health_status, {_epoch(f"{app}.health_since")},
+               {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
+               {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed},
+               {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement,
+               {app}.sync_since_exact, {app}.health_since_exact
+        FROM {app}
+        JOIN {link} s ON s.gitopsapp_id = {app}.id
+        JOIN {Cluster._meta.db_table} c ON c.id = {app}.cluster_id
+        WHERE {candidates} AND ({unhealthy} OR {out_of_sync} OR {stuck} OR {failed} OR {disagreeing})
+        ORDER BY c.name, {app}.name
+    """  # noqa: S608 - table names from the models, conditions compiled by the ORM, values as parameters
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *candidates_params, *params])
+        return [AttentionRow._make(row) for row in cursor.fetchall()]

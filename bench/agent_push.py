@@ -4,7 +4,7 @@
         [--apps 100] [--clusters 5] [--rounds 3] [--profile first|unchanged|restamped] [--freeze] [--tree DIR]
 
 An agent's push should cost the portal less than pulling the cluster would: the agent did the
-reading. Here both happen against the same Kubernetes API emulator (tests/kube_emulator.py)
+reading. Here both happen against the same Kubernetes API emulator (tests/fakes/kube_emulator.py)
 serving --apps Argo CD Applications and their Deployments (bench/collect.py's shapes):
 --clusters clusters polled by the portal (connection "api"), and as many pushed by the
 portal's own agent code (gitops.sources.agent.read_snapshot + encode, the agent's side, not counted)
@@ -57,7 +57,7 @@ def main() -> None:
 
 
 def _measure(args: argparse.Namespace, vendor: str, application, deployment) -> None:
-    from tests.kube_emulator import KubeEmulator  # of --tree, as every portal module is
+    from tests.fakes.kube_emulator import KubeEmulator  # of --tree, as every portal module is
 
     with KubeEmulator() as emulator:
         import os

@@ -33,86 +33,7 @@ import uuid
 
 from harness import bench_database, peak_rss_mib
 
-SERVICES = 40
-
-
-def application(i: int, cluster: str, reconciled_at: str = "2026-11-29T09:00:00Z",
-                server: str = "https://kubernetes.default.svc") -> dict:
-    """An Argo CD Application the size real ones are (history, resources, images, operation),
-    deploying to `server` (in-cluster unless a hub's destination is given)."""
-    service = f"svc{i % SERVICES:02d}"
-    name = f"{service}-{i:04d}"
-    sha = uuid.uuid5(uuid.NAMESPACE_URL, f"{cluster}/{name}").hex + "abcdef01"
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {
-            "name": name, "namespace": "argocd", "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, name)), "generation": 7,
-            "creationTimestamp": "2026-11-01T10:00:00Z",
-            "labels": {"team": f"team-{i % 12}", "app.kubernetes.io/part-of": service},
-            "annotations": {"notifications.argoproj.io/subscribe.on-sync-failed.slack": "deploys"},
-        },
-        "spec": {
-            "project": f"project-{i % 6}",
-            "source": {"repoURL": "https://github.com/acme/gitops.git", "path": f"apps/{service}/overlays/prod",
-                       "targetRevision": "main"},
-            "destination": {"server": server, "namespace": name},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": ["CreateNamespace=true"]},
-        },
-        "status": {
-            "sync": {"status": "OutOfSync" if i % 17 == 0 else "Synced", "revision": sha,
-                     "comparedTo": {"source": {"repoURL": "https://github.com/acme/gitops.git",
-                                               "path": f"apps/{service}/overlays/prod", "targetRevision": "main"},
-                                    "destination": {"server": server, "namespace": name}}},
-            "health": {"status": "Degraded" if i % 23 == 0 else "Healthy",
-                       "lastTransitionTime": "2026-11-29T08:00:00Z"},
-            "history": [{"id": h, "revision": sha, "deployedAt": f"2026-11-{10 + h:02d}T10:00:00Z",
-                         "deployStartedAt": f"2026-11-{10 + h:02d}T09:59:40Z",
-                         "source": {"repoURL": "https://github.com/acme/gitops.git",
-                                    "path": f"apps/{service}/overlays/prod", "targetRevision": "main"},
-                         "initiatedBy": {"automated": True}} for h in range(10)],
-            "operationState": {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
-                               "startedAt": "2026-11-19T09:59:40Z", "finishedAt": "2026-11-19T10:00:00Z",
-                               "operation": {"sync": {"revision": sha}, "initiatedBy": {"automated": True}},
-                               "syncResult": {"revision": sha, "resources": [
-                                   {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": name,
-                                    "name": service, "status": "Synced", "message": "deployment.apps configured",
-                                    "syncPhase": "Sync"}]}},
-            "reconciledAt": reconciled_at,
-            "resources": [
-                {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": name, "name": service,
-                 "status": "Synced"},
-                {"version": "v1", "kind": "Service", "namespace": name, "name": service, "status": "Synced"},
-                {"version": "v1", "kind": "ConfigMap", "namespace": name, "name": f"{service}-config",
-                 "status": "Synced"},
-            ],
-            "summary": {"images": [f"ghcr.io/acme/{service}:1.{i % 5}.0"]},
-            "sourceType": "Kustomize",
-        },
-    }
-
-
-def deployment(i: int) -> dict:
-    service = f"svc{i % SERVICES:02d}"
-    name = f"{service}-{i:04d}"
-    return {
-        "metadata": {"name": service, "namespace": name, "uid": str(uuid.uuid4()), "generation": 3,
-                     "labels": {"app": service, "app.kubernetes.io/instance": name},
-                     "annotations": {"deployment.kubernetes.io/revision": "3"}},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": service}},
-                 "template": {"metadata": {"labels": {"app": service}},
-                              "spec": {"containers": [
-                                  {"name": service, "image": f"ghcr.io/acme/{service}:1.{i % 5}.0",
-                                   "ports": [{"containerPort": 8080}],
-                                   "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                                   "env": [{"name": "LOG_LEVEL", "value": "info"}]},
-                                  {"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.22.0"}]}}},
-        "status": {"observedGeneration": 3, "replicas": 3, "readyReplicas": 3, "updatedReplicas": 3,
-                   "availableReplicas": 3,
-                   "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
-                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]},
-        "apiVersion": "apps/v1", "kind": "Deployment",
-    }
+from tests.fakes.fleet import SERVICES, application, deployment  # noqa: F401 - the fleet's shapes, shared with tests
 
 
 def main() -> None:
@@ -129,7 +50,7 @@ def main() -> None:
             health_rule_cost(args.health_objects)
         return
 
-    from tests.kube_emulator import KubeEmulator
+    from tests.fakes.kube_emulator import KubeEmulator
 
     with bench_database() as vendor, KubeEmulator() as emulator:
         import os
@@ -342,8 +263,8 @@ def health_rule_cost(count: int) -> None:
     from gitops import kinds, polling
     from gitops.collectors import health
     from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
+    from tests.fakes.kube_emulator import KubeEmulator
     from tests.gitops.decisionmodel import ALL_PHASES, GROUP, KIND, argocd_cm, decision_model, kustomization
-    from tests.kube_emulator import KubeEmulator
 
     env = Environment.objects.get_or_create(name="health-bench", defaults={"order": 8})[0]
     judged = 0.0

@@ -9,7 +9,7 @@ Modes (--mode):
 - forge: pull, with PORTAL_GITOPS_TOKEN set and the apps spread over --repositories (40)
   repositories on a forge: each Argo CD Application's source (repoURL, path, targetRevision
   `main`) and each Flux Kustomization's GitRepository (url, branch `main`) names its service's
-  repository on the test suite's GitHub fake (tests/forge_fakes/github.py, run by
+  repository on the test suite's GitHub fake (tests/fakes/forges/github.py, run by
   bench/fleet_forge.py as a process of its own, holding all the repositories), configured as a
   GitHub Enterprise Server is (PORTAL_GITOPS_GITHUB_API=http://127.0.0.1:PORT/api/v3). The fake
   counts every request by repository and kind.
@@ -66,7 +66,6 @@ Printed, per run:
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import random
@@ -83,162 +82,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import urllib3
-from collect import application, deployment  # the Application and Deployment shapes of bench/collect.py
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVICES = 200
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.fleet import FLEET_SERVICES as SERVICES  # noqa: E402 - after the path
+from tests.fakes.fleet import FleetCluster, ForgeFleet, build_fleet, forge_repositories  # noqa: E402
+
 TOKEN_ENV = "BENCH_FLEET_TOKEN"
 FORGE_TOKEN_ENV = "BENCH_FORGE_TOKEN"
 TOKEN = "bench-fleet-token-" + uuid.uuid4().hex
 REDIS_DB = 9  # the broker (flushed at each run)
 CACHE_DB = 10  # CACHE_URL, as docker-compose.yml gives the web its own cache database
-EMPTY = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": []}
-
-
-# --- the fleet as files ---------------------------------------------------------------------
-
-
-def _project(name: str) -> dict:
-    return {
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-        "metadata": {"name": name, "namespace": "argocd", "uid": str(uuid.uuid4()), "resourceVersion": "1"},
-        "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
-                 "syncWindows": [{"kind": "deny", "schedule": "0 22 * * *", "duration": "8h",
-                                  "applications": ["*"], "manualSync": True}]},
-    }
-
-
-def _kustomization(i: int, cluster: str, source: str = "fleet") -> dict:
-    service = f"svc{i % SERVICES:03d}"
-    name = f"{service}-{i:04d}"
-    sha = uuid.uuid5(uuid.NAMESPACE_URL, f"{cluster}/{name}").hex[:40]
-    return {
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-        "metadata": {"name": name, "namespace": "flux-system", "uid": str(uuid.uuid4()), "resourceVersion": "1",
-                     "generation": 2},
-        "spec": {"interval": "10m", "path": f"./apps/{service}/prod", "prune": True,
-                 "sourceRef": {"kind": "GitRepository", "name": source}},
-        "status": {"observedGeneration": 2, "lastAppliedRevision": f"main@sha1:{sha}",
-                   "lastAttemptedRevision": f"main@sha1:{sha}",
-                   "conditions": [{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded",
-                                   "message": f"Applied revision: main@sha1:{sha}",
-                                   "lastTransitionTime": "2026-11-29T08:00:00Z"}],
-                   "inventory": {"entries": [{"id": f"{name}_{service}_apps_Deployment", "v": "v1"}]}},
-    }
-
-
-def _git_repository(name: str = "fleet", url: str = "https://github.com/acme/fleet") -> dict:
-    return {
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": name, "namespace": "flux-system", "uid": str(uuid.uuid4()), "resourceVersion": "1"},
-        "spec": {"url": url, "ref": {"branch": "main"}, "interval": "1m"},
-        "status": {"artifact": {"revision": "main@sha1:" + "a" * 40},
-                   "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
-                                   "lastTransitionTime": "2026-11-29T08:00:00Z"}]},
-    }
-
-
-@dataclass
-class FleetCluster:
-    name: str
-    argo: bool
-    lists: dict[str, dict] = field(default_factory=dict)  # list path -> list object
-    version: int = 1
-
-    def apps(self) -> list[dict]:
-        path = "/apis/argoproj.io/v1alpha1/applications" if self.argo else \
-            "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"
-        return self.lists[path]["items"]
-
-
-# --- forge mode: the apps spread over repositories on the forge fake -------------------------
-
-
-def repository_of(service: int, repositories: int) -> str:
-    """The repository a service's manifests live in: services spread evenly over the repositories,
-    so each repository holds apps of every cluster (a team's repository, deployed everywhere)."""
-    return f"fleet-{service % repositories:02d}"
-
-
-def forge_repositories(repositories: int) -> dict[str, dict[str, str]]:
-    """Every repository's files on its `main` branch: per service a Kustomize overlay pinning its
-    image tag (what the portal's pin reader finds) over a base Deployment."""
-    files: dict[str, dict[str, str]] = {f"acme/{repository_of(r, repositories)}": {"README.md": "fleet\n"}
-                                        for r in range(repositories)}
-    for s in range(SERVICES):
-        service = f"svc{s:03d}"
-        repo = files[f"acme/{repository_of(s, repositories)}"]
-        repo[f"apps/{service}/prod/kustomization.yaml"] = (
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n"
-            f"images:\n  - name: ghcr.io/acme/{service}\n    newTag: 1.{s % 5}.0\n")
-        repo[f"apps/{service}/base/deployment.yaml"] = (
-            f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {service}\nspec:\n  template:\n"
-            f"    spec:\n      containers:\n        - name: {service}\n          image: ghcr.io/acme/{service}\n")
-    return files
-
-
-@dataclass(frozen=True)
-class ForgeFleet:
-    """Where the fleet's apps keep their manifests in forge mode."""
-
-    web: str  # the forge's web root: repository URLs are `{web}/acme/fleet-07.git`
-    repositories: int
-
-    def url(self, service: int) -> str:
-        return f"{self.web}/acme/{repository_of(service, self.repositories)}.git"
-
-
-def _point_at_forge(app: dict, forge: ForgeFleet) -> None:
-    """An Argo CD Application's sources (spec, compared-to, history) moved to its service's repository."""
-    service = int(app["status"]["summary"]["images"][0].rsplit("/", 1)[1].split(":")[0][3:])
-    place = {"repoURL": forge.url(service), "path": f"apps/svc{service:03d}/prod", "targetRevision": "main"}
-    app["spec"]["source"] = dict(place)
-    app["status"]["sync"]["comparedTo"]["source"] = dict(place)
-    for entry in app["status"]["history"]:
-        entry["source"] = dict(place)
-
-
-def build_fleet(clusters: int, apps: int, forge: ForgeFleet | None = None) -> list[FleetCluster]:
-    from gitops import kinds
-
-    fleet = []
-    argo_clusters = clusters * 4 // 5
-    for n in range(clusters):
-        cluster = FleetCluster(name=f"c{n:03d}", argo=n < argo_clusters)
-        for spec in kinds.KINDS:
-            cluster.lists[spec.list_path(spec.versions[0])] = copy.deepcopy(EMPTY)
-        first = n * apps
-        if cluster.argo:
-            items = [application(first + i, cluster.name) for i in range(apps)]
-            for item in items:  # bench/collect.py's shapes, with this fleet's service count
-                service = item["metadata"]["labels"]["app.kubernetes.io/part-of"]
-                item["metadata"]["resourceVersion"] = "1"
-                item["status"]["summary"]["images"] = [i.replace(service, f"svc{int(service[3:]) % SERVICES:03d}")
-                                                       for i in item["status"]["summary"]["images"]]
-                if forge is not None:
-                    _point_at_forge(item, forge)
-            cluster.lists["/apis/argoproj.io/v1alpha1/applications"]["items"] = items
-            cluster.lists["/apis/argoproj.io/v1alpha1/appprojects"]["items"] = [
-                _project(f"project-{p}") for p in range(6)]
-        elif forge is None:
-            cluster.lists["/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"]["items"] = [
-                _kustomization(first + i, cluster.name) for i in range(apps)]
-            cluster.lists["/apis/source.toolkit.fluxcd.io/v1/gitrepositories"]["items"] = [_git_repository()]
-        else:  # one GitRepository per repository the cluster's Kustomizations use
-            used = sorted({repository_of((first + i) % SERVICES, forge.repositories) for i in range(apps)})
-            cluster.lists["/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"]["items"] = [
-                _kustomization(first + i, cluster.name, repository_of((first + i) % SERVICES, forge.repositories))
-                for i in range(apps)]
-            cluster.lists["/apis/source.toolkit.fluxcd.io/v1/gitrepositories"]["items"] = [
-                _git_repository(name, f"{forge.web}/acme/{name}") for name in used]
-        workloads = [deployment(first + i) for i in range(apps)]
-        for w in workloads:
-            w["metadata"]["resourceVersion"] = "1"
-        cluster.lists["/apis/apps/v1/deployments"]["items"] = workloads
-        fleet.append(cluster)
-    return fleet
-
-
 def write_cluster(www: Path, cluster: FleetCluster) -> int:
     """Every list of one cluster as a file; replaced atomically (nginx never serves half a file)."""
     written = 0
@@ -988,7 +843,7 @@ def main() -> None:
               f"{sum(not c.argo for c in fleet)} Flux), one Deployment per app; {size / 1e6:.0f} MB of lists "
               f"written in {time.perf_counter() - t:.0f} s", flush=True)
         if forge:
-            print(f"forge: a GitHub fake (tests/forge_fakes/github.py, bench/fleet_forge.py) at {forge.api} holding "
+            print(f"forge: a GitHub fake (tests/fakes/forges/github.py, bench/fleet_forge.py) at {forge.api} holding "
                   f"{args.repositories} repositories; every app follows `main` of its service's repository; "
                   f"PORTAL_GITOPS_TOKEN set", flush=True)
         port = free_port()

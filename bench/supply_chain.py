@@ -44,9 +44,9 @@ def run(args: argparse.Namespace) -> None:
     from portal.releases.models import ImageSbom, PackageCheck, Release
     from portal.releases.oci import RegistryClient
     from portal.releases.sbom_reading import read_supply_chain
-    from tests.oci_registry import push_image, require_binary, start_registry, stop_registry
-    from tests.osv_fake import FeedFake, real_kev, real_records
-    from tests.sbom_images import attach_cosign_att, attach_referrers_tag
+    from tests.fakes.oci_registry import push_image, require_binary, start_registry, stop_registry
+    from tests.fakes.osv import FeedFake, real_kev, real_records
+    from tests.fakes.sbom_images import attach_cosign_att, attach_referrers_tag
 
     require_binary()
     from django.conf import settings

@@ -40,12 +40,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 from collections.abc import Iterator  # noqa: E402 - kept with the fixture that needs it
 
-from tests.kube_emulator import KubeEmulator  # noqa: E402
+from tests.fakes.kube_emulator import KubeEmulator  # noqa: E402
 
 
 @pytest.fixture
 def kube_emulator() -> Iterator[KubeEmulator]:
-    """A started in-process Kubernetes API emulator (tests/kube_emulator.py); stopped after."""
+    """A started in-process Kubernetes API emulator (tests/fakes/kube_emulator.py); stopped after."""
     with KubeEmulator() as emulator:
         yield emulator
 

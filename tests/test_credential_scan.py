@@ -43,11 +43,11 @@ from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
 from portal.releases.models import RegistryPoll
 from portal.releases.registry_reads import poll_service
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.echo import echo_headers
+from tests.fakes.forges.harness import PR_CREATE, PROD, serving
+from tests.fakes.forges.harness import TOKEN as FORGE_TOKEN
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.echo import echo_headers
-from tests.forge_fakes.harness import PR_CREATE, PROD, serving
-from tests.forge_fakes.harness import TOKEN as FORGE_TOKEN
 from tests.notifications.store_rows import seeded
 from tests.releases import test_oci_redaction
 from tests.releases.test_oci_redaction import PASSWORD as REGISTRY_PASSWORD

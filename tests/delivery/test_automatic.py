@@ -11,8 +11,8 @@ from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest
 from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_automatic
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

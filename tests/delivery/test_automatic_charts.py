@@ -16,7 +16,7 @@ from portal.delivery.automatic import run
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze, PullRequest, ServicePolicy
 from tests.delivery.test_chart_upgrades import RELEASE, notifications, release_applied_from  # noqa: F401
 from tests.delivery.test_pin_location import demo_files
-from tests.forge_fakes.harness import FILES, KINDS, Harness, serving
+from tests.fakes.forges.harness import FILES, KINDS, Harness, serving
 
 pytestmark = pytest.mark.django_db
 

@@ -32,8 +32,8 @@ from portal.delivery.rollbacks import (
 )
 from portal.kernel.timestamps import rfc3339
 from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, demo_helmrelease
+from tests.fakes.forges.harness import FILES, Harness, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, Harness, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = Path("/work/shared/testdata/real-objects")

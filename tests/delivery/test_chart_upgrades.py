@@ -18,8 +18,8 @@ from portal.delivery.chart_upgrades import charts_behind
 from portal.delivery.models import ServicePolicy
 from portal.releases.models import ChartVersion
 from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, demo_helmrelease, seed_helmrelease
+from tests.fakes.forges.harness import FILES, KINDS, Harness, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, KINDS, Harness, serving
 
 pytestmark = pytest.mark.django_db
 

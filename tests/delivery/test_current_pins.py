@@ -18,8 +18,8 @@ from portal.delivery.current_pins import due_app_ids, git_pins, pin_summary, rea
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.tasks import read_due_git_pins
 from portal.kernel.catalog.models import Service
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ import yaml
 from gitops.models import GitOpsApp
 from portal.delivery.current_pins import batch_apps, due_batches, git_pins, read_pins
 from portal.kernel.catalog.models import Service
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""End to end, through real boundaries: a new tag pushed to a real registry (tests/oci_registry.py),
+"""End to end, through real boundaries: a new tag pushed to a real registry (tests/fakes/oci_registry.py),
 the cluster read over HTTP from the Kubernetes API emulator (URL + token), the pull request
 previewed, opened and merged on the GitHub fake, and the version running in the cluster:
 running_at, lead times and medians on the Delivery page."""
@@ -26,12 +26,12 @@ from portal.kernel.catalog.models import Cluster, Service
 from portal.releases.models import Release
 from portal.releases.tasks import poll_registry
 
-pytest.register_assert_rewrite("tests.oci_registry")
+pytest.register_assert_rewrite("tests.fakes.oci_registry")
 
-from tests.forge_fakes.harness import serving  # noqa: E402
-from tests.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
+from tests.fakes.forges.harness import serving  # noqa: E402
+from tests.fakes.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
 
-pytest_plugins = ["tests.oci_registry"]
+pytest_plugins = ["tests.fakes.oci_registry"]
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,9 +19,9 @@ from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import PROD, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import PROD, serving
 from tests.forges.test_default_branch import NOT_ACCESSIBLE
 
 pytestmark = pytest.mark.django_db

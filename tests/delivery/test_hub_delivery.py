@@ -1,7 +1,7 @@
 """A hub-managed app works exactly as a standalone one, end to end through real boundaries:
 the hub read over HTTP from the Kubernetes API emulator, its app deployed to a cluster the
 portal does NOT read (versions from `status.summary.images` only), tags from a real registry
-(tests/oci_registry.py), pull requests previewed on the GitHub fake.
+(tests/fakes/oci_registry.py), pull requests previewed on the GitHub fake.
 
 (a) After a version change the app goes Degraded: past the grace period a rollback to the
     version before is offered on the service panel and /gitops, previewed with its diff, and
@@ -32,12 +32,12 @@ from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events
 from portal.releases.tasks import poll_registry
 
-pytest.register_assert_rewrite("tests.oci_registry")
+pytest.register_assert_rewrite("tests.fakes.oci_registry")
 
-from tests.forge_fakes.harness import serving  # noqa: E402
-from tests.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
+from tests.fakes.forges.harness import serving  # noqa: E402
+from tests.fakes.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
 
-pytest_plugins = ["tests.oci_registry"]
+pytest_plugins = ["tests.fakes.oci_registry"]
 pytestmark = pytest.mark.django_db
 
 TOKEN_ENV = "PORTAL_TEST_HUB_DELIVERY_TOKEN"

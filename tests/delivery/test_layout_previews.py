@@ -26,8 +26,8 @@ from gitops.git_locations import NAME, revision_kind
 from portal.delivery.change_builders import change_for_chart_upgrade, change_for_upgrade
 from portal.delivery.change_previews import preview_change
 from portal.kernel.catalog.models import Service
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 from tests.forges.layout_cases import CHART_EXPECTED, EXPECTED, apps, layout, layout_files
 
 pytestmark = pytest.mark.django_db

@@ -22,8 +22,8 @@ from portal.delivery.outside_prs import scan
 from portal.delivery.pull_requests import LINKED
 from portal.delivery.upgrades import BehindLines
 from portal.releases.models import Release
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,9 @@ from django.utils import timezone
 from portal.delivery.current_pins import batch_key, due_app_ids, git_pins
 from portal.delivery.models import GitPinRead
 from portal.delivery.tasks import read_due_git_pins, read_repository_pins
+from tests.fakes.forges.harness import serving
 from tests.fixtures.celery_state import MemoryBroker
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

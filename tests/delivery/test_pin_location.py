@@ -26,8 +26,8 @@ from portal.delivery.change_builders import (
 )
 from portal.delivery.change_previews import open_change, preview_change
 from portal.kernel.catalog.models import Service
+from tests.fakes.forges.harness import FILES, KINDS, PROD, Harness, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, KINDS, PROD, Harness, serving
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 from forges.forge import TreeEntry
 from portal.delivery.planner import Change, branch_name, branch_prefix, plan
 from portal.delivery.prtitles import names_change
-from tests.forge_fakes.harness import CHANGE, FILES
+from tests.fakes.forges.harness import CHANGE, FILES
 
 PROD = "apps/checkout/overlays/prod"
 

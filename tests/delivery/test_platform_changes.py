@@ -15,7 +15,7 @@ from portal.delivery.change_builders import ChangeError, change_for_workload
 from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.planner import ROLLBACK, UPGRADE
 from portal.kernel.catalog.models import Cluster, Environment, Service
-from tests.forge_fakes.harness import KINDS, serving
+from tests.fakes.forges.harness import KINDS, serving
 
 pytestmark = pytest.mark.django_db
 

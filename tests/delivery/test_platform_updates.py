@@ -22,7 +22,7 @@ from portal.delivery.upgrades import BehindLines
 from portal.kernel.catalog.models import Environment, Service
 from portal.releases.models import Release
 from tests.delivery.test_platform_changes import FILES, platform_workload
-from tests.forge_fakes.harness import serving
+from tests.fakes.forges.harness import serving
 
 pytestmark = pytest.mark.django_db
 

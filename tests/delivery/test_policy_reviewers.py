@@ -19,8 +19,8 @@ from portal.delivery.models import PullRequest
 from portal.delivery.upgrades import behind
 from portal.kernel.audit.models import AuditLog
 from portal.releases.models import Release
+from tests.fakes.forges.harness import KINDS, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import KINDS, serving
 
 pytestmark = pytest.mark.django_db
 PROD = "apps/checkout/overlays/prod"

@@ -16,8 +16,8 @@ from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.models import ChangeFreeze, PullRequest
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog.models import Service
+from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.seed import seed_app, seed_pin
-from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
+from tests.fakes.forges.harness import KINDS, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import KINDS, serving
 
 pytestmark = pytest.mark.django_db
 

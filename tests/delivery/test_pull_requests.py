@@ -15,8 +15,8 @@ from portal.delivery.models import PullRequest
 from portal.delivery.planner import Change, Preview
 from portal.delivery.pull_requests import FAILED, IN_PROGRESS, LINKED, OPENED, REFUSED, open_planned
 from portal.kernel.audit.models import AuditLog
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 
 
 @pytest.fixture(params=KINDS)

@@ -19,8 +19,8 @@ from portal.delivery.models import PullRequest
 from portal.delivery.rollbacks import AppHealth, Replacement, decide, offers_for_apps, preview_url
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 GRACE = timedelta(minutes=10)
 CHANGED = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -16,8 +16,8 @@ from portal.delivery.pull_requests import OPENED, open_planned
 from portal.delivery.tasks import track_pull_requests
 from portal.delivery.tracking import refresh_open
 from portal.kernel.audit.models import AuditLog
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import BRANCH_PATH, KINDS, PR_CREATE, TOKEN, Harness, running, serving, set_checks
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import BRANCH_PATH, KINDS, PR_CREATE, TOKEN, Harness, running, serving, set_checks
 
 
 @pytest.fixture(params=KINDS)

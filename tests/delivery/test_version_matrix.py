@@ -23,8 +23,8 @@ from portal.delivery import version_matrix
 from portal.delivery.current_pins import read_app_pins
 from portal.delivery.models import GitPin, Placement, VersionLine
 from portal.kernel.catalog.models import Cluster
+from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app, seed_pin
-from tests.forge_fakes.harness import serving
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from forges.forge import FAIL, NONE, PASS, RUNNING, ForgeError, NotFound, RateLimited
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import BRANCH_PATH, KINDS, NOW, PR_CREATE, Harness, running
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import BRANCH_PATH, KINDS, NOW, PR_CREATE, Harness, running
 
 
 @pytest.fixture(params=KINDS)

@@ -9,8 +9,8 @@ import pytest
 
 from forges.forge import FAIL, NONE, PASS, ChecksUnreadable
 from forges.pr_state import pull_request_state
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import KINDS, Harness, running, set_checks
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import KINDS, Harness, running, set_checks
 
 REPOSITORY_PATH = {
     "github": r"/repos/acme/gitops$",

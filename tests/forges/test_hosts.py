@@ -161,7 +161,7 @@ def test_error_bodies_of_every_shape() -> None:
 
 
 def test_github_and_gitlab_on_two_ports_of_one_host_each_serve_their_own_repository() -> None:
-    from tests.forge_fakes.harness import running
+    from tests.fakes.forges.harness import running
 
     with (
         running("github", {"README.md": "served by the GitHub fake\n"}) as github,
@@ -184,7 +184,7 @@ def test_github_and_gitlab_on_two_ports_of_one_host_each_serve_their_own_reposit
 
 
 def test_links_point_at_the_port_of_the_forge_that_serves_the_repository(settings: Any, monkeypatch: Any) -> None:
-    from tests.forge_fakes.harness import serving
+    from tests.fakes.forges.harness import serving
 
     sha = "0647aea75b85755411b007a290b9321668370be5"
     settings.PORTAL_FORGE_HOSTS = {}

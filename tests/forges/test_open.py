@@ -12,8 +12,8 @@ import pytest
 from forges.opening import FAILED, LINKED, OPENED, REFUSED, Opened, open_pull_request
 from forges.pins.file_edits import Retag, retag_files
 from portal.kernel.audit.models import AuditLog
-from tests.forge_fakes.base import Fault
-from tests.forge_fakes.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
+from tests.fakes.forges.base import Fault
+from tests.fakes.forges.harness import BRANCH, COMMIT, KINDS, PR_CREATE, PROD, Harness, running
 
 TITLE = "Update checkout to 1.7.0 in prod"
 BODY = "Move `ghcr.io/acme/checkout` from `1.6.0` to `1.7.0`."

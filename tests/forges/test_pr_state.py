@@ -9,7 +9,7 @@ import pytest
 
 from forges.forge import CLOSED, FAIL, MERGED, NONE, OPEN, PASS, NotFound
 from forges.pr_state import pull_request_state
-from tests.forge_fakes.harness import KINDS, Harness, running, set_checks
+from tests.fakes.forges.harness import KINDS, Harness, running, set_checks
 
 AT = datetime(2026, 1, 6, 12, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from forges.forge import FileChange, NotFound, is_commit_sha
-from tests.forge_fakes.harness import running
+from tests.fakes.forges.harness import running
 
 PATH = "apps/checkout/overlays/prod/kustomization.yaml"
 BEFORE = "images:\n  - name: ghcr.io/acme/checkout\n    newTag: 1.6.0\n"

@@ -15,8 +15,8 @@ from forges.forge import Forge, ForgeError, NotFound, RateLimited
 from forges.hosts import forge_for
 from forges.repourls import GITHUB, RepoRef
 from forges.retry import RetryPolicy
-from tests.forge_fakes.base import FakeServer, Fault, GitModel
-from tests.forge_fakes.harness import KINDS, NOW, TOKEN, environ_for, server_for
+from tests.fakes.forges.base import FakeServer, Fault, GitModel
+from tests.fakes.forges.harness import KINDS, NOW, TOKEN, environ_for, server_for
 
 T0 = datetime(2026, 1, 2, 10, 0, tzinfo=UTC)
 RELEASES_PATH = {"github": r"/repos/acme/checkout/releases$", "gitlab": r"/releases$", "gitea": r"/releases$"}

@@ -18,10 +18,10 @@ import pytest
 from forges.forge import Forge, ForgeError
 from forges.hosts import forge_for
 from forges.retry import RetryPolicy
-from tests.forge_fakes.base import FakeServer, Fault, GitModel
-from tests.forge_fakes.gitea import FakeGitea
-from tests.forge_fakes.github import FakeGitHub
-from tests.forge_fakes.gitlab import FakeGitLab
+from tests.fakes.forges.base import FakeServer, Fault, GitModel
+from tests.fakes.forges.gitea import FakeGitea
+from tests.fakes.forges.github import FakeGitHub
+from tests.fakes.forges.gitlab import FakeGitLab
 
 TOKEN = "tok-5c1d9e7a3b8f2046-never-shown"
 NOW = 1_767_600_000.0  # the injected clock: 2026-01-05 08:00 UTC

@@ -26,8 +26,8 @@ from gitops.tasks import mark_silent_agents, poll_all
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog import agents as agent_tokens
 from portal.kernel.catalog.models import Cluster, Environment
+from tests.fakes.kube_emulator import Fault, KubeEmulator
 from tests.gitops.test_topology_poll import application, deployment, hub_fleet, serve  # noqa: F401 - fixture
-from tests.kube_emulator import Fault, KubeEmulator
 
 
 def fleet_objects(name: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""ArgoCDSource against a fake Argo CD API server over real HTTP (tests/argocd_api_fake.py):
+"""ArgoCDSource against a fake Argo CD API server over real HTTP (tests/fakes/argocd_api.py):
 applications, projects and their windows, clusters (never credentials), resource-tree health,
 no `refresh` ever sent, errors redacted and classified, and the same stored rows as the
 Kubernetes source gives for the same fleet."""
@@ -25,8 +25,8 @@ from gitops.sources.argocd_api import ArgoCDSource, discovered_clusters
 from gitops.sources.base import SourceError
 from gitops.sources.kube import KubeSource
 from portal.kernel.catalog.models import Cluster, Environment
-from tests.argocd_api_fake import ApiFault, ArgoCDAPIFake
-from tests.kube_emulator import make_self_signed_cert
+from tests.fakes.argocd_api import ApiFault, ArgoCDAPIFake
+from tests.fakes.kube_emulator import make_self_signed_cert
 
 ROOT = Path(__file__).resolve().parents[2]
 APPLICATION = kinds.kinds_for(kinds.ARGOCD)[0]

@@ -29,7 +29,7 @@ from gitops.sources.base import only_kept_data
 from gitops.sources.kube import KubeSource
 from gitops.sources.manifests import ManifestSource
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
-from tests.kube_emulator import Fault, KubeEmulator
+from tests.fakes.kube_emulator import Fault, KubeEmulator
 from tests.test_credential_scan import database_text, forms
 
 SECRETS = kinds.kinds_for(kinds.ARGOCD_CLUSTERS)[0]

@@ -22,9 +22,9 @@ from gitops import kinds
 from gitops.models import GitOpsApp, HealthRule
 from gitops.polling import poll
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
+from tests.fakes.kube_emulator import Fault, KubeEmulator
 from tests.gitops.decisionmodel import GROUP, KIND, LUA_HEALTH_CHECK, argocd_cm, decision_model, kustomization
 from tests.gitops.test_health_rules import FLUX_DISAGREEMENTS, STALE, TABLE
-from tests.kube_emulator import Fault, KubeEmulator
 
 pytestmark = pytest.mark.django_db
 TOKEN_ENV = "PORTAL_TEST_H22_TOKEN"

@@ -39,8 +39,8 @@ from gitops.rawobjects import MAX_DEPTH, as_str
 from gitops.sources.manifests import ManifestSource
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service
+from tests.fakes.kube_emulator import KubeEmulator
 from tests.fixtures.real_objects import REAL_OBJECTS, load_real
-from tests.kube_emulator import KubeEmulator
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_HOSTILE_TOKEN"

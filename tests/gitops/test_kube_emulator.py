@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gitops.kinds import KINDS
-from tests.kube_emulator import Fault, KubeEmulator
+from tests.fakes.kube_emulator import Fault, KubeEmulator
 
 DEPLOYMENT = next(k for k in KINDS if k.kind == "Deployment")
 

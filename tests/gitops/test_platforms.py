@@ -2,7 +2,7 @@
 workloads are stored as Kubernetes ones are (services matched by image, running versions kept),
 each with the Git location its portal.git.* labels name; a failed read keeps the last good data.
 
-Nomad and Docker against HTTP fakes shaped as their APIs answer (tests/platform_fakes.py), ECS
+Nomad and Docker against HTTP fakes shaped as their APIs answer (tests/fakes/platforms.py), ECS
 against moto's in-process AWS."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from gitops.models import RunningVersion, Workload
 from gitops.platforms import COMPOSE_SERVICE, CONTAINER, ECS_SERVICE, NOMAD_JOB, SWARM_SERVICE, lines_to_add
 from gitops.polling import poll
 from portal.kernel.catalog.models import Cluster, Environment, Service
-from tests.platform_fakes import DockerFake, NomadFake, docker_container, job, swarm_service
+from tests.fakes.platforms import DockerFake, NomadFake, docker_container, job, swarm_service
 
 pytestmark = pytest.mark.django_db
 REPO = "https://github.com/acme/deploy"

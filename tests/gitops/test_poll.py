@@ -16,7 +16,7 @@ from gitops.models import AppProject, GitOpsApp, StateChange, VersionChange, Wor
 from gitops.polling import poll
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster
-from tests.kube_emulator import Fault
+from tests.fakes.kube_emulator import Fault
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

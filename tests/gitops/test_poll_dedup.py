@@ -19,9 +19,9 @@ from gitops.tasks import poll_all, poll_claim_key, poll_cluster, queued_seconds
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster
 from portal.kernel.claims import Claims, FileClaims, RedisClaims, claims
+from tests.fakes.kube_emulator import Fault
 from tests.fixtures.celery_state import MemoryBroker
 from tests.gitops.test_poll import demo_objects
-from tests.kube_emulator import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"

@@ -16,7 +16,7 @@ from gitops.kinds import BY_CAPABILITY, KINDS, KindSpec, kinds_for
 from gitops.sources.base import REASONS, SourceError
 from gitops.sources.kube import KubeSource
 from gitops.sources.manifests import ManifestSource
-from tests.kube_emulator import Fault, KubeEmulator, make_self_signed_cert
+from tests.fakes.kube_emulator import Fault, KubeEmulator, make_self_signed_cert
 
 
 def spec(api_version: str, kind: str) -> KindSpec:

@@ -16,8 +16,8 @@ from gitops import kinds
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.polling import poll
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from tests.fakes.kube_emulator import KubeEmulator
 from tests.gitops.test_cluster_secrets import cluster_secret
-from tests.kube_emulator import KubeEmulator
 
 pytestmark = pytest.mark.django_db
 TOKEN_ENV = "PORTAL_TEST_HUB_TOKEN"

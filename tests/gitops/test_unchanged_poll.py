@@ -186,7 +186,7 @@ def test_a_fleet_first_polled_in_one_minute_is_not_polled_in_full_in_one_minute_
 
 
 def test_a_kind_that_could_not_be_listed_is_a_change(cluster, collector_runs, kube_emulator):
-    from tests.kube_emulator import Fault
+    from tests.fakes.kube_emulator import Fault
 
     at = timezone.now()
     assert polling.poll(cluster, at=at).ok

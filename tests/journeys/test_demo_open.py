@@ -3,7 +3,7 @@ GitOps repository: for a sample of offers (a matrix line that groups clusters, a
 Updates, a promotion on Delivery, a chart upgrade, a rollback from a tool's history), the pull
 request opened has the branch the preview named, changes exactly the files and lines the
 preview showed, and carries its title and description. The fakes speak each forge's own API
-(tests/forge_fakes)."""
+(tests/fakes/forges)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from django.http import QueryDict
 from portal.delivery.change_previews import open_change, preview_change
 from portal.delivery.models import PullRequest
 from portal.web.views.pr import build_changes, parse_items, pull_requests_for
-from tests.forge_fakes.harness import KINDS, running
+from tests.fakes.forges.harness import KINDS, running
 
 pytestmark = pytest.mark.django_db
 

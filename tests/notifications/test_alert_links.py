@@ -35,10 +35,10 @@ from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
 from portal.notifications.senders import sample_event, send_test
 from portal.notifications.statechanges import emit_gitops_events
 from portal.settings import base_url_of_address
+from tests.fakes.forges.harness import FILES, PROD, serving
+from tests.fakes.receivers import HttpReceiver
 from tests.fixtures.seed import seed_app, seed_pin
-from tests.forge_fakes.harness import FILES, PROD, serving
 from tests.notifications.store_rows import write_store_rows
-from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
 BASE = "https://portal.example.com"

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 
 from portal.kernel.accounts.roles import Role, grant
 from portal.notifications.models import Channel
+from tests.fakes.receivers import HttpReceiver
 from tests.fixtures.browser import screenshot
-from tests.receivers import HttpReceiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,9 +15,9 @@ from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Episode, Rule
 from portal.notifications.senders import LEASE, claim, deliver_pending, scan_and_send
 from portal.notifications.statechanges import emit_gitops_events
+from tests.fakes.receivers import HttpReceiver
 from tests.fixtures.fleet import make_catalog
 from tests.notifications.store_rows import seeded
-from tests.receivers import HttpReceiver
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 WORKERS = 4

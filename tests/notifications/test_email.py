@@ -13,8 +13,8 @@ from gitops.models import VersionChange
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
+from tests.fakes.receivers import SmtpReceiver
 from tests.notifications.store_rows import seeded
-from tests.receivers import SmtpReceiver
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from gitops.models import VersionChange
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Rule
 from portal.notifications.senders import scan_and_send
+from tests.fakes.receivers import HttpReceiver
 from tests.notifications.store_rows import seeded
-from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
 

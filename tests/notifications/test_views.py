@@ -12,7 +12,7 @@ from django.urls import reverse
 from portal.kernel.audit.models import AuditLog
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Rule
-from tests.receivers import HttpReceiver
+from tests.fakes.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
 

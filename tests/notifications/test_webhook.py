@@ -15,8 +15,8 @@ from portal.notifications.channels import Webhook
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Delivery, Episode, Rule
 from portal.notifications.senders import scan_and_send
+from tests.fakes.receivers import HttpReceiver
 from tests.notifications.store_rows import seeded
-from tests.receivers import HttpReceiver
 
 pytestmark = pytest.mark.django_db
 

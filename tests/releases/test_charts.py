@@ -1,6 +1,6 @@
 """Chart versions upstream (portal.releases.charts): an HTTP Helm repository's index.yaml served
 by a local HTTP server, and a Helm chart pushed as an OCI artifact to the real registry
-(tests/oci_registry.py); stored as ChartVersion rows, failures kept apart.
+(tests/fakes/oci_registry.py); stored as ChartVersion rows, failures kept apart.
 
 The index below has the shape Helm's chart repository guide gives for index.yaml ("The Index
 File": apiVersion v1, `entries` by chart name, each a list of chart versions with urls, digest
@@ -33,11 +33,11 @@ from portal.releases.models import ChartPoll, ChartVersion
 from portal.releases.registry_reads import poll_charts
 from tests.fixtures.seed import seed_app
 
-pytest.register_assert_rewrite("tests.oci_registry")
+pytest.register_assert_rewrite("tests.fakes.oci_registry")
 
-from tests.oci_registry import Registry, push_blob, push_manifest  # noqa: E402
+from tests.fakes.oci_registry import Registry, push_blob, push_manifest  # noqa: E402
 
-pytest_plugins = ["tests.oci_registry"]
+pytest_plugins = ["tests.fakes.oci_registry"]
 
 INDEX = """apiVersion: v1
 entries:

@@ -27,16 +27,16 @@ from portal.releases.models import RegistryPoll, Release
 from portal.releases.notes import NOTES_MAX_CHARS, match, read_release_notes
 from portal.releases.registry_reads import poll_service
 from portal.releases.tasks import poll_registry
+from tests.fakes.forges.base import FakeServer, Fault, GitModel
+from tests.fakes.forges.harness import FILES, TOKEN, environ_for, server_for, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.base import FakeServer, Fault, GitModel
-from tests.forge_fakes.harness import FILES, TOKEN, environ_for, server_for, serving
 
-# tests.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
-pytest.register_assert_rewrite("tests.oci_registry")
+# tests.fakes.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
+pytest.register_assert_rewrite("tests.fakes.oci_registry")
 
-from tests.oci_registry import Registry, free_port, push_image  # noqa: E402
+from tests.fakes.oci_registry import Registry, free_port, push_image  # noqa: E402
 
-pytest_plugins = ["tests.oci_registry"]
+pytest_plugins = ["tests.fakes.oci_registry"]
 
 ZW = "\u200b"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

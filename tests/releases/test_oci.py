@@ -1,4 +1,4 @@
-"""Reading tags and build times from a real registry (tests/oci_registry.py): anonymous, basic
+"""Reading tags and build times from a real registry (tests/fakes/oci_registry.py): anonymous, basic
 and bearer-token auth, paging, errors without secrets; then polling into Release rows."""
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from portal.releases.oci import (
 from portal.releases.registry_reads import poll_service
 from portal.releases.tasks import poll_all_registries, poll_registry
 
-# tests.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
-pytest.register_assert_rewrite("tests.oci_registry")
+# tests.fakes.oci_registry is also the plugin below: have pytest rewrite its asserts before it is imported here.
+pytest.register_assert_rewrite("tests.fakes.oci_registry")
 
-from tests.oci_registry import (  # noqa: E402
+from tests.fakes.oci_registry import (  # noqa: E402
     BASE_TIME,
     MULTI_ARCH,
     PASSWORD,
@@ -40,7 +40,7 @@ from tests.oci_registry import (  # noqa: E402
 )
 
 # The session fixtures (open_registry, basic_registry, token_registry) come from this plugin.
-pytest_plugins = ["tests.oci_registry"]
+pytest_plugins = ["tests.fakes.oci_registry"]
 
 CHECKOUT = "acme/checkout"
 ALL_TAGS = sorted(SEED[CHECKOUT])

@@ -24,16 +24,16 @@ from portal.releases.sbom import SbomError, parse_sbom
 from portal.releases.sbom_reading import read_supply_chain
 from portal.releases.sbom_registry import FOUND, MALFORMED, NONE, TOO_LARGE, read_sbom
 from portal.releases.vulns import diff, facts_for
+from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, serving
 
-pytest.register_assert_rewrite("tests.oci_registry", "tests.osv_fake")
+pytest.register_assert_rewrite("tests.fakes.oci_registry", "tests.fakes.osv")
 
-from tests.oci_registry import Registry, free_port, push_image  # noqa: E402
-from tests.osv_fake import FeedFake  # noqa: E402
-from tests.sbom_images import attach_cosign_att, attach_referrers_tag, push_buildkit_index  # noqa: E402
+from tests.fakes.oci_registry import Registry, free_port, push_image  # noqa: E402
+from tests.fakes.osv import FeedFake  # noqa: E402
+from tests.fakes.sbom_images import attach_cosign_att, attach_referrers_tag, push_buildkit_index  # noqa: E402
 
-pytest_plugins = ["tests.oci_registry", "tests.osv_fake"]
+pytest_plugins = ["tests.fakes.oci_registry", "tests.fakes.osv"]
 
 DATA = Path(__file__).parent / "supply_chain"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -482,7 +482,7 @@ def test_the_supply_chain_runs_on_the_registry_queue_never_in_a_request(task: st
 
 
 def test_a_registry_with_the_referrers_api_is_asked_through_it(open_registry: Registry) -> None:
-    from tests.sbom_images import ReferrersAPI
+    from tests.fakes.sbom_images import ReferrersAPI
 
     repository = f"acme/sbom-api-{free_port()}"
     image = push_image(open_registry.url, repository, "1.0.0", T0, oci=True)
@@ -498,7 +498,7 @@ def test_a_registry_with_the_referrers_api_is_asked_through_it(open_registry: Re
 
 
 def test_a_cosign_sbom_attachment_is_read(open_registry: Registry) -> None:
-    from tests.sbom_images import attach_cosign_sbom
+    from tests.fakes.sbom_images import attach_cosign_sbom
 
     repository = f"acme/sbom-attach-{free_port()}"
     image = push_image(open_registry.url, repository, "1.0.0", T0, oci=True)

@@ -12,10 +12,10 @@ from django.utils import timezone
 from portal.delivery.models import ChangeFreeze, PullRequest, ServicePolicy
 from portal.kernel.accounts.roles import Role, grant
 from portal.releases.models import Release
+from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app, seed_pin
-from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

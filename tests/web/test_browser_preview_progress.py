@@ -14,10 +14,10 @@ from django.utils import timezone
 from portal.delivery.models import ServicePolicy
 from portal.kernel.accounts.roles import Role, grant
 from portal.releases.models import Release
+from tests.fakes.forges.harness import serving
 from tests.fixtures.browser import submit_login
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

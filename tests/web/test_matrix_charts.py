@@ -15,8 +15,8 @@ from django.urls import reverse
 from portal.releases.models import ChartVersion
 from tests.delivery.test_chart_upgrades import notifications, release_applied_from  # noqa: F401
 from tests.delivery.test_pin_location import CHARTS, demo_files
+from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, serving
 
 pytestmark = pytest.mark.django_db
 

@@ -18,15 +18,15 @@ from portal.releases.kev import refresh_kev
 from portal.releases.models import ImageSbom, Release
 from portal.releases.osv import check_purls
 from portal.releases.sbom import parse_sbom
+from tests.fakes.forges.harness import FILES, PROD, serving
 from tests.fixtures.browser import screenshot
 from tests.fixtures.seed import seed_app
-from tests.forge_fakes.harness import FILES, PROD, serving
 
-pytest.register_assert_rewrite("tests.osv_fake")
+pytest.register_assert_rewrite("tests.fakes.osv")
 
-from tests.osv_fake import FeedFake  # noqa: E402
+from tests.fakes.osv import FeedFake  # noqa: E402
 
-pytest_plugins = ["tests.osv_fake"]
+pytest_plugins = ["tests.fakes.osv"]
 
 DATA = Path(__file__).parent.parent / "releases" / "supply_chain"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

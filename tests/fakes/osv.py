@@ -22,7 +22,7 @@ from urllib.parse import unquote
 import pytest
 from packageurl import PackageURL
 
-DATA = Path(__file__).parent / "releases" / "supply_chain"
+DATA = Path(__file__).resolve().parents[1] / "releases" / "supply_chain"
 ECOSYSTEMS = {
     "golang": "Go",
     "npm": "npm",

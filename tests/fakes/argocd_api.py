@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from tests.kube_emulator import TLSFiles
+from tests.fakes.kube_emulator import TLSFiles
 
 Obj = dict[str, Any]
 

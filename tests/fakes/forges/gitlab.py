@@ -6,7 +6,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.forge_fakes.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
+from tests.fakes.forges.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
 
 
 class FakeGitLab(FakeServer):

@@ -1,4 +1,5 @@
-"""bench/fleet.py's forge mode rests on two things tested here: the forge fake answers each of
+"""The fleet benchmark's forge mode (bench/fleet.py) rests on two fakes tested here (tests/fakes/fleet.py,
+tests/fakes/forges/fleet_github.py): the forge fake answers each of
 many repositories from its own files and counts tree reads per repository (the figure the
 "at most 40 tree reads per 10 minutes" target is read from), and the fleet it builds spreads
 the apps over exactly the repositories asked for, every app following `main`, so the portal's
@@ -9,46 +10,29 @@ Enterprise Server is (PORTAL_GITOPS_GITHUB_API + PORTAL_GITOPS_TOKEN)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 import urllib3
 
 from forges.forge import ForgeError
 from forges.hosts import forge_for
+from tests.fakes import fleet as fleet_fakes
+from tests.fakes.forges.base import GitModel
+from tests.fakes.forges.fleet_github import FleetGitHub
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 TOKEN = "tok-bench-fleet-forge-never-shown"
-
-
-def bench_module(name: str) -> ModuleType:
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # bench/fleet.py imports its sibling bench/collect.py by name
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
 def fleet_forge():
-    forge_module = bench_module("fleet_forge")
-    fleet = bench_module("fleet")
-    from tests.forge_fakes.base import GitModel
-
-    repositories = fleet.forge_repositories(40)
+    repositories = fleet_fakes.forge_repositories(40)
     models = {}
     for name, files in repositories.items():
         owner, repository = name.split("/")
         models[(owner, repository)] = GitModel(owner, repository, files, branch="main")
-    with forge_module.FleetGitHub(models, TOKEN) as server:
-        yield server, fleet
+    with FleetGitHub(models, TOKEN) as server:
+        yield server, fleet_fakes
 
 
 def environ(server) -> dict[str, str]:

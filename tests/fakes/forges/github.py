@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.forge_fakes.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, git_sha, iso
+from tests.fakes.forges.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, git_sha, iso
 
 
 class FakeGitHub(FakeServer):

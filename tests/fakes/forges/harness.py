@@ -11,10 +11,10 @@ from forges.forge import Forge
 from forges.hosts import forge_for
 from forges.retry import RetryPolicy
 from portal.delivery.planner import Change
-from tests.forge_fakes.base import FakeServer, GitModel
-from tests.forge_fakes.gitea import FakeGitea
-from tests.forge_fakes.github import FakeGitHub
-from tests.forge_fakes.gitlab import FakeGitLab
+from tests.fakes.forges.base import FakeServer, GitModel
+from tests.fakes.forges.gitea import FakeGitea
+from tests.fakes.forges.github import FakeGitHub
+from tests.fakes.forges.gitlab import FakeGitLab
 
 KINDS = ("github", "gitlab", "gitea")
 TOKEN = "tok-3f9a7c1e5b2d4a60-never-shown"

@@ -1,5 +1,5 @@
 """Pushing images with SBOMs attached, the three ways real tools attach them, to the real
-registry of tests.oci_registry (distribution v2.8, no referrers API):
+registry of tests.fakes.oci_registry (distribution v2.8, no referrers API):
 
 - `attach_referrers_tag`: an OCI artifact manifest (`artifactType`, `subject`) holding the
   document, listed in an index tagged `sha256-<hex>` — the OCI 1.1 referrers tag schema that
@@ -20,7 +20,7 @@ from datetime import datetime
 
 import requests
 
-from tests.oci_registry import OCI_INDEX, OCI_MANIFEST, push_blob, push_image, push_manifest
+from tests.fakes.oci_registry import OCI_INDEX, OCI_MANIFEST, push_blob, push_image, push_manifest
 
 EMPTY = "application/vnd.oci.empty.v1+json"
 CONFIG = "application/vnd.oci.image.config.v1+json"

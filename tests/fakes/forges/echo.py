@@ -4,7 +4,7 @@ portal sent comes back out of it (tests/test_credential_scan.py)."""
 
 from __future__ import annotations
 
-from tests.forge_fakes.base import FakeServer, Request, Response
+from tests.fakes.forges.base import FakeServer, Request, Response
 
 
 def echo_headers(server: FakeServer) -> FakeServer:

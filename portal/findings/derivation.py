@@ -8,7 +8,8 @@ last, and nothing below ever calls up to ask:
 - a poll's store announces `gitops.signals.cluster_stored` inside its transaction, naming the
   apps it read; `on_cluster_stored` (connected in portal.findings.apps) judges those apps
   again (`derive_findings`) in a savepoint, so they commit with the poll, and a failure is
-  logged without costing the poll its data;
+  logged without costing the poll its data. An app judged as before keeps its rows and their
+  time (when it was first found so): a poll that changed nothing writes no finding;
 - "a sync failure nobody hears of" needs the portal's notification rules, which only
   portal.notifications may read: on the same announcement it works out which of the apps a
   rule covers and hands that down to `derive_silence` (portal.notifications.finding_rules).

@@ -26,7 +26,7 @@ FLUX_HELM = "flux-helm"
 FLUX_SOURCES = "flux-sources"
 WORKLOADS = "workloads"
 ROLLOUTS = "rollouts"
-FLUX_NOTIFICATIONS = "flux-notifications"  # Flux Alerts: which apps a failure notifies (gitops.findings)
+FLUX_NOTIFICATIONS = "flux-notifications"  # Flux Alerts: which apps a failure notifies (portal.findings)
 
 CAPABILITIES: tuple[str, ...] = (
     ARGOCD,

@@ -524,10 +524,10 @@ class HealthRule(models.Model):
 
 
 class Finding(models.Model):
-    """One GitOps discipline finding on one app (gitops.findings), re-derived at every poll."""
+    """One GitOps discipline finding on one app (portal.findings), re-derived at every poll."""
 
     app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="findings")
-    rule = models.CharField(max_length=40)  # gitops.findings.RULES
+    rule = models.CharField(max_length=40)  # portal.findings.discipline.RULES
     message = models.TextField()
     at = models.DateTimeField(default=timezone.now)
 

@@ -48,7 +48,6 @@ from gitops.derive.unchanged import (
     objects_digest,
     with_catalog,
 )
-from gitops.findings import derive_findings
 from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
@@ -274,7 +273,7 @@ def _record_unavailable(listing: Listing, capability: str, resource: str, exc: S
         listing.unavailable[capability] = f"{what} unavailable: no permission to list {resource}"
     elif exc.reason == "not_found":
         # Flux sources are many kinds; a missing Bucket CRD is not news. Nor is a cluster without
-        # Flux's notification-controller: then no Alert notifies anything (gitops.findings).
+        # Flux's notification-controller: then no Alert notifies anything (portal.findings).
         if capability not in (kinds.FLUX_SOURCES, kinds.FLUX_NOTIFICATIONS):
             listing.unavailable[capability] = f"{what} unavailable: {resource} is not installed"
     else:
@@ -413,14 +412,11 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
                 changes = derive(state, snapshot, at)
                 # Nothing changed that the store or its read models derive from (gitops.signals).
                 stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
-                if stored.created or stored.updated:
-                    _derive_findings(cluster, snapshot, at, uids={row.uid for row in snapshot.apps if row.uid})
                 held: list[Hold] = []
                 claims = previous.claims
             else:
                 snapshot = collect_snapshot(listing)
                 stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
-                _derive_findings(cluster, snapshot, at)
                 claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
             # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
             # a discovered destination), and the next poll compares against the catalog as it is.
@@ -522,17 +518,6 @@ def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
     )
     return catalog_digest([(catalog_revision.current(),), *instances, *rules, (repr(argocd_clusters),),
                            (placed_here["count"], placed_here["last"])])
-
-
-def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime, uids: set[str] | None = None) -> None:
-    """Findings said again from what this poll stored (gitops.findings): of every app, or of the
-    apps with `uids` only. A failure there is logged and named among the poll's warnings: the
-    apps are stored all the same."""
-    try:
-        derive_findings(cluster.pk, at, uids)
-    except Exception as exc:  # noqa: BLE001 - findings never cost a poll its data
-        log.exception("findings of %s not derived", cluster.name)
-        snapshot.warnings.append(f"findings not derived: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:

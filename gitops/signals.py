@@ -1,15 +1,14 @@
 """What the store announces, for read models kept by the layers above it (gitops imports
-none of them): they subscribe in their AppConfig.ready()."""
+none of them): they subscribe in their AppConfig.ready(). Nothing is asked back: a receiver's
+return value is never read (tests/kernel/test_events_are_rows.py)."""
 
 from django.dispatch import Signal
 
 # Sent inside the transaction that wrote one cluster's poll, after its apps, workloads and
-# running versions are written, with `cluster=`: a receiver that derives rows from them
-# commits (or rolls back) with the poll. A receiver that raises fails the poll, which then
-# keeps the last good data like any other store failure.
+# running versions are written, with `cluster=`, `read=` (the ids of the apps this write read
+# from that cluster: every app of a full poll, the changed ones of a partial one; empty for a
+# cluster announced because another cluster's poll changed what runs there) and `at=` (the
+# poll's time): a receiver that derives rows from them commits (or rolls back) with the poll.
+# A receiver that raises fails the poll, which then keeps the last good data like any other
+# store failure.
 cluster_stored = Signal()
-
-# Sent by gitops.findings before it judges a cluster's apps, with `apps=` (GitOpsApp rows):
-# a receiver returns a dict with any of gitops.findings.FindingContext's fields (the apps a
-# portal notification rule covers, what Git pins), which only the layers above know.
-finding_context = Signal()

@@ -87,6 +87,8 @@ INSTALLED_APPS = [
     # what upstream offers, then turning gaps into pull requests
     "portal.releases",
     "portal.delivery",
+    # GitOps discipline findings, combining what the layers above and below know
+    "portal.findings",
     # pages, API, notifications
     "portal.web",
     "portal.api",  # also MCP: the read-only assistant endpoint (portal.api.mcp) and `manage.py mcp`
@@ -349,6 +351,8 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-kev": periodic("releases.refresh_kev", 86400),  # CISA publishes the catalogue daily at most
     # Each repository's Git pins are read at most every 10 minutes; this only finds the due ones.
     "read-git-pins": periodic("delivery.read_due_git_pins", 60),
+    # The raw-Secret findings follow the plain Secrets those reads found (a query or two).
+    "sync-git-findings": periodic("findings.sync_git", 60),
     # The matrix's read model is kept by every write; this only mends what no writer announced.
     "refresh-placements": periodic("delivery.refresh_placements", 3600),
     "open-automatic-prs": periodic(

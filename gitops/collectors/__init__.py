@@ -97,7 +97,7 @@ def collect(objects_by_kind: Mapping[str, Any]) -> Collected:
                 out.workloads.append(row)
 
     map_workloads_to_apps(out.apps, out.workloads)
-    # Flux Alerts are read only to say which apps' failures notify someone (gitops.findings).
+    # Flux Alerts are read only to say which apps' failures notify someone (portal.findings).
     mark_alerts(out.apps, lists.get(ALERT_KIND) if ALERT_KIND in lists else None)
     # Any other Secret is not ours to read; a cluster Secret gives its name and server only.
     out.argocd_clusters = [c for c in map(cluster_from_secret, lists.get(CLUSTER_SECRET_KIND, [])) if c]

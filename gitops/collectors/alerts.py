@@ -1,4 +1,4 @@
-"""Which Flux Alerts would tell someone that an app failed (gitops.findings reads the result).
+"""Which Flux Alerts would tell someone that an app failed (portal.findings reads the result).
 
 A Flux Kustomization or HelmRelease that fails to reconcile emits an error event; only an
 Alert of notification-controller whose ``eventSources`` name the object forwards it

@@ -24,6 +24,7 @@ class Changes:
     apps: AppChanges
     workloads: WorkloadChanges | None  # None: no workload kind was listed, leave them all
     workload_rows: int  # workloads the poll read
+    at: datetime | None = None  # the poll's time
 
     def write_nothing(self) -> bool:
         """Nothing to write: no row, link, version or state change, AppProjects and workloads left."""
@@ -39,4 +40,4 @@ def derive(state: ClusterState, snapshot: Snapshot, at: datetime) -> Changes:
     if state.workload_kinds:
         gone = {a.id for a in apps.gone}
         workloads = derive_workloads(state, snapshot, apps.now(), gone, at)
-    return Changes(state=state, apps=apps, workloads=workloads, workload_rows=len(snapshot.workloads))
+    return Changes(state=state, apps=apps, workloads=workloads, workload_rows=len(snapshot.workloads), at=at)

@@ -58,10 +58,11 @@ def write(changes: Changes) -> StoreResult:
         _write_apps(changes)
         if changes.workloads is not None:
             _write_workloads(changes)
-        cluster_stored.send(sender=Cluster, cluster=cluster)
+        read = [app.pk for app in apps.created + apps.kept]
+        cluster_stored.send(sender=Cluster, cluster=cluster, read=read, at=changes.at)
         destinations = Cluster.objects.filter(pk__in=apps.destinations_touched, environment__isnull=False)
         for destination in destinations.order_by("pk"):
-            cluster_stored.send(sender=Cluster, cluster=destination)
+            cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at)
     workloads = changes.workloads
     return StoreResult(
         apps=apps.seen, created=len(apps.created), updated=len(apps.updated), removed=len(apps.gone),

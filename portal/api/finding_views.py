@@ -1,4 +1,4 @@
-"""/api/v1/findings: the open GitOps discipline findings (gitops.findings), muted ones left out.
+"""/api/v1/findings: the open GitOps discipline findings (portal.findings), muted ones left out.
 
 Each finding names its app (with the app's own API URL), the rule with its principle and
 what to change. Filters: ``rule``, ``environment``, ``cluster``; ``limit``/``offset`` page
@@ -17,9 +17,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gitops.findings import GROUPED, RULES, TOOL_NAMES, open_findings
 from gitops.models import Finding
 from portal.api.base_views import PortalAPIView, errors
+from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES
+from portal.findings.mutes import open_findings
 
 MAX_LIMIT = 1000
 
@@ -33,7 +34,7 @@ class FindingQuerySerializer(serializers.Serializer):
 
 
 class FindingSerializer(serializers.Serializer):
-    rule = serializers.CharField(help_text="the rule's id (gitops.findings.RULES)")
+    rule = serializers.CharField(help_text="the rule's id (portal.findings.discipline.RULES)")
     title = serializers.SerializerMethodField()
     principle = serializers.SerializerMethodField(help_text="why the rule matters, in one line")
     message = serializers.CharField(help_text="what is wrong with this object")

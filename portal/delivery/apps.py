@@ -18,11 +18,6 @@ class DeliveryConfig(AppConfig):
         # themselves (portal.delivery.version_matrix).
         cluster_stored.connect(version_matrix.on_cluster_stored, dispatch_uid="delivery.placements")
 
-        from gitops.signals import finding_context
-        from portal.delivery import current_pins
-
-        # Findings compare what runs with what Git pins (gitops.findings: hand changes).
-        finding_context.connect(current_pins.on_finding_context, dispatch_uid="delivery.findings")
         pre_save.connect(version_matrix.remember_cluster, sender=Cluster, dispatch_uid="delivery.lines.pre")
         post_save.connect(version_matrix.on_cluster_saved, sender=Cluster, dispatch_uid="delivery.lines.post")
         post_delete.connect(version_matrix.on_cluster_deleted, sender=Cluster, dispatch_uid="delivery.lines.delete")

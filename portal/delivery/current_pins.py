@@ -58,7 +58,6 @@ from forges.pins import Pin, scan
 from forges.pins.layouts.app_reads import Reads
 from forges.pins.layouts.tree import tree_reads
 from forges.pins.parsecache import shared_parses
-from gitops.findings import GIT_RULES, Found, raw_secret, raw_secret_files, replace_git_findings
 from gitops.git_locations import (
     BRANCH,
     DEFAULT,
@@ -69,10 +68,11 @@ from gitops.git_locations import (
     ref_name,
     revision_kind,
 )
-from gitops.models import Finding, GitOpsApp
+from gitops.models import GitOpsApp
 from gitops.rows import ARGO
 from portal.delivery import version_matrix
 from portal.delivery.models import GitPin, GitPinRead
+from portal.delivery.plainsecrets import plain_secret_files
 from portal.kernel.catalog.images import normalise_name
 from portal.kernel.catalog.models import Service, service_image_index
 
@@ -390,7 +390,7 @@ def _store(
     apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, reads: dict[int, Reads]
 ) -> dict[int, PinReadReport]:
     """Store what the read found. Most reads of a repository find what the last one did: only
-    the applications whose pins (or Git findings) differ from the stored ones are written, and
+    the applications whose pins (or plain Secrets) differ from the stored ones are written, and
     the matrix's read model refreshed for their clusters alone; every application's read
     status says it was read. A pin row keeps the time it was first read as it is (`read_at`);
     `GitPinRead.last_ok_at` says when it was last confirmed."""
@@ -399,29 +399,17 @@ def _store(
     names = {pk: name for name, pk in ids.items()}
     app_ids = [app.pk for app in apps]
     rows_by_app: dict[int, list[GitPin]] = {}
-    secrets: dict[int, Found | None] = {}
+    secrets: dict[int, list[str]] = {}
     for app in apps:
         read = reads[app.pk]
         own = {path: files[path] for path in read.paths if path in files}
-        # A plain Secret among the files the app builds is a finding: named by path, never shown.
-        secrets[app.pk] = raw_secret(app, [path for path in raw_secret_files(own) if path in read.whole])
+        # A plain Secret among the files the app builds (portal.findings: raw-secret): its path, never its text.
+        secrets[app.pk] = [path for path in plain_secret_files(own) if path in read.whole]
         rows_by_app[app.pk] = [
             GitPin(app=app, service_id=ids[service], version=pin.version, path=pin.path, line=pin.line, read_at=now)
             for service, pin in service_pins(own, read, index)
         ]
-    stored_findings = {
-        app_id: message
-        for app_id, message in Finding.objects.filter(app_id__in=app_ids, rule__in=GIT_RULES).values_list(
-            "app_id", "message"
-        )
-    }
-    changed_findings = {
-        pk: found
-        for pk, found in secrets.items()
-        if (found.message[:1000] if found else None) != stored_findings.get(pk)
-    }
-    if changed_findings:
-        replace_git_findings(changed_findings, now)
+    _store_plain_secrets(secrets)
     stored: dict[int, list[tuple[int, str, str, int]]] = defaultdict(list)
     for row in GitPin.objects.filter(app_id__in=app_ids).values_list("app_id", "service_id", "version", "path", "line"):
         stored[row[0]].append(row[1:])
@@ -472,9 +460,14 @@ def service_pins(files: dict[str, str], read: Reads, index: dict[str, str]) -> l
     return found
 
 
-def on_finding_context(sender: Any, apps: Sequence[GitOpsApp], **kwargs: Any) -> dict[str, Any]:
-    """gitops.findings asks what Git pins under the apps it judges (its hand-change rule)."""
-    return {"git_pins": pinned_versions([app.pk for app in apps])}
+def _store_plain_secrets(secrets: dict[int, list[str]]) -> None:
+    """Keep the plain Secrets each application builds where they changed (rare: a query)."""
+    stored = dict(GitPinRead.objects.filter(app_id__in=list(secrets)).values_list("app_id", "plain_secrets"))
+    changed = {app_id: paths for app_id, paths in secrets.items() if stored.get(app_id) != paths}
+    GitPinRead.objects.filter(app_id__in=[pk for pk, paths in changed.items() if not paths]).update(plain_secrets=[])
+    for app_id, paths in changed.items():
+        if paths:
+            GitPinRead.objects.filter(app_id=app_id).update(plain_secrets=paths)
 
 
 def _ensure_status_rows(app_ids: Iterable[int]) -> None:

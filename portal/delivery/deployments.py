@@ -15,7 +15,7 @@ run it yet: a sync window holds it, Flux has it suspended, Argo CD syncs it by h
 tool has not synced a commit since the merge, or it is rolling out / failing to become
 ready. There is no stored "not deployed" flag: the page and the task both derive it from
 the same rows with `progress`, so they never disagree. One hour after the merge a PR
-still not running raises one "merged, not deployed" event (key per PR).
+still not running records one "merged, not deployed" event (portal.delivery.announcements).
 
 A workload no GitOps tool deploys (a Nomad job, a Compose or Swarm service, an ECS service:
 its PR names its cluster) counts the same way, by what runs there; while it does not, the
@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, sync_held
 from gitops.revisions import short_revision
-from portal.delivery import history_pins, rollbacks, signals
+from portal.delivery import announcements, history_pins, rollbacks
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import SUSPENDED_WORDS
 from portal.kernel.timestamps import utc_stamp
@@ -266,7 +266,7 @@ class TrackReport:
     checked: int = 0
     running: int = 0
     not_deployed: int = 0
-    announced: int = 0  # "merged, not deployed" events emitted by this run (first time or again)
+    announced: int = 0  # "merged, not deployed" events recorded by this run (first time or again)
     rollbacks_offered: int = 0
     checks_failed: int = 0
 
@@ -290,7 +290,7 @@ def track(now: datetime | None = None) -> TrackReport:
             continue
         report.not_deployed += 1
         if now - merged_at >= NOT_DEPLOYED_AFTER:
-            signals.merged_not_deployed.send(PullRequest, pull_request=pr, progress=state, at=now)
+            announcements.merged_not_deployed(pr, state, now)
             report.announced += 1
     report.rollbacks_offered = announce_rollbacks(now)
     report.checks_failed = announce_failing_checks(now)
@@ -305,7 +305,7 @@ def announce_failing_checks(now: datetime) -> int:
     )
     count = 0
     for pr in prs:
-        signals.pr_checks_failed.send(PullRequest, pull_request=pr, at=now)
+        announcements.checks_failed(pr, now)
         count += 1
     return count
 
@@ -355,6 +355,6 @@ def announce_rollbacks(now: datetime) -> int:
     count = 0
     for app_id, offers in rollbacks.offers_for_apps(apps, now).items():
         for offer in offers:
-            signals.rollback_offered.send(rollbacks.RollbackOffer, offer=offer, app_id=app_id, at=now)
+            announcements.rollback_offered(offer, app_id, now)
             count += 1
     return count

@@ -128,6 +128,9 @@ class GitPinRead(models.Model):
     last_read_at = models.DateTimeField(null=True, blank=True)
     last_ok_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # The paths of the plain Secrets among the files the application builds, as of the last good
+    # read ([] none; null: not read since this was kept); portal.findings judges them (raw-secret).
+    plain_secrets = models.JSONField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"git pins of {self.app_id}"
@@ -394,3 +397,42 @@ class PinsAtRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repository}@{self.revision[:12]}:{self.path}"
+
+
+class DeliveryEvent(models.Model):
+    """A fact delivery's tracking found that the layers above act on (notifications), as a row:
+    a merged PR still not deployed, a portal PR whose checks fail, a rollback on offer.
+
+    One row per episode (`key`, as `portal.delivery.announcements` names it): a tracking run that
+    finds the fact again marks it unconsumed again (`processed` null), so a rule made while it
+    holds still hears of it; the consumer claims each such row once, and what it makes of a key
+    twice adds nothing (portal.notifications.delivery_events)."""
+
+    # Plain strings (not TextChoices) so that type checkers see `str` without a Django plugin.
+    MERGED_NOT_DEPLOYED = "merged_not_deployed"
+    PR_CHECKS_FAILED = "pr_checks_failed"
+    ROLLBACK_OFFERED = "rollback_offered"
+    KINDS = [
+        (MERGED_NOT_DEPLOYED, "Merged but not deployed"),
+        (PR_CHECKS_FAILED, "Checks failing on a portal pull request"),
+        (ROLLBACK_OFFERED, "Rollback offered"),
+    ]
+
+    kind = models.CharField(max_length=40, choices=KINDS)
+    key = models.CharField(max_length=700, unique=True)
+    pull_request = models.ForeignKey(
+        PullRequest, null=True, blank=True, on_delete=models.CASCADE, related_name="delivery_events"
+    )
+    app = models.ForeignKey("gitops.GitOpsApp", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    facts = models.JSONField(default=dict, blank=True)  # what it is worded from besides the PR (announcements)
+    seen_at = models.DateTimeField()  # the last tracking run that found it
+    processed = models.DateTimeField(null=True, blank=True)  # claimed by the consumer; null: not yet
+
+    class Meta:
+        indexes = [
+            # The consumer looks for unconsumed rows only: a handful, however many episodes were kept.
+            models.Index(fields=["id"], condition=models.Q(processed__isnull=True), name="deliveryevent_unprocessed"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key

@@ -6,16 +6,8 @@ class NotificationsConfig(AppConfig):
     label = "notifications"
 
     def ready(self) -> None:
-        from portal.delivery import signals
-        from portal.notifications import delivery_events
-
-        # Delivery announces; notifications decide who hears of it (delivery imports nothing above it).
-        signals.merged_not_deployed.connect(delivery_events.on_merged_not_deployed, dispatch_uid="notify.not_deployed")
-        signals.pr_checks_failed.connect(delivery_events.on_pr_checks_failed, dispatch_uid="notify.checks_failed")
-        signals.rollback_offered.connect(delivery_events.on_rollback_offered, dispatch_uid="notify.rollback")
-
-        from gitops.signals import finding_context
+        from gitops.signals import cluster_stored
         from portal.notifications import finding_rules
 
-        # Findings ask which apps a portal rule would tell someone about (gitops imports nothing above it).
-        finding_context.connect(finding_rules.on_finding_context, dispatch_uid="notify.findings")
+        # Which apps a portal rule would tell about a failure, handed down to portal.findings as a poll stores them.
+        cluster_stored.connect(finding_rules.on_cluster_stored, dispatch_uid="notify.findings")

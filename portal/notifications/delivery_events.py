@@ -1,18 +1,24 @@
-"""Delivery's announcements (portal.delivery.signals) turned into notification events: a
-merged PR not deployed after an hour, a portal PR whose checks fail, a rollback offered. The
-event key names the episode, so sending the same fact again adds nothing."""
+"""Delivery's announcements turned into notification events: a merged PR not deployed after an
+hour, a portal PR whose checks fail, a rollback offered.
+
+Delivery records each as a `DeliveryEvent` row (portal.delivery.announcements), as the store
+records a state change as a StateChange row; the minute's pass (`emit_delivery_events`, run by
+`notifications.send_due` before it sends) claims each unconsumed row once — a conditional
+UPDATE, so of several workers one gets it — and emits its event. The event key names the
+episode (the row's key), so the same fact found again adds nothing but a delivery for a rule
+made since.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.delivery import rollbacks
+from portal.delivery import announcements, rollbacks
 from portal.delivery.deployments import Progress
-from portal.delivery.models import PullRequest
+from portal.delivery.models import DeliveryEvent, PullRequest
 from portal.kernel.timestamps import utc_stamp
 from portal.notifications.events import Event, EventKind, emit, links, portal_url
 
@@ -25,7 +31,7 @@ def checks_failed_event(pr: PullRequest) -> Event:
     where = f"#{pr.number}" if pr.number else pr.branch
     return Event(
         kind=EventKind.PR_CHECKS_FAILED,
-        key=f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}",
+        key=announcements.checks_failed_key(pr),
         title=f"Checks failing on {where}: {pr.title}",
         summary=f"The checks of the pull request moving {subject} to {pr.to_version} fail.",
         started_at=failed_at,
@@ -48,7 +54,7 @@ def not_deployed_event(pr: PullRequest, state: Progress, now: datetime) -> Event
     facts += [(w.cluster, w.reason) for w in state.waiting]
     return Event(
         kind=EventKind.MERGED_NOT_DEPLOYED,
-        key=f"delivery:merged-not-deployed:{pr.pk}",
+        key=announcements.not_deployed_key(pr),
         title=f"{subject} {pr.to_version} merged but not deployed{f' in {pr.environment}' if pr.environment else ''}",
         summary=f"Merged {since}, not running yet: {state.why}",
         started_at=merged_at,
@@ -91,18 +97,29 @@ def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
     )
 
 
-
-def on_merged_not_deployed(
-    sender: Any, *, pull_request: PullRequest, progress: Progress, at: datetime, **_: Any
-) -> None:
-    emit(not_deployed_event(pull_request, progress, at), at=at)
+# Rows claimed per pass; the rest wait for the next minute.
+BATCH = 500
 
 
-def on_pr_checks_failed(sender: Any, *, pull_request: PullRequest, at: datetime, **_: Any) -> None:
-    emit(checks_failed_event(pull_request), at=at)
+def event_of(row: DeliveryEvent) -> Event:
+    """The notification event of one recorded delivery fact."""
+    if row.kind == DeliveryEvent.ROLLBACK_OFFERED:
+        return rollback_event(announcements.offer_of(row))
+    assert row.pull_request is not None  # a PR's events go with it (CASCADE)
+    if row.kind == DeliveryEvent.PR_CHECKS_FAILED:
+        return checks_failed_event(row.pull_request)
+    return not_deployed_event(row.pull_request, announcements.progress_of(row), row.seen_at)
 
 
-def on_rollback_offered(
-    sender: Any, *, offer: rollbacks.RollbackOffer, app_id: int | None, at: datetime, **_: Any
-) -> None:
-    emit(rollback_event(offer), at=at, app_id=app_id)
+def emit_delivery_events(at: datetime | None = None) -> int:
+    """Claim the delivery events not consumed yet, each once, and emit them; how many."""
+    at = at or timezone.now()
+    unclaimed = DeliveryEvent.objects.filter(processed__isnull=True)
+    emitted = 0
+    for row_id in list(unclaimed.order_by("id").values_list("id", flat=True)[:BATCH]):
+        if not DeliveryEvent.objects.filter(pk=row_id, processed__isnull=True).update(processed=at):
+            continue  # another worker has it
+        row = DeliveryEvent.objects.select_related("pull_request").get(pk=row_id)
+        emit(event_of(row), at=row.seen_at, app_id=row.app_id)
+        emitted += 1
+    return emitted

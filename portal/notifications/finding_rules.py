@@ -1,19 +1,29 @@
-"""Which apps a portal notification rule would tell someone about when they fail.
+"""Which apps a portal notification rule would tell someone about when they fail, handed down
+to portal.findings for its "a sync failure nobody hears of" finding.
 
-gitops.findings flags a sync-failure path nobody hears of; a portal rule sending app
-attention events (a failed sync makes one) for the app's environment, cluster or service
-covers it. Answered through gitops.signals.finding_context: gitops imports nothing above it.
+That finding needs the portal's rules, which only notifications reads (findings is below it):
+so on each poll's `gitops.signals.cluster_stored` this module works out which of the apps read
+a rule covers (one sending app attention events — a failed sync makes one — for the app's
+environment, cluster or service) and stores the finding through
+`portal.findings.derivation.derive_silence`, in the poll's transaction as the other findings.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
+from django.db import transaction
+
 from gitops.models import GitOpsApp
+from portal.findings.derivation import derive_silence, judged_apps
 from portal.notifications.events import EventKind
 from portal.notifications.models import Rule
+
+log = logging.getLogger(__name__)
 
 
 def covered_app_ids(apps: Sequence[GitOpsApp]) -> set[int]:
@@ -39,5 +49,20 @@ def covered_app_ids(apps: Sequence[GitOpsApp]) -> set[int]:
     return covered
 
 
-def on_finding_context(sender: Any, apps: Sequence[GitOpsApp], **kwargs: Any) -> dict[str, Any]:
-    return {"notified_by_portal": covered_app_ids(apps)}
+def judge_silence(cluster_id: int, at: datetime | None = None, app_ids: Collection[int] | None = None) -> int:
+    """Store which apps read from this cluster (or those of `app_ids`) fail silently; returns how
+    many grouped findings were written."""
+    apps = judged_apps(cluster_id, app_ids)
+    return derive_silence(cluster_id, apps, covered_app_ids(apps), at)
+
+
+def on_cluster_stored(sender: Any, cluster: Any, read: Collection[int] = (), at: datetime | None = None,
+                      **kwargs: Any) -> None:
+    """A poll stored the apps `read` from `cluster`: judge whether their failures reach anyone."""
+    if not read:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: findings never cost a poll its data
+            judge_silence(cluster.pk, at, read)
+    except Exception:  # noqa: BLE001 - logged; the apps are stored all the same
+        log.exception("silent sync failures of %s not derived", cluster.name)

@@ -20,6 +20,7 @@ exactly what a real alert of that kind looks like.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db.models import Q
 
@@ -157,13 +158,46 @@ def word_event(
     Degraded for days before the portal's first poll is "degraded since" then, not since that
     poll; `start`, the portal's sight, stays the episode's key."""
     began, exact = app.trouble_since(start)
-    causes = _causes(app, began, versions)
     cluster = app.cluster.name
     argocd_url = (
         argocd_app_url(app.namespace, app.name, app.argocd_instance and app.argocd_instance.ui_url)
         if app.tool == "argo"
         else None
     )
+    window = held_by_window(app, at)
+    causes = _ordered_causes(app, _causes(app, began, versions), pins, rollback, window)
+    # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
+    environment = app.cluster.environment.name if app.cluster.environment is not None else ""
+    since = utc_stamp(began) if exact else f"at least {utc_stamp(began)}"
+    summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
+    summary = summary[:1].upper() + summary[1:]
+    commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
+    changes_url = None
+    if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
+        change = app.last_change()  # the same "changes" link as the service page's panel
+        changes_url = weblinks.compare_url(app.repo_url, *change) if change else None
+    return Event(
+        kind=EventKind.APP_ATTENTION,
+        key=episode_key(app, start),
+        title=f"{app.name} is {state_title(app)} on {cluster}",
+        summary=summary,
+        started_at=began,
+        environment=environment,
+        cluster=cluster,
+        services=tuple(services),
+        facts=_facts(app, environment, since, services, pins, window),
+        causes=tuple(causes),
+        links=_links(app, services, rollback, changes_url, commit_url, argocd_url),
+        details=_details(app, versions, pins, rollback, commit_url, changes_url),
+    )
+
+
+def _ordered_causes(
+    app: GitOpsApp, causes: list[str], pins: str, rollback: rollbacks.RollbackOffer | None, window: str
+) -> list[str]:
+    """The causes, likeliest first: what holds Git's change back (a rollback's change, a sync
+    window, a suspension, a manual sync, a pin that differs) leads the changes found."""
+    cluster = app.cluster.name
     where = f"{state_words(app)} on {cluster}"
     first: list[str] = []
     if rollback is not None:
@@ -172,7 +206,6 @@ def word_event(
         causes.sort(key=lambda text: blamed not in text)
         if not any(blamed in text for text in causes):
             first.append(f"{where}, after {blamed}")
-    window = held_by_window(app, at)
     if window and app.sync_status == "OutOfSync":
         first.append(window)  # why Git's change is not applied: it leads
     if app.tool == "flux" and app.suspended:
@@ -187,19 +220,16 @@ def word_event(
     causes = first + causes
     if window and app.sync_status != "OutOfSync":
         causes.append(window)  # no cause of the trouble, but holds its fix (a rollback) too
-    # A discovered cluster (an unregistered Argo CD destination) is in no environment yet.
-    environment = app.cluster.environment.name if app.cluster.environment is not None else ""
-    since = utc_stamp(began) if exact else f"at least {utc_stamp(began)}"
-    summary = causes[0] if causes else f"{state_words(app)} on {cluster} since {since}"
-    summary = summary[:1].upper() + summary[1:]
-    commit_url = weblinks.commit_url(app.repo_url, app.synced_commit())
-    changes_url = None
-    if app.revision_changed_at and start - CAUSE_WINDOW <= app.revision_changed_at <= at:
-        change = app.last_change()  # the same "changes" link as the service page's panel
-        changes_url = weblinks.compare_url(app.repo_url, *change) if change else None
+    return causes
+
+
+def _facts(
+    app: GitOpsApp, environment: str, since: str, services: list[str], pins: str, window: str
+) -> tuple[tuple[str, str], ...]:
+    """The alert's short table: where, what state since when, and what the portal knows of why."""
     facts = [
         ("Environment", environment or "unregistered destination"),
-        ("Cluster", cluster),
+        ("Cluster", app.cluster.name),
         ("Application", f"{app.namespace}/{app.name}"),
         ("Sync", app.sync_status),
         ("Health", app.health_status),
@@ -221,51 +251,50 @@ def word_event(
         facts.append(("Message", app.health_message[:300]))
     if app.health_disagreement:
         facts.append(("Health disagreement", app.health_disagreement[:300]))
-    return Event(
-        kind=EventKind.APP_ATTENTION,
-        key=episode_key(app, start),
-        title=f"{app.name} is {state_title(app)} on {cluster}",
-        summary=summary,
-        started_at=began,
-        environment=environment,
-        cluster=cluster,
-        services=tuple(services),
-        facts=tuple(facts),
-        causes=tuple(causes),
-        links=_links(app, services, rollback, changes_url, commit_url, argocd_url),
-        details={
-            "app": {
-                "tool": app.tool,
-                "kind": app.kind,
-                "namespace": app.namespace,
-                "name": app.name,
-                "sync_status": app.sync_status,
-                "health_status": app.health_status,
-                "health_message": app.health_message,
-            },
-            "revision": {
-                "synced": app.synced_revision,
-                "commit_url": commit_url,
-                "previous": app.previous_synced_revision,
-                "changes_url": changes_url,
-            },
-            "git_pins": pins,
-            "manual_sync": bool(app.manual_sync),
-            "suspended": bool(app.suspended),
-            "rollback": None
-            if rollback is None
-            else {
-                "service": rollback.service,
-                "from": rollback.current,
-                "to": rollback.previous,
-                "preview_url": portal_url(rollbacks.preview_url(rollback)),
-            },
-            "version_changes": [
-                {"service": v.service.name, "from": v.from_version, "to": v.to_version, "at": v.at.isoformat()}
-                for v in versions
-            ],
+    return tuple(facts)
+
+
+def _details(
+    app: GitOpsApp,
+    versions: list[VersionChange],
+    pins: str,
+    rollback: rollbacks.RollbackOffer | None,
+    commit_url: str | None,
+    changes_url: str | None,
+) -> dict[str, Any]:
+    """The machine-readable part of the alert (a webhook's body carries it)."""
+    return {
+        "app": {
+            "tool": app.tool,
+            "kind": app.kind,
+            "namespace": app.namespace,
+            "name": app.name,
+            "sync_status": app.sync_status,
+            "health_status": app.health_status,
+            "health_message": app.health_message,
         },
-    )
+        "revision": {
+            "synced": app.synced_revision,
+            "commit_url": commit_url,
+            "previous": app.previous_synced_revision,
+            "changes_url": changes_url,
+        },
+        "git_pins": pins,
+        "manual_sync": bool(app.manual_sync),
+        "suspended": bool(app.suspended),
+        "rollback": None
+        if rollback is None
+        else {
+            "service": rollback.service,
+            "from": rollback.current,
+            "to": rollback.previous,
+            "preview_url": portal_url(rollbacks.preview_url(rollback)),
+        },
+        "version_changes": [
+            {"service": v.service.name, "from": v.from_version, "to": v.to_version, "at": v.at.isoformat()}
+            for v in versions
+        ],
+    }
 
 
 def _links(

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from portal.kernel.redaction import redact
 from portal.notifications.channels import TransportError, transport_for
+from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import Event, EventKind, Link, base_url
 from portal.notifications.models import Channel, Delivery
 from portal.notifications.statechanges import emit_gitops_events
@@ -122,9 +123,11 @@ def deliver_pending(at: datetime | None = None) -> SendReport:
 
 
 def scan_and_send(at: datetime | None = None) -> SendReport:
-    """The beat task's body: emit the gitops episodes due as of `at`, then send what is pending."""
+    """The beat task's body: emit the gitops episodes due as of `at` and the events delivery
+    recorded, then send what is pending."""
     at = at or timezone.now()
     emit_gitops_events(at)
+    emit_delivery_events(at)
     return deliver_pending(at)
 
 

@@ -1,4 +1,5 @@
-"""Beat runs `notifications.send_due` every minute: emit due gitops episodes, send pending deliveries."""
+"""Beat runs `notifications.send_due` every minute: emit due gitops episodes and delivery's
+recorded events, send pending deliveries."""
 
 from __future__ import annotations
 

@@ -17,9 +17,10 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from gitops.derive.attention import OPERATION_RUNNING, Attention
-from gitops.findings import GROUPED, RULES, open_findings
 from gitops.models import sync_held
 from gitops.windowstate import held_until, window_name
+from portal.findings.discipline import GROUPED, RULES
+from portal.findings.mutes import open_findings
 
 # The words for the two attention states that are no health or sync status of their own
 # (gitops.derive.attention): the matrix's flags and the badges below say them.

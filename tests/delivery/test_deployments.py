@@ -17,6 +17,7 @@ from portal.delivery import leadtimes, version_matrix
 from portal.delivery.deployments import AppFacts, progress, running_since, track, why_not
 from portal.delivery.models import PullRequest
 from portal.delivery.tasks import track_deployments
+from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fixtures.seed import seed_app
@@ -148,6 +149,13 @@ def test_running_at_is_set_when_every_prod_cluster_runs_it(catalog):
     assert track(now + timedelta(minutes=10)).checked == 0  # done: no longer followed
 
 
+def track_and_notify(now: datetime):
+    """A tracking run, then the notifications' pass that consumes what it recorded."""
+    report = track(now)
+    emit_delivery_events(now)
+    return report
+
+
 @pytest.mark.django_db
 def test_merged_not_deployed_is_announced_once_after_an_hour_with_why(catalog):
     now = timezone.now()
@@ -156,11 +164,11 @@ def test_merged_not_deployed_is_announced_once_after_an_hour_with_why(catalog):
              sync_window={"kind": "deny", "description": "weekend freeze"})
     pr = merged_pr(catalog, now - timedelta(minutes=50))
 
-    track(now)
+    track_and_notify(now)
     assert not Episode.objects.filter(kind=EventKind.MERGED_NOT_DEPLOYED).exists()  # 50 min: not yet
 
-    track(now + timedelta(minutes=11))
-    track(now + timedelta(minutes=40))  # run again: still one episode
+    track_and_notify(now + timedelta(minutes=11))
+    track_and_notify(now + timedelta(minutes=40))  # run again: still one episode
     episode = Episode.objects.get(kind=EventKind.MERGED_NOT_DEPLOYED)
     assert episode.key == f"delivery:merged-not-deployed:{pr.pk}"
     event = episode.event
@@ -251,8 +259,8 @@ def test_failing_checks_on_a_portal_pr_are_announced_once_per_failure(catalog):
     pr = merged_pr(catalog, now, state="open", merged_at=None, checks="fail", checks_failed_notified_at=failed_at)
     merged_pr(catalog, now, number=42, branch="portal/other", checks="pass")  # passing: nothing to say
 
-    assert track(now).checks_failed == 1
-    track(now + timedelta(minutes=5))  # the next run: still one episode
+    assert track_and_notify(now).checks_failed == 1
+    track_and_notify(now + timedelta(minutes=5))  # the next run: still one episode
     episode = Episode.objects.get(kind=EventKind.PR_CHECKS_FAILED)
     assert episode.key == f"delivery:checks-failed:{pr.pk}:{failed_at.isoformat()}"
     assert episode.event.title == "Checks failing on #41: Update checkout to 1.7.0 in prod"

@@ -17,6 +17,7 @@ from portal.delivery.change_previews import open_change
 from portal.delivery.deployments import track
 from portal.delivery.models import PullRequest
 from portal.delivery.tracking import refresh_open
+from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fakes.forges.base import Fault
@@ -59,8 +60,9 @@ def test_a_merge_is_recorded_when_the_token_may_not_read_checks(catalog, users, 
     assert (row.state, row.merged_at) == (PullRequest.State.MERGED, merged_at)
 
     # Not running an hour after the merge: one "merged, not deployed", however often tracking runs.
-    track(merged_at + timedelta(minutes=61))
-    track(merged_at + timedelta(minutes=75))
+    for minutes in (61, 75):
+        track(merged_at + timedelta(minutes=minutes))
+        emit_delivery_events(merged_at + timedelta(minutes=minutes))
     assert Episode.objects.filter(kind=EventKind.MERGED_NOT_DEPLOYED).count() == 1
 
     # Then it runs: the lead time from the merge counts it.

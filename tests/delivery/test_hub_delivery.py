@@ -27,6 +27,7 @@ from portal.delivery.deployments import announce_rollbacks
 from portal.delivery.rollbacks import offers_for_apps, preview_url
 from portal.delivery.upgrades import behind
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from portal.notifications.statechanges import emit_gitops_events
@@ -149,6 +150,7 @@ def test_a_hub_app_degraded_after_a_version_change_is_offered_a_rollback(hub, ku
         link.url for link in degraded.links}
     # …and the rollback offer, once.
     assert announce_rollbacks(now) == 1
+    assert emit_delivery_events(now) == 1
     event = Episode.objects.get(kind=EventKind.ROLLBACK_OFFERED).event
     assert (event.cluster, event.environment) == ("prod-sa-1", "prod")
     assert "mgmt-hub" not in event.title and "on prod-sa-1" in event.title

@@ -17,6 +17,7 @@ from gitops.models import GitOpsApp, VersionChange
 from portal.delivery.deployments import announce_rollbacks
 from portal.delivery.models import PullRequest
 from portal.delivery.rollbacks import AppHealth, Replacement, decide, offers_for_apps, preview_url
+from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import EventKind
 from portal.notifications.models import Episode
 from tests.fakes.forges.harness import serving
@@ -208,7 +209,9 @@ def test_rollback_offered_is_announced_once(catalog):
     broken = seed_broken(catalog)
     now = timezone.now()
     assert announce_rollbacks(now) == 1
-    assert announce_rollbacks(now + timedelta(minutes=5)) == 1  # emitted again: same key, same episode
+    assert emit_delivery_events(now) == 1
+    assert announce_rollbacks(now + timedelta(minutes=5)) == 1  # found again: same key, same episode
+    assert emit_delivery_events(now + timedelta(minutes=5)) == 1
     episodes = Episode.objects.filter(kind=EventKind.ROLLBACK_OFFERED)
     assert episodes.count() == 1
     event = episodes.get().event

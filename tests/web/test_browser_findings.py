@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from gitops.findings import open_findings
 from gitops.models import FindingMute
 from gitops.polling import poll
+from portal.findings.mutes import open_findings
 from portal.kernel.accounts.roles import Role, grant
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog.models import Cluster

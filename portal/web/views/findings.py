@@ -1,6 +1,6 @@
-"""/findings: GitOps discipline findings (gitops.findings), counted by rule, environment
+"""/findings: GitOps discipline findings (portal.findings), counted by rule, environment
 and team, each linking its app and saying what to change; members mute one on one app
-with a reason (audited) and unmute it. The rules and their storage live in gitops.findings:
+with a reason (audited) and unmute it. The rules and their storage live in portal.findings:
 this view only reads and shows them."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from gitops.findings import GROUPED, RULES, TOOL_NAMES, mute, open_findings, unmute
 from gitops.models import Finding, FindingMute, GitOpsApp
+from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES
+from portal.findings.mutes import mute, open_findings, unmute
 from portal.kernel.accounts.roles import Role, requires_role
 
 PAGE_SIZE = 100
@@ -68,7 +69,7 @@ def findings(request: HttpRequest) -> HttpResponse:
     for finding in page:
         finding.definition = RULES.get(finding.rule)  # type: ignore[attr-defined]
         finding.team = _team_of(finding.app)  # type: ignore[attr-defined]
-        # One finding for an environment and tool (gitops.findings.group_silent): said as such, not
+        # One finding for an environment and tool (portal.findings.derivation.group_silent): said as such, not
         # as the one app it is stored on.
         finding.group = (  # type: ignore[attr-defined]
             TOOL_NAMES.get(finding.app.tool, finding.app.tool) if finding.rule == GROUPED else "")

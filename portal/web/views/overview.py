@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from gitops.findings import open_findings
+from portal.findings.mutes import open_findings
 from portal.kernel.accounts.roles import Role, requires_role
 from portal.kernel.catalog.models import Cluster
 from portal.web.cells import release

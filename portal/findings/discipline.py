@@ -1,40 +1,27 @@
-"""GitOps discipline findings: violations a reader of Argo CD and Flux objects can see.
+"""GitOps discipline rules: violations a reader of Argo CD and Flux objects can see.
 
 The tools do what they are told; these rules say where what they were told defeats the
 point of GitOps (drift left in place, a deploy nobody hears fail, a version Git does not
 pin). One pure function per rule over stored rows (`GitOpsApp`, its `AppProject`), each
-with its principle in one line (`RULES`); what only a layer above knows (a portal
-notification rule, what Git pins, the files the pin reader saw) comes in as a
-`FindingContext` that those layers fill by answering the `finding_context` signal —
-gitops imports none of them.
-
-Findings are re-derived after every poll of a cluster (`derive_findings`), so they say
-what the cluster says now; a finding can be muted per app with a reason (`mute`, audited
-in portal.kernel.audit), and the mute survives polls because it names the app and the rule, not
-a finding row. A missing notification rule is one finding per environment and tool, on one
-of the apps it leaves silent (`group_silent`). The raw-Secret rule reads Git, not the
-cluster: the pin reader (portal.delivery.current_pins) applies `raw_secret_files` to the files it read and stores its
-findings with `replace_git_findings`; a poll leaves those alone.
+with its principle in one line (`RULES`). What other layers know comes in as plain data:
+a `FindingContext` holds what Git pins (delivery's pins, read by portal.findings.derivation)
+and which apps a portal notification rule covers (handed down by portal.notifications); the
+raw-Secret rule judges the paths of plain Secrets delivery's pin reader found in Git.
+Nothing here reads or writes the database: portal.findings.derivation stores the findings.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import yaml
-from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.utils import timezone
 
-from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from gitops.models import AppProject, GitOpsApp
 from gitops.rawobjects import as_bool, as_list, as_str, dig
-from gitops.signals import finding_context
-from portal.kernel.audit.models import record
-from portal.kernel.catalog.models import Environment
 
 OUT_OF_SYNC = "OutOfSync"
 SYNC_RUNNING = "Running"
@@ -105,7 +92,7 @@ RULES: dict[str, FindingRule] = {
         ),
     )
 }
-GIT_RULES = frozenset({"raw-secret"})  # derived from Git by the pin reader, not from the cluster
+GIT_RULES = frozenset({"raw-secret"})  # judged from what the pin reader found in Git, not from the cluster
 # A missing notification rule is one finding per environment and tool, not one per app it leaves
 # silent (72 on a fresh install said one thing 72 times): each poll stores which of its apps a
 # failed sync would reach nobody from as SILENT rows (a fact, never shown), then the GROUPED
@@ -129,19 +116,12 @@ class Found:
 
 @dataclass
 class FindingContext:
-    """What the layers above know, for the rules that need it (filled via `finding_context`)."""
+    """What the layers around gitops know, for the rules that need it."""
 
-    # Apps a portal notification rule would tell someone about when they fail.
+    # Apps a portal notification rule would tell someone about when they fail (portal.notifications).
     notified_by_portal: set[int] = field(default_factory=set)
-    # (app id, service name) -> versions Git pins for that service under the app.
+    # (app id, service name) -> versions Git pins for that service under the app (portal.delivery).
     git_pins: Mapping[tuple[int, str], list[str]] = field(default_factory=dict)
-
-    def merge(self, other: Mapping[str, Any]) -> None:
-        self.notified_by_portal |= set(other.get("notified_by_portal", ()))
-        if other.get("git_pins"):
-            self.git_pins = {**self.git_pins, **other["git_pins"]}
-
-
 
 
 # --- the rules: one pure function each ------------------------------------------------
@@ -293,28 +273,6 @@ def hand_change(app: GitOpsApp, context: FindingContext) -> Found | None:
     return None
 
 
-# A Secret document: encrypted (SOPS) files carry a top-level "sops" map and are fine.
-def raw_secret_files(files: Mapping[str, str]) -> list[str]:
-    """The paths among ``files`` (path -> text) holding a plain ``kind: Secret`` document.
-
-    Not a SealedSecret or an ExternalSecret (other kinds), nor a SOPS-encrypted one (its
-    document carries ``sops``). Only the path is ever kept: never the content."""
-    found = []
-    for path, text in sorted(files.items()):
-        if "kind: Secret" not in text and '"kind": "Secret"' not in text:
-            continue
-        try:
-            documents = list(yaml.safe_load_all(text))
-        except yaml.YAMLError:
-            continue
-        for document in documents:
-            if isinstance(document, Mapping) and document.get("kind") == "Secret" and "sops" not in document \
-                    and as_str(document.get("apiVersion")) == "v1":
-                found.append(path)
-                break
-    return found
-
-
 def raw_secret(app: GitOpsApp, paths: Iterable[str]) -> Found | None:
     shown = sorted(paths)
     if not shown:
@@ -325,12 +283,13 @@ def raw_secret(app: GitOpsApp, paths: Iterable[str]) -> Found | None:
 
 def findings_for(app: GitOpsApp, *, production: bool, project: AppProject | None,
                  context: FindingContext) -> list[Found]:
-    """Every cluster-derived finding of one app (the Git one comes from the pin reader)."""
+    """The findings of one app judged from the cluster and Git's pins: all but the raw-Secret one
+    (judged from Git's files) and the silent sync failure (`no_failure_notification`, judged
+    with the portal's notification rules)."""
     checks = (
         self_heal_off(app, production=production),
         project_any_destination(app, project, production=production),
         default_project(app, production=production),
-        no_failure_notification(app, project, context),
         chart_unpinned(app),
         wide_interval(app, production=production),
         no_health_gate(app, production=production),
@@ -338,43 +297,6 @@ def findings_for(app: GitOpsApp, *, production: bool, project: AppProject | None
         hand_change(app, context),
     )
     return [found for found in checks if found is not None]
-
-
-# --- storing them --------------------------------------------------------------------
-
-
-def derive_findings(cluster_id: int, at: datetime | None = None, uids: Collection[str] | None = None) -> int:
-    """Re-derive the findings of every app a poll of this cluster read, or of only the apps with
-    these uids (a poll that collected only them: each finding is one app's, judged from that app,
-    its AppProject and the context, and neither the projects nor the context moved); returns how
-    many findings were written."""
-    at = at or timezone.now()
-    read_here = GitOpsApp.objects.filter(read_from_id=cluster_id)
-    if uids is not None:
-        read_here = read_here.filter(uid__in=sorted(uids))
-    apps = list(
-        read_here.select_related("cluster__environment").defer("history", "health_rules", "images", "warnings")
-    )
-    projects = {(p.cluster_id, p.name): p for p in AppProject.objects.filter(cluster_id=cluster_id)}
-    context = FindingContext()
-    for _, answer in finding_context.send(sender=GitOpsApp, apps=apps):
-        if isinstance(answer, Mapping):
-            context.merge(answer)
-    rows: list[Finding] = []
-    for app in apps:
-        production = bool(app.cluster.environment and app.cluster.environment.production)
-        project = projects.get((app.read_from_id, app.project)) if app.tool == "argo" else None
-        rows.extend(Finding(app=app, rule=SILENT if f.rule == GROUPED else f.rule, message=f.message[:1000], at=at)
-                    for f in findings_for(app, production=production, project=project, context=context))
-    with transaction.atomic():
-        # The grouped findings are group_silent's to replace: theirs is the whole environment.
-        replaced = Finding.objects.filter(app__read_from_id=cluster_id).exclude(rule__in=GIT_RULES | {GROUPED})
-        if uids is not None:
-            replaced = replaced.filter(app_id__in=[app.pk for app in apps])
-        replaced.delete()
-        Finding.objects.bulk_create(rows)
-    groups = {(app.cluster.environment_id if app.cluster_id else None, app.tool) for app in apps}
-    return sum(1 for row in rows if row.rule != SILENT) + group_silent(groups, at)
 
 
 def group_message(tool: str, environment: str | None, members: Sequence[tuple[str, str]]) -> str:
@@ -386,77 +308,3 @@ def group_message(tool: str, environment: str | None, members: Sequence[tuple[st
     count = f"{len(members)} {TOOL_NAMES.get(tool, tool)} application{'s' if len(members) != 1 else ''}"
     return (f"No notification rule {where}: a failed sync of {count} notifies nobody ({named}{more}); "
             "no portal rule covers them and no on-sync-failed subscription or Flux Alert names them")
-
-
-def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> int:
-    """Write again the GROUPED finding of each (environment id, tool) of `groups` from all their
-    SILENT rows, whichever cluster's poll stored them, where it says something new; returns how
-    many were written.
-
-    The finding sits on one of its apps: one that carries a mute of the rule if any does (so a
-    mute survives polls as every mute does, by naming an app and the rule), else the first by
-    cluster, namespace and name. Polls of two clusters of one environment take turns (the
-    environment's row is locked), so each group has one finding."""
-    written = 0
-    with transaction.atomic():
-        list(Environment.objects.select_for_update().filter(pk__in={env for env, _ in groups if env is not None}))
-        for environment_id, tool in sorted(groups, key=lambda g: (g[0] or 0, g[1])):
-            scope = (Q(app__cluster__environment_id=environment_id) if environment_id is not None
-                     else Q(app__cluster__environment__isnull=True))
-            existing = Finding.objects.filter(scope, rule=GROUPED, app__tool=tool)
-            members = list(
-                Finding.objects.filter(scope, rule=SILENT, app__tool=tool)
-                .order_by("app__cluster__name", "app__namespace", "app__name")
-                .values_list("app_id", "app__name", "app__cluster__name", "app__cluster__environment__name")
-            )
-            if not members:
-                existing.delete()
-                continue
-            muted = set(FindingMute.objects.filter(rule=GROUPED, app_id__in=[m[0] for m in members])
-                        .values_list("app_id", flat=True))
-            carrier = next((m[0] for m in members if m[0] in muted), members[0][0])
-            message = group_message(tool, members[0][3], [(name, cluster) for _, name, cluster, _ in members])[:1000]
-            if list(existing.values_list("app_id", "message")) == [(carrier, message)]:
-                continue  # said as it was: the row (and its time) stays, as an unchanged app's findings do
-            existing.delete()
-            Finding.objects.create(app_id=carrier, rule=GROUPED, message=message, at=at)
-            written += 1
-    return written
-
-
-def replace_git_findings(found: Mapping[int, Found | None], at: datetime | None = None) -> None:
-    """The pin reader's findings for the apps it read (app id -> finding or None)."""
-    at = at or timezone.now()
-    with transaction.atomic():
-        Finding.objects.filter(app_id__in=list(found), rule__in=GIT_RULES).delete()
-        Finding.objects.bulk_create(
-            [Finding(app_id=app_id, rule=f.rule, message=f.message[:1000], at=at) for app_id, f in found.items() if f]
-        )
-
-
-def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
-    """Mute one rule's finding on one app, with a reason; audited. Survives polls."""
-    if rule not in RULES:
-        raise ValueError(f"unknown finding rule {rule!r}")
-    reason = reason.strip()
-    if not reason:
-        raise ValueError("a mute needs a reason")
-    name = actor.get_username() if getattr(actor, "is_authenticated", False) else "system"
-    muted, _ = FindingMute.objects.update_or_create(
-        app=app, rule=rule, defaults={"reason": reason[:500], "muted_by": name, "at": timezone.now()}
-    )
-    record(actor, "finding.mute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule, reason=reason[:500])
-    return muted
-
-
-def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
-    deleted, _ = FindingMute.objects.filter(app=app, rule=rule).delete()
-    if deleted:
-        record(actor, "finding.unmute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule)
-    return bool(deleted)
-
-
-def open_findings() -> QuerySet[Finding]:
-    """Findings not muted, for pages and the API (a queryset)."""
-    muted = FindingMute.objects.filter(app_id=OuterRef("app_id"), rule=OuterRef("rule"))
-    return Finding.objects.exclude(rule=SILENT).annotate(muted=Exists(muted)).filter(muted=False)

@@ -1,6 +1,7 @@
-"""gitops.findings: each rule positive and negative on real-shaped objects; derivation at
-poll time, muting (audited, survives a poll), the Git rule from the pin reader's files,
-the page, the overview count and the API."""
+"""portal.findings: each rule positive and negative on real-shaped objects; derivation at
+poll time (with the notification rules portal.notifications hands down), muting (audited,
+survives a poll), the Git rule from the pin reader's files, the page, the overview count and
+the API."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pytest
 import yaml
 from django.urls import reverse
 
-from gitops import findings as f
 from gitops.collectors import application_row
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from portal.delivery.models import GitPinRead
+from portal.delivery.plainsecrets import plain_secret_files
+from portal.findings import derivation, mutes
+from portal.findings import discipline as f
 from portal.kernel.audit.models import AuditLog
 from portal.kernel.catalog.models import Cluster, Environment, Service
+from portal.notifications.finding_rules import judge_silence
 
 REAL = Path("/work/shared/testdata/real-objects/argocd")
 
@@ -193,14 +198,20 @@ SOPS = SECRET + "sops:\n  version: 3.8.1\n  age:\n  - recipient: age1xyz\n"
 def test_raw_secret_names_the_file_never_its_content():
     files = {"apps/checkout/prod/secret.yaml": SECRET, "apps/checkout/prod/sealed.yaml": SEALED,
              "apps/checkout/prod/sops.yaml": SOPS, "apps/checkout/prod/deploy.yaml": "kind: Deployment\n"}
-    assert f.raw_secret_files(files) == ["apps/checkout/prod/secret.yaml"]
-    found = f.raw_secret(argo_app(), f.raw_secret_files(files))
+    assert plain_secret_files(files) == ["apps/checkout/prod/secret.yaml"]
+    found = f.raw_secret(argo_app(), plain_secret_files(files))
     assert found.rule == "raw-secret" and "secret.yaml" in found.message
     assert "aHVudGVyMg" not in found.message
     assert f.raw_secret(argo_app(), []) is None
 
 
 # --- stored, re-derived, muted ---------------------------------------------------------
+
+
+def derive(cluster_id: int) -> int:
+    """What a poll of the cluster judges again: every rule (portal.findings) and whether a failure
+    is heard (portal.notifications' rules, handed down); how many findings were written."""
+    return derivation.derive_findings(cluster_id) + judge_silence(cluster_id)
 
 
 @pytest.fixture
@@ -217,19 +228,19 @@ def fleet(db):
 
 def test_findings_are_derived_and_a_mute_survives_the_next_derivation(fleet, admin_user):
     cluster, app = fleet
-    assert f.derive_findings(cluster.pk) == 3
-    assert set(f.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "default-project",
+    assert derive(cluster.pk) == 3
+    assert set(mutes.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "default-project",
                                                                      "no-failure-notification"}
-    f.mute(app, "default-project", "moving to its own project in Q1", admin_user)
+    mutes.mute(app, "default-project", "moving to its own project in Q1", admin_user)
     audit = AuditLog.objects.get(action="finding.mute")
     assert audit.details == {"rule": "default-project", "reason": "moving to its own project in Q1"}
-    f.derive_findings(cluster.pk)
+    derive(cluster.pk)
     assert FindingMute.objects.filter(app=app, rule="default-project").exists()
-    assert set(f.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "no-failure-notification"}
+    assert set(mutes.open_findings().values_list("rule", flat=True)) == {"self-heal-off", "no-failure-notification"}
     # Fixed in the cluster: the finding is gone at the next derivation.
     app.raw = application(project="default")
     app.save()
-    f.derive_findings(cluster.pk)
+    derive(cluster.pk)
     assert "self-heal-off" not in set(Finding.objects.values_list("rule", flat=True))
 
 
@@ -241,22 +252,35 @@ def test_a_portal_rule_covers_the_failure_path(fleet):
     channel = Channel.objects.create(name="ops", kind=Channel.Kind.WEBHOOK)
     Rule.objects.create(name="prod", kinds=[EventKind.APP_ATTENTION], environment=cluster.environment,
                         channel=channel)
-    f.derive_findings(cluster.pk)
+    derive(cluster.pk)
     assert not Finding.objects.filter(rule__in=["no-failure-notification", f.SILENT]).exists()
 
 
 def test_git_findings_are_kept_by_a_poll(fleet):
     cluster, app = fleet
-    f.replace_git_findings({app.pk: f.raw_secret(app, ["apps/checkout/prod/secret.yaml"])})
-    f.derive_findings(cluster.pk)
+    read = GitPinRead.objects.create(app=app, plain_secrets=["apps/checkout/prod/secret.yaml"])
+    assert derivation.sync_git_findings() == 1
+    derive(cluster.pk)
     assert Finding.objects.filter(rule="raw-secret", app=app).exists()
-    f.replace_git_findings({app.pk: None})
+    assert derivation.sync_git_findings() == 0  # said as it was: kept
+    read.plain_secrets = []
+    read.save()
+    derivation.sync_git_findings()
     assert not Finding.objects.filter(rule="raw-secret").exists()
+
+
+def test_a_git_finding_stays_until_a_read_says_otherwise(fleet):
+    """Stored before the pin reader kept its plain Secrets (null): the next read decides."""
+    _, app = fleet
+    Finding.objects.create(app=app, rule="raw-secret", message="kept", at=app.updated_at)
+    GitPinRead.objects.create(app=app)
+    assert derivation.sync_git_findings() == 0
+    assert Finding.objects.filter(rule="raw-secret", app=app).exists()
 
 
 def test_findings_page_api_and_overview(fleet, client, admin_user):
     cluster, app = fleet
-    f.derive_findings(cluster.pk)
+    derive(cluster.pk)
     client.force_login(admin_user)
     page = client.get(reverse("findings"))
     assert page.status_code == 200
@@ -304,16 +328,16 @@ def silent_fleet(db):
 
 
 def grouped():
-    return sorted(f.open_findings().filter(rule=f.GROUPED).values_list("app__cluster__environment__name",
+    return sorted(mutes.open_findings().filter(rule=f.GROUPED).values_list("app__cluster__environment__name",
                                                                         "app__tool", "message"))
 
 
 def test_a_missing_rule_is_one_finding_per_environment_and_tool_not_one_per_app(silent_fleet):
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
+        derive(cluster.pk)
     found = grouped()
     assert [(env, tool) for env, tool, _ in found] == [("prod", "argo"), ("prod", "flux"), ("staging", "argo")]
-    assert f.open_findings().count() == 3  # not 9: nothing else is wrong with these apps
+    assert mutes.open_findings().count() == 3  # not 9: nothing else is wrong with these apps
     _, _, message = found[0]
     assert message == (
         "No notification rule in prod: a failed sync of 6 Argo CD applications notifies nobody (app0-prod-eu-1 on "
@@ -322,7 +346,7 @@ def test_a_missing_rule_is_one_finding_per_environment_and_tool_not_one_per_app(
         "or Flux Alert names them")
     assert f.RULES[f.GROUPED].title == "Notifications: no rule"
     # Polling one cluster again writes its group again, whole, once.
-    f.derive_findings(silent_fleet["prod-us-1"].pk)
+    derive(silent_fleet["prod-us-1"].pk)
     assert grouped() == found
 
 
@@ -334,26 +358,26 @@ def test_a_portal_rule_for_the_environment_ends_its_finding(silent_fleet):
     Rule.objects.create(name="prod", kinds=[EventKind.APP_ATTENTION],
                         environment=silent_fleet["prod-eu-1"].environment, channel=channel)
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
+        derive(cluster.pk)
     assert [(env, tool) for env, tool, _ in grouped()] == [("staging", "argo")]
 
 
 def test_a_muted_group_stays_muted_across_polls_and_a_changed_group(silent_fleet, admin_user):
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
-    carrier = f.open_findings().get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app
-    f.mute(carrier, f.GROUPED, "prod alerts go through PagerDuty", admin_user)
+        derive(cluster.pk)
+    carrier = mutes.open_findings().get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app
+    mutes.mute(carrier, f.GROUPED, "prod alerts go through PagerDuty", admin_user)
     assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "flux"), ("staging", "argo")]
     # Another prod app appears and the cluster is polled again: the group changes, the mute holds.
     GitOpsApp.objects.create(cluster=silent_fleet["prod-us-1"], read_from=silent_fleet["prod-us-1"], tool="argo",
                              kind="Application", namespace="argocd", name="aaa-first", project="shop",
                              raw=application())
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
+        derive(cluster.pk)
     assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "flux"), ("staging", "argo")]
     held = Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod")
     assert held.app_id == carrier.pk and "7 Argo CD applications" in held.message
-    f.unmute(carrier, f.GROUPED, admin_user)
+    mutes.unmute(carrier, f.GROUPED, admin_user)
     assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "argo"), ("prod", "flux"), ("staging", "argo")]
 
 
@@ -365,16 +389,16 @@ def test_the_group_message_names_a_few_and_counts_the_rest():
 
 def test_a_poll_that_changes_nothing_keeps_the_grouped_finding_as_it_was(silent_fleet):
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
+        derive(cluster.pk)
     before = set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at"))
     for cluster in silent_fleet.values():
-        assert f.derive_findings(cluster.pk) == 0  # nothing new to say
+        assert derive(cluster.pk) == 0  # nothing new to say
     assert set(Finding.objects.filter(rule=f.GROUPED).values_list("pk", "app_id", "message", "at")) == before
 
 
 def test_the_page_says_a_grouped_finding_as_its_environment_and_tool(silent_fleet, client, admin_user):
     for cluster in silent_fleet.values():
-        f.derive_findings(cluster.pk)
+        derive(cluster.pk)
     client.force_login(admin_user)
     html = client.get(reverse("findings")).content.decode()
     for group in ("prod · Argo CD", "prod · Flux", "staging · Argo CD"):

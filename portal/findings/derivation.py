@@ -1,0 +1,218 @@
+"""Storing the discipline findings: judged again whenever their facts change, never asked for.
+
+Findings combine facts of the layers below (gitops' rows of a cluster, delivery's Git pins
+and the plain Secrets its pin reader found) and one fact of a layer above (which apps a portal
+notification rule covers). Each is stored when its facts are, by the layer that holds them
+last, and nothing below ever calls up to ask:
+
+- a poll's store announces `gitops.signals.cluster_stored` inside its transaction, naming the
+  apps it read; `on_cluster_stored` (connected in portal.findings.apps) judges those apps
+  again (`derive_findings`) in a savepoint, so they commit with the poll, and a failure is
+  logged without costing the poll its data. An app judged as before keeps its rows and their
+  time (when it was first found so): a poll that changed nothing writes no finding;
+- "a sync failure nobody hears of" needs the portal's notification rules, which only
+  portal.notifications may read: on the same announcement it works out which of the apps a
+  rule covers and hands that down to `derive_silence` (portal.notifications.finding_rules).
+  That is simpler than keeping a copy of the rules here, and the rule's answer is as of the
+  poll, as every other finding's;
+- the raw-Secret finding is judged from Git: delivery's pin reader stores the paths of the
+  plain Secrets an application builds on its `GitPinRead`, and `sync_git_findings` (the
+  `findings.sync_git` task, every minute) brings the findings in line with them.
+
+A missing notification rule is one finding per environment and tool, not one per app it
+leaves silent (72 on a fresh install said one thing 72 times): each poll stores which of its
+apps a failed sync would reach nobody from as SILENT rows (a fact, never shown), then the
+GROUPED finding of each environment and tool it touched is written again from every SILENT
+row of them, on one app of the group (`group_silent`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Collection, Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from portal.delivery.current_pins import pinned_versions
+from portal.delivery.models import GitPinRead
+from portal.findings.discipline import (
+    GIT_RULES,
+    GROUPED,
+    SILENT,
+    FindingContext,
+    findings_for,
+    group_message,
+    no_failure_notification,
+    raw_secret,
+)
+from portal.kernel.catalog.models import Environment
+
+log = logging.getLogger(__name__)
+
+MESSAGE_CHARS = 1000
+
+
+def judged_apps(cluster_id: int, app_ids: Collection[int] | None = None) -> list[GitOpsApp]:
+    """The apps read from this cluster (or those of `app_ids` among them), as the rules read
+    them: with their cluster and its environment, without the columns no rule reads."""
+    read_here = GitOpsApp.objects.filter(read_from_id=cluster_id)
+    if app_ids is not None:
+        read_here = read_here.filter(pk__in=sorted(app_ids))
+    return list(
+        read_here.select_related("cluster__environment").defer("history", "health_rules", "images", "warnings")
+    )
+
+
+def _projects(cluster_id: int) -> dict[tuple[int, str], AppProject]:
+    return {(p.cluster_id, p.name): p for p in AppProject.objects.filter(cluster_id=cluster_id)}
+
+
+def _project(app: GitOpsApp, projects: dict[tuple[int, str], AppProject]) -> AppProject | None:
+    return projects.get((app.read_from_id, app.project)) if app.tool == "argo" else None
+
+
+def derive_findings(cluster_id: int, at: datetime | None = None, app_ids: Collection[int] | None = None) -> int:
+    """Judge again the apps read from this cluster (or only those of `app_ids`: a poll that read
+    only them; each finding is one app's, judged from that app, its AppProject and Git's pins)
+    by every rule but the Git one and the silent sync failure; returns how many were written."""
+    at = at or timezone.now()
+    apps = judged_apps(cluster_id, app_ids)
+    projects = _projects(cluster_id)
+    context = FindingContext(git_pins=pinned_versions([app.pk for app in apps]))
+    rows: list[Finding] = []
+    for app in apps:
+        production = bool(app.cluster.environment and app.cluster.environment.production)
+        rows.extend(Finding(app=app, rule=f.rule, message=f.message[:MESSAGE_CHARS], at=at)
+                    for f in findings_for(app, production=production, project=_project(app, projects),
+                                          context=context))
+    judged_here = Finding.objects.exclude(rule__in=GIT_RULES | {GROUPED, SILENT})
+    return _replace(judged_here, [app.pk for app in apps], rows)
+
+
+def derive_silence(cluster_id: int, apps: Iterable[GitOpsApp], heard: Collection[int],
+                   at: datetime | None = None) -> int:
+    """Store which of `apps` (read from this cluster, as `judged_apps` loads them) a failed sync
+    would reach nobody from — `heard`: the apps a portal notification rule covers — as SILENT
+    rows, then write again the GROUPED finding of every environment and tool they belong to;
+    returns how many grouped findings were written."""
+    at = at or timezone.now()
+    apps = list(apps)
+    projects = _projects(cluster_id)
+    context = FindingContext(notified_by_portal=set(heard))
+    rows = [
+        Finding(app=app, rule=SILENT, message=found.message[:MESSAGE_CHARS], at=at)
+        for app in apps
+        if (found := no_failure_notification(app, _project(app, projects), context)) is not None
+    ]
+    _replace(Finding.objects.filter(rule=SILENT), [app.pk for app in apps], rows)
+    groups = {(app.cluster.environment_id if app.cluster_id else None, app.tool) for app in apps}
+    return group_silent(groups, at)
+
+
+def _replace(judged: QuerySet[Finding], app_ids: list[int], rows: list[Finding]) -> int:
+    """Replace the findings of `judged` (one family of rules) of the apps `app_ids` with `rows`,
+    app by app where they say something new: an app judged as before keeps its rows and their
+    time (when it was first found so), and a poll that changed nothing writes nothing. Returns
+    how many rows were written."""
+    stored: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    for app_id, rule, message in judged.filter(app_id__in=app_ids).values_list("app_id", "rule", "message"):
+        stored[app_id].add((rule, message))
+    wanted: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    for row in rows:
+        wanted[row.app_id].add((row.rule, row.message))
+    changed = {app_id for app_id in app_ids if stored[app_id] != wanted[app_id]}
+    if not changed:
+        return 0
+    written = [row for row in rows if row.app_id in changed]
+    with transaction.atomic():
+        judged.filter(app_id__in=sorted(changed)).delete()
+        Finding.objects.bulk_create(written)
+    return len(written)
+
+
+def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> int:
+    """Write again the GROUPED finding of each (environment id, tool) of `groups` from all their
+    SILENT rows, whichever cluster's poll stored them, where it says something new; returns how
+    many were written.
+
+    The finding sits on one of its apps: one that carries a mute of the rule if any does (so a
+    mute survives polls as every mute does, by naming an app and the rule), else the first by
+    cluster, namespace and name. Polls of two clusters of one environment take turns (the
+    environment's row is locked), so each group has one finding."""
+    written = 0
+    with transaction.atomic():
+        list(Environment.objects.select_for_update().filter(pk__in={env for env, _ in groups if env is not None}))
+        for environment_id, tool in sorted(groups, key=lambda g: (g[0] or 0, g[1])):
+            scope = (Q(app__cluster__environment_id=environment_id) if environment_id is not None
+                     else Q(app__cluster__environment__isnull=True))
+            existing = Finding.objects.filter(scope, rule=GROUPED, app__tool=tool)
+            members = list(
+                Finding.objects.filter(scope, rule=SILENT, app__tool=tool)
+                .order_by("app__cluster__name", "app__namespace", "app__name")
+                .values_list("app_id", "app__name", "app__cluster__name", "app__cluster__environment__name")
+            )
+            if not members:
+                existing.delete()
+                continue
+            muted = set(FindingMute.objects.filter(rule=GROUPED, app_id__in=[m[0] for m in members])
+                        .values_list("app_id", flat=True))
+            carrier = next((m[0] for m in members if m[0] in muted), members[0][0])
+            message = group_message(tool, members[0][3], [(name, cluster) for _, name, cluster, _ in members])
+            message = message[:MESSAGE_CHARS]
+            if list(existing.values_list("app_id", "message")) == [(carrier, message)]:
+                continue  # said as it was: the row (and its time) stays, as an unchanged app's findings do
+            existing.delete()
+            Finding.objects.create(app_id=carrier, rule=GROUPED, message=message, at=at)
+            written += 1
+    return written
+
+
+def sync_git_findings(at: datetime | None = None) -> int:
+    """Bring the raw-Secret findings in line with the plain Secrets delivery's pin reader found
+    (`GitPinRead.plain_secrets`): a finding where one is found, none where a read found none
+    (an application not read since that was kept keeps its finding); a finding that says the
+    same stays as it was. Returns how many findings were written or removed. A few small
+    queries when nothing changed: plain Secrets in Git are rare."""
+    at = at or timezone.now()
+    reads = GitPinRead.objects.filter(plain_secrets__isnull=False)
+    found = dict(reads.exclude(plain_secrets=[]).values_list("app_id", "plain_secrets"))
+    stored = dict(Finding.objects.filter(rule__in=GIT_RULES).values_list("app_id", "message"))
+    # A stored finding of an app whose reads say nothing yet (null) stays.
+    stored_known = set(reads.filter(app_id__in=list(stored)).values_list("app_id", flat=True))
+    names = dict(GitOpsApp.objects.filter(pk__in=list(found)).values_list("pk", "name"))
+    wanted: dict[int, str] = {}
+    for app_id, paths in found.items():
+        judged = raw_secret(GitOpsApp(pk=app_id, name=names.get(app_id, "")), paths) if app_id in names else None
+        if judged is not None:
+            wanted[app_id] = judged.message[:MESSAGE_CHARS]
+    changed = sorted(
+        app_id for app_id in wanted.keys() | stored_known if wanted.get(app_id) != stored.get(app_id)
+    )
+    if not changed:
+        return 0
+    with transaction.atomic():
+        Finding.objects.filter(app_id__in=changed, rule__in=GIT_RULES).delete()
+        Finding.objects.bulk_create(
+            [Finding(app_id=app_id, rule="raw-secret", message=wanted[app_id], at=at)
+             for app_id in changed if app_id in wanted]
+        )
+    return len(changed)
+
+
+def on_cluster_stored(sender: Any, cluster: Any, read: Collection[int] = (), at: datetime | None = None,
+                      **kwargs: Any) -> None:
+    """A poll stored the apps `read` from `cluster` (none: only running versions placed there by
+    another cluster's poll changed): judge them again, within the poll's transaction."""
+    if not read:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: findings never cost a poll its data
+            derive_findings(cluster.pk, at, read)
+    except Exception:  # noqa: BLE001 - logged; the apps are stored all the same
+        log.exception("findings of %s not derived", cluster.name)

@@ -1,0 +1,44 @@
+"""Muting a finding, and the findings still open: what pages and the API read.
+
+A finding can be muted per app with a reason (`mute`, audited in portal.kernel.audit); the mute
+survives polls because it names the app and the rule, not a finding row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from gitops.models import Finding, FindingMute, GitOpsApp
+from portal.findings.discipline import RULES, SILENT
+from portal.kernel.audit.models import record
+
+
+def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
+    """Mute one rule's finding on one app, with a reason; audited. Survives polls."""
+    if rule not in RULES:
+        raise ValueError(f"unknown finding rule {rule!r}")
+    reason = reason.strip()
+    if not reason:
+        raise ValueError("a mute needs a reason")
+    name = actor.get_username() if getattr(actor, "is_authenticated", False) else "system"
+    muted, _ = FindingMute.objects.update_or_create(
+        app=app, rule=rule, defaults={"reason": reason[:500], "muted_by": name, "at": timezone.now()}
+    )
+    record(actor, "finding.mute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule, reason=reason[:500])
+    return muted
+
+
+def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
+    deleted, _ = FindingMute.objects.filter(app=app, rule=rule).delete()
+    if deleted:
+        record(actor, "finding.unmute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule)
+    return bool(deleted)
+
+
+def open_findings() -> QuerySet[Finding]:
+    """Findings not muted, for pages and the API (a queryset)."""
+    muted = FindingMute.objects.filter(app_id=OuterRef("app_id"), rule=OuterRef("rule"))
+    return Finding.objects.exclude(rule=SILENT).annotate(muted=Exists(muted)).filter(muted=False)

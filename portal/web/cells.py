@@ -22,7 +22,7 @@ from django.utils import timezone
 from portal.kernel.links import OfferItem, preview_url
 from portal.web.badges import PrState
 from portal.web.fleet import Cell, CellLine, Flag, ServiceRow
-from portal.web.templatetags.portal import duration_since, localstamp
+from portal.web.templatetags.portal_tags import duration_since, localstamp
 from portal.web.tiles import Tile
 
 

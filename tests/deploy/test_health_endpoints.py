@@ -1,4 +1,4 @@
-"""/healthz and /readyz (portal/health.py), the probes of the chart's web pods.
+"""/healthz and /readyz (portal/probes.py), the probes of the chart's web pods.
 
 The outages are real: the database and the broker are reached through a TCP gate in this process
 that forwards to the real PostgreSQL and Redis, and that the test shuts (every connection cut,
@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from django.db.utils import ConnectionHandler
 
-from portal import health
+from portal import probes
 
 
 class TcpGate:

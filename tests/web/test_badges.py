@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.template import engines
 
 from portal.web.badges import badge_html, health_class, jump_class, sync_class, workload_class
-from portal.web.templatetags.portal import diff_class
+from portal.web.templatetags.portal_tags import diff_class
 
 
 def test_each_state_has_one_class():
@@ -27,7 +27,7 @@ def test_a_badge_escapes_its_class_label_and_title():
 
 def test_the_template_tag_writes_the_same_markup_as_python():
     template = engines["django"].from_string(
-        "{% load portal %}{% badge status|health_class status message %}|{% badge status|sync_class status %}")
+        "{% load portal_tags %}{% badge status|health_class status message %}|{% badge status|sync_class status %}")
     html = template.render({"status": "Degraded", "message": "exceeded <its> deadline"})
     assert html == badge_html("bad", "Degraded", "exceeded <its> deadline") + "|" + badge_html("", "Degraded")
 

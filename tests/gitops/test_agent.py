@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from gitops import kinds
 from gitops.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
+from gitops.listing import list_capabilities
 from gitops.models import GitOpsApp, Workload
-from gitops.polling import list_capabilities, poll
+from gitops.polling import poll
 from gitops.sources import KubeSource
 from gitops.tasks import mark_silent_agents, poll_all
 from portal.kernel.audit.models import AuditLog

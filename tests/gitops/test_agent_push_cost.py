@@ -22,8 +22,8 @@ import gitops.agent
 import gitops.sources
 from gitops.agent import SEQUENCE_HEADER, ReplaySource, decode, decode_body, encode, read_snapshot
 from gitops.fields import MAX_DEPTH
+from gitops.listing import list_capabilities
 from gitops.models import GitOpsApp
-from gitops.polling import list_capabilities
 from portal.kernel.catalog.models import Cluster
 from tests.gitops.test_agent import agent_cluster, emulator_source, fleet_objects, prod  # noqa: F401 - fixture
 from tests.gitops.test_topology_poll import serve

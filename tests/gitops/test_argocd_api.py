@@ -19,8 +19,9 @@ from django.forms.models import model_to_dict
 
 from gitops import kinds
 from gitops.argocd_api import ArgoCDSource, discovered_clusters
+from gitops.listing import list_capabilities
 from gitops.models import AppProject, GitOpsApp
-from gitops.polling import list_capabilities, poll, source_for
+from gitops.polling import poll, source_for
 from gitops.sources import KubeSource, SourceError
 from gitops.topology import ArgoCluster
 from portal.kernel.catalog.models import Cluster, Environment

@@ -22,8 +22,9 @@ from django.urls import reverse
 
 from gitops import kinds
 from gitops.collectors import collect
+from gitops.listing import list_capabilities
 from gitops.models import GitOpsApp
-from gitops.polling import list_capabilities, poll
+from gitops.polling import poll
 from gitops.sources import KubeSource, ManifestSource, only_kept_data
 from gitops.topology import ArgoCluster
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service

@@ -1,12 +1,15 @@
 """Poll one cluster, in the order of its data flow.
 
 1. the source lists every kind, capability by capability (`gitops.listing`);
-2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
-   or, when only some apps' objects changed and nothing they depend on did, those apps alone
-   (`gitops.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
-3. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
-4. the store writes what changed, in one transaction (`gitops.store`).
-Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
+2. the plan: unchanged, partial or full (`gitops.pollplan`), from what was listed and what the
+   previous poll kept;
+3. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
+   or, in a partial poll, the changed apps alone (`gitops.collectors.collect_apps`), the other
+   rows kept as stored;
+4. derive (pure) compares them with what the store holds (`gitops.stored`, `gitops.derive`);
+5. the store writes what changed, in one transaction (`gitops.store`);
+6. the outcome is written, in one place (`gitops.clusterpoll.record`).
+Steps 4 and 5 are `store_snapshot` below, so that rows collected elsewhere (tests, the
 benchmarks) are stored the same way.
 
 Reading happens outside any transaction (it may take seconds); storing is one
@@ -19,63 +22,44 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from gitops import kinds
 from gitops.argocd_api import ArgoCDSource
+from gitops.clusterpoll import ClusterPoll, Outcome, record
 from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
 from gitops.collectors.health import judge_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.findings import derive_findings
-from gitops.listing import (
-    Listing,
-    argocd_namespaces,
-    health_digest_part,
-    list_capabilities,
-    portal_health_rules,
-    read_health_inputs,
-)
-from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
+from gitops.listing import Listing, argocd_namespaces, list_capabilities, portal_health_rules, read_health_inputs
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
+from gitops.pollplan import PARTIAL, UNCHANGED, Plan, plan
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.store import StoreResult, write
 from gitops.stored import ClusterState, claimed_workloads, read_apps_state, read_state
-from gitops.unchanged import (
-    APP_KINDS,
-    ObjectVersions,
-    app_versions,
-    catalog_digest,
-    changed_apps,
-    claims_digest,
-    context_digest,
-    full_poll_trusted_for,
-    meanings,
-    objects_digest,
-    with_catalog,
-)
-from portal.kernel.catalog import revision as catalog_revision
+from gitops.unchanged import APP_KINDS, claims_digest, full_poll_trusted_for
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from portal.kernel.credentials import cluster_token
 from portal.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
 
-# Reasons that mean "this cluster could not be read at all", as opposed to one kind.
 LOCK_SECONDS = 300
-SHOWN_WARNINGS = 20  # warnings kept on the cluster for /clusters; all of them are counted
+# Connections whose clusters this portal never reads itself.
+NOT_READ_HERE = {
+    Cluster.Connection.NONE: "not read: an Argo CD instance reports its apps",
+    Cluster.Connection.AGENT: "not read from here: its agent pushes it",
+}
 
 
 @dataclass
@@ -124,6 +108,125 @@ def source_for(cluster: Cluster) -> ClusterSource:
         cluster.kubeconfig_path or None, cluster.kubeconfig_context or None, name=cluster.name, timeout=timeout
     )
 
+
+@dataclass(frozen=True)
+class _Run:
+    """One poll under way: of which cluster, as of when, and since when it runs (for its seconds)."""
+
+    cluster: Cluster
+    at: datetime
+    started: float
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+
+def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
+    """Read one cluster and store what changed, holding its lock (one worker at a time): through
+    `source` when given (a pushed snapshot, a test's), else the cluster's own. Whatever happens, the
+    outcome is written: ok, or stale with a reason."""
+    run = _Run(cluster, at or timezone.now(), time.monotonic())
+    if source is None and cluster.connection in NOT_READ_HERE:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped=NOT_READ_HERE[cluster.connection])
+    token = ClusterPoll.acquire(cluster.pk, run.at, LOCK_SECONDS)
+    if token is None:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
+    try:
+        if source is None and cluster.connection in PLATFORM_CONNECTIONS:
+            return _poll_platform(run)
+        return _poll_objects(run, source)
+    except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
+        # Whatever stopped this poll (a bug, an object no collector foresaw, the
+        # database), the cluster must show as stale with a reason, never as "ok".
+        # Its text is shown on /clusters: no credential of the cluster may reach it.
+        log.exception("poll of %s failed unexpectedly", cluster.name)
+        credential = cluster_token(cluster)
+        return _finish(run, Outcome(run.at, run.seconds(),
+                                    error=redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])))
+    finally:
+        ClusterPoll.release(cluster.pk, token)
+
+
+def _poll_objects(run: _Run, source: ClusterSource | None) -> PollReport:
+    """A Kubernetes or Argo CD cluster: list, plan, then collect and store as planned."""
+    listing = _list(run.cluster, source)
+    if listing.fatal is not None:
+        return _finish(run, Outcome(run.at, run.seconds(), error=f"{listing.fatal.reason}: {listing.fatal.message}"))
+    planned = plan(run.cluster, listing, run.at)
+    if planned.mode == UNCHANGED:
+        # Only what the store already holds was read: the cluster was read, nothing else.
+        return _finish(run, Outcome(run.at, run.seconds()), unchanged=True)
+    if planned.mode == PARTIAL:
+        if not planned.changed:
+            # Only stamps moved (Argo CD's reconciliation): nothing to collect or write.
+            return _finish(run, _partial_outcome(run, listing, planned, planned.digest), stored=StoreResult(),
+                           collected=0)
+        report = _poll_partial(run, listing, planned)
+        if report is not None:
+            return report
+    return _poll_full(run, listing, planned)
+
+
+def _poll_partial(run: _Run, listing: Listing, planned: Plan) -> PollReport | None:
+    """Only the apps whose objects changed collected and stored; None when the store shows that
+    this poll must collect everything after all (`collect_changed`)."""
+    partial = collect_changed(run.cluster, listing, planned.changed, planned.previous.claims)
+    if partial is None:
+        return None
+    state, snapshot = partial
+    changes = derive(state, snapshot, run.at)
+    # Nothing changed that the store or its read models derive from (gitops.signals).
+    stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
+    if stored.created or stored.updated:
+        _derive_findings(run.cluster, snapshot, run.at, uids={row.uid for row in snapshot.apps if row.uid})
+    digest = planned.settled(run.cluster, listing, planned.previous.claims, full=False)
+    return _finish(run, _partial_outcome(run, listing, planned, digest), stored=stored,
+                   collected=len(snapshot.apps))
+
+
+def _partial_outcome(run: _Run, listing: Listing, planned: Plan, digest: str | None) -> Outcome:
+    """A partial poll's outcome: the cluster was read, and what it stores now is known object by
+    object. The last full poll's time and warnings stay: this one did not look at the other
+    objects again."""
+    versions = planned.versions.as_json() if planned.versions is not None else {}
+    return Outcome(run.at, run.seconds(), unavailable=listing.unavailable, listing_digest=digest or "",
+                   versions=versions)
+
+
+def _poll_full(run: _Run, listing: Listing, planned: Plan) -> PollReport:
+    """Every kind collected, stored behind the mass-disappearance guard, its findings derived."""
+    cluster, at = run.cluster, run.at
+    snapshot = collect_snapshot(listing)
+    stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(planned.previous.unavailable))
+    _derive_findings(cluster, snapshot, at)
+    claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
+    digest = planned.settled(cluster, listing, claims, full=True)
+    for hold in held:
+        log.warning("%s: %s", cluster.name, hold.message)
+    # A held kind was not stored: the next poll must look again, whatever it reads.
+    versions = planned.versions.as_json() if planned.versions is not None and not held else {}
+    trusted_for = full_poll_trusted_for(cluster.pk, at, first=planned.previous.versions is None)
+    report = _finish(run, Outcome(
+        at, run.seconds(), unavailable=listing.unavailable | {hold.key: hold.message for hold in held},
+        listing_digest="" if held or digest is None else digest, full=True, warnings=snapshot.warnings,
+        versions=versions, trusted_until=at + trusted_for,
+    ), stored=stored)
+    for warning in snapshot.warnings[:50]:
+        log.warning("%s: %s", cluster.name, warning)
+    return report
+
+
+def _finish(run: _Run, outcome: Outcome, *, stored: StoreResult | None = None, collected: int | None = None,
+            unchanged: bool = False) -> PollReport:
+    """Write the outcome (gitops.clusterpoll.record, the one writer of a cluster's poll status)
+    and report it."""
+    record(run.cluster.pk, outcome)
+    if outcome.error:
+        log.warning("poll of %s failed, keeping its last good data: %s", run.cluster.name, outcome.error)
+        return PollReport(run.cluster.name, ok=False, seconds=outcome.seconds, error=outcome.error)
+    return PollReport(run.cluster.name, ok=True, seconds=outcome.seconds, stored=stored,
+                      unavailable=outcome.unavailable or {}, warnings=outcome.warnings or [], unchanged=unchanged,
+                      collected=collected)
 
 
 def collect_snapshot(listing: Listing) -> Snapshot:
@@ -201,174 +304,6 @@ def _claimed_rows(cluster: Cluster, listing: Listing, state: ClusterState, rows:
     return out
 
 
-def _acquire(cluster: Cluster, at: datetime) -> str | None:
-    """A per-cluster lock in the database: an atomic compare-and-set, so two workers
-    (or a beat tick and a "poll now") never poll one cluster at once."""
-    token = uuid.uuid4().hex
-    taken = Cluster.objects.filter(
-        Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at), pk=cluster.pk
-    ).update(poll_lock_until=at + timedelta(seconds=LOCK_SECONDS), poll_lock_token=token)
-    return token if taken else None
-
-
-def _release(cluster: Cluster, token: str) -> None:
-    Cluster.objects.filter(pk=cluster.pk, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
-
-
-def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
-    started = time.monotonic()
-    at = at or timezone.now()
-    if source is None and cluster.connection == Cluster.Connection.NONE:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read: an Argo CD instance reports its apps")
-    if source is None and cluster.connection == Cluster.Connection.AGENT:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read from here: its agent pushes it")
-    token = _acquire(cluster, at)
-    if token is None:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
-    try:
-        if source is None and cluster.connection in PLATFORM_CONNECTIONS:
-            return _poll_platform(cluster, at, started)
-        try:
-            listing = _list(cluster, source)
-            if listing.fatal is not None:
-                return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
-            previous = _previous_poll(cluster)
-
-            health_part = health_digest_part(listing)
-            every, kinds_read = listing.objects | health_part, listing.listed | set(health_part)
-            objects_part = objects_digest(every, kinds_read, listing.unavailable)
-            catalog = _catalog_key(cluster, listing.argocd_clusters)
-            digest = with_catalog(objects_part, catalog)
-            if previous.unchanged(digest, at):
-                return _record_unchanged(cluster, at, started)
-            apps_now = app_versions(listing.objects, listing.listed)
-            versions = None if apps_now is None else ObjectVersions(
-                context_digest(every, kinds_read, listing.unavailable, catalog) or "", apps_now)
-            changed = previous.changed(versions, at) if not listing.warnings else None
-            if changed is not None and versions is not None:
-                changed = versions.changed_in_meaning(previous.versions, listing.objects, changed)
-                if not changed:
-                    # Only stamps moved (Argo CD's reconciliation): nothing to collect or write.
-                    versions.claims = previous.claims
-                    return _record_changed(cluster, at, time.monotonic() - started, StoreResult(), digest,
-                                           versions, listing.unavailable, 0)
-            partial = collect_changed(cluster, listing, changed, previous.claims) if changed is not None else None
-            if partial is not None:
-                state, snapshot = partial
-                changes = derive(state, snapshot, at)
-                # Nothing changed that the store or its read models derive from (gitops.signals).
-                stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
-                if stored.created or stored.updated:
-                    _derive_findings(cluster, snapshot, at, uids={row.uid for row in snapshot.apps if row.uid})
-                held: list[Hold] = []
-                claims = previous.claims
-            else:
-                snapshot = collect_snapshot(listing)
-                stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
-                _derive_findings(cluster, snapshot, at)
-                claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
-            # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
-            # a discovered destination), and the next poll compares against the catalog as it is.
-            catalog = _catalog_key(cluster, listing.argocd_clusters)
-            digest = with_catalog(objects_part, catalog)
-            if versions is not None:
-                versions.context = context_digest(every, kinds_read, listing.unavailable, catalog) or ""
-                versions.claims = claims
-                if partial is None:
-                    versions.meanings = meanings(listing.objects)
-        except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
-            # Whatever stopped this poll (a bug, an object no collector foresaw, the
-            # database), the cluster must show as stale with a reason, never as "ok".
-            # Its text is shown on /clusters: no credential of the cluster may reach it.
-            log.exception("poll of %s failed unexpectedly", cluster.name)
-            credential = cluster_token(cluster)
-            message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
-            return _mark_stale(cluster, message, at, started)
-        seconds = time.monotonic() - started
-        if partial is not None:
-            return _record_changed(cluster, at, seconds, stored, digest, versions, listing.unavailable,
-                                   len(snapshot.apps))
-        unavailable = listing.unavailable | {hold.key: hold.message for hold in held}
-        for hold in held:
-            log.warning("%s: %s", cluster.name, hold.message)
-        with transaction.atomic():
-            Cluster.objects.filter(pk=cluster.pk).update(
-                last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-                last_poll_seconds=seconds,
-                # A held kind was not stored: the next poll must look again, whatever it reads.
-                listing_digest="" if held or digest is None else digest, listing_full_at=at,
-                poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
-            )
-            ClusterObjectVersions.keep(
-                cluster.pk, {} if held or versions is None else versions.as_json(),
-                at + full_poll_trusted_for(cluster.pk, at, first=previous.versions is None))
-        for warning in snapshot.warnings[:50]:
-            log.warning("%s: %s", cluster.name, warning)
-        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
-                          warnings=snapshot.warnings)
-    finally:
-        _release(cluster, token)
-
-
-@dataclass(frozen=True)
-class PreviousPoll:
-    """What the previous poll of a cluster recorded, read when this one has listed."""
-
-    unavailable: dict[str, str]
-    listing_digest: str
-    trusted_until: datetime | None
-    versions: ObjectVersions | None = None
-
-    def trusted(self, at: datetime) -> bool:
-        """The last full poll is recent enough to build on, and kept every kind it read."""
-        return self.trusted_until is not None and at < self.trusted_until and not held_keys(self.unavailable)
-
-    def unchanged(self, digest: str | None, at: datetime) -> bool:
-        """This poll read what the last one stored, recently enough to trust it."""
-        return bool(digest and digest == self.listing_digest and self.trusted(at))
-
-    def changed(self, current: ObjectVersions | None, at: datetime) -> dict[str, set[str]] | None:
-        """The apps (kind -> uids) whose objects alone changed since the last poll; None: collect all."""
-        if current is None or not self.trusted(at):
-            return None
-        return changed_apps(self.versions, current)
-
-    @property
-    def claims(self) -> dict[str, str]:
-        return self.versions.claims if self.versions is not None else {}
-
-
-def _previous_poll(cluster: Cluster) -> PreviousPoll:
-    # Read now, not from the caller's Cluster: that may be older than the previous poll.
-    row = Cluster.objects.filter(pk=cluster.pk).values(
-        "unavailable", "listing_digest", "object_versions__full_poll_trusted_until", "object_versions__versions"
-    ).first()
-    if row is None:
-        return PreviousPoll({}, "", None)
-    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"],
-                        row["object_versions__full_poll_trusted_until"],
-                        ObjectVersions.from_json(row["object_versions__versions"] or {}))
-
-
-def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
-    """What decides the meaning of a cluster's objects besides the objects (gitops.unchanged):
-    which image is which service and which cluster is which destination (the catalog's revision,
-    moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
-    Argo CD instance, its own cluster list when its source answered one, the health rules, and
-    the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    # Only this cluster's own instance: a poll reads no other (gitops.stored.instance_of), and
-    # every other cluster's first poll records one, which would make every poll of the fleet
-    # a full one while it is first swept.
-    instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(
-        "pk", "name", "cluster_id", "namespace", "agent_mapping")
-    rules = HealthRule.objects.order_by("pk").values_list("pk", "updated_at", "enabled")
-    placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
-        count=Count("id"), last=Max("updated_at")
-    )
-    return catalog_digest([(catalog_revision.current(),), *instances, *rules, (repr(argocd_clusters),),
-                           (placed_here["count"], placed_here["last"])])
-
-
 def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime, uids: set[str] | None = None) -> None:
     """Findings said again from what this poll stored (gitops.findings): of every app, or of the
     apps with `uids` only. A failure there is logged and named among the poll's warnings: the
@@ -378,30 +313,6 @@ def _derive_findings(cluster: Cluster, snapshot: Snapshot, at: datetime, uids: s
     except Exception as exc:  # noqa: BLE001 - findings never cost a poll its data
         log.exception("findings of %s not derived", cluster.name)
         snapshot.warnings.append(f"findings not derived: {type(exc).__name__}: {str(exc)[:200]}")
-
-
-def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:
-    """A poll that read only what the store already holds: the cluster was read, nothing else."""
-    seconds = time.monotonic() - started
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, last_poll_seconds=seconds
-    )
-    return PollReport(cluster.name, ok=True, seconds=seconds, unchanged=True)
-
-
-def _record_changed(cluster: Cluster, at: datetime, seconds: float, stored: StoreResult, digest: str | None,
-                    versions: ObjectVersions | None, unavailable: dict[str, str], collected: int) -> PollReport:
-    """A poll that collected only the apps whose objects changed: the cluster was read, and what it
-    stores now is known object by object. The last full poll's time and warnings stay: this one
-    did not look at the other objects again."""
-    with transaction.atomic():
-        Cluster.objects.filter(pk=cluster.pk).update(
-            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-            last_poll_seconds=seconds, listing_digest=digest or "",
-        )
-        ClusterObjectVersions.keep(cluster.pk, versions.as_json() if versions is not None else {})
-    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
-                      collected=collected)
 
 
 def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
@@ -423,42 +334,22 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
             source.close()
 
 
-def _mark_stale(cluster: Cluster, message: str, at: datetime, started: float) -> PollReport:
-    """The cluster could not be read: keep its last good data, say why and since when."""
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
-        last_poll_seconds=time.monotonic() - started,
-    )
-    log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
-    return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
-
-
-def _poll_platform(cluster: Cluster, at: datetime, started: float) -> PollReport:
+def _poll_platform(run: _Run) -> PollReport:
     """A Nomad, Docker or ECS cluster: its workloads only (gitops.platforms), stored as a
     Kubernetes cluster's workloads are; a read that fails keeps the last good data."""
     try:
-        read = read_platform(cluster)
-        snapshot = Snapshot(workloads=read.workloads, listed_kinds=read.listed,
-                            warnings=read.warnings + [w for row in read.workloads for w in row.warnings])
-        stored = store_snapshot(cluster, snapshot, at)
+        read = read_platform(run.cluster)
     except PlatformError as exc:
-        return _mark_stale(cluster, str(exc), at, started)
-    except Exception as exc:  # noqa: BLE001 - as for any poll: stale with a reason, never "ok"
-        log.exception("poll of %s failed unexpectedly", cluster.name)
-        credential = cluster_token(cluster)
-        return _mark_stale(cluster, redact(f"poll failed: {type(exc).__name__}: {exc}", [credential]), at, started)
-    seconds = time.monotonic() - started
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=read.unavailable,
-        last_poll_seconds=seconds, poll_warning_count=len(snapshot.warnings),
-        poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
-    )
-    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=read.unavailable,
-                      warnings=snapshot.warnings)
+        return _finish(run, Outcome(run.at, run.seconds(), error=str(exc)))
+    snapshot = Snapshot(workloads=read.workloads, listed_kinds=read.listed,
+                        warnings=read.warnings + [w for row in read.workloads for w in row.warnings])
+    stored = store_snapshot(run.cluster, snapshot, run.at)
+    return _finish(run, Outcome(run.at, run.seconds(), unavailable=read.unavailable, warnings=snapshot.warnings),
+                   stored=stored)
 
 
 def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
-    """Steps 3 and 4 of a poll, in turn: read what the store holds of the cluster (one query
+    """Steps 4 and 5 of a poll, in turn: read what the store holds of the cluster (one query
     per table, outside the write), derive the changes (pure), write them (one transaction).
     Rows are taken as given: the mass-disappearance guard belongs to polls (`poll`)."""
     state = read_state(cluster, snapshot.listed_kinds)

@@ -77,24 +77,7 @@ class Cluster(models.Model):
     # Found as an Argo CD destination that matched no cluster: no environment, not polled.
     discovered = models.BooleanField(default=False)
 
-    # Poll status, written by gitops.tasks.poll_cluster.
-    last_poll_at = models.DateTimeField(null=True, blank=True)
-    last_ok_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    stale_since = models.DateTimeField(null=True, blank=True)
-    last_poll_seconds = models.FloatField(null=True, blank=True)
-    # capability -> why it is unavailable ("no permission to list appprojects").
-    unavailable = models.JSONField(default=dict, blank=True)
-    poll_lock_until = models.DateTimeField(null=True, blank=True)
-    poll_lock_token = models.CharField(max_length=64, blank=True)
-    # What the last full poll read (gitops.unchanged), so an identical read can skip the rest.
-    listing_digest = models.CharField(max_length=32, blank=True)
-    listing_full_at = models.DateTimeField(null=True, blank=True)
-    # What the last poll stored object by object is kept beside, in gitops.ClusterObjectVersions.
-    # What the last full poll skipped or could only partly read, each naming its object (the
-    # first few of `poll_warning_count`): a bad object never drops its cluster, and says so.
-    poll_warning_count = models.PositiveIntegerField(default=0)
-    poll_warnings = models.JSONField(default=list, blank=True)
+    # How its polls went is gitops' (gitops.ClusterPoll, `cluster.poll`), not the catalog's.
 
     class Meta:
         ordering = ["environment__order", "name"]

@@ -3,7 +3,7 @@ delete of a Service or a Cluster.
 
 A save of a cluster that changes none of what its objects mean (its `enabled` switch, an admin
 note) moves it too: each such save costs every cluster one full poll, and they are rare. Polls
-write their cluster's status with a queryset update(), which moves nothing.
+write their own status elsewhere (gitops.ClusterPoll) and move nothing.
 
 Only save() and delete() send the signals that move it. A writer that bypasses them — a
 queryset update() of what a cluster's objects mean (a service's name, image or aliases; a

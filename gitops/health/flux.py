@@ -112,19 +112,26 @@ def flux_health(obj: Mapping[str, Any]) -> FluxHealth:
     if ready["status"] == "Unknown":
         return FluxHealth(PROGRESSING, ready["reason"], ready["message"], since)
     if ready["status"] == "True":
-        if _flux_generation_pending(obj, ready_raw):
-            return FluxHealth(
-                PROGRESSING,
-                "LatestGenerationNotObserved",
-                "the latest spec has not been reconciled yet",
-                None,
-            )
-        reconciling = first_condition(conditions, "Reconciling", "True")
-        if reconciling is not None:
-            return FluxHealth(PROGRESSING, reconciling["reason"], reconciling["message"],
-                              _transition(obj, "Reconciling"))
-        return FluxHealth(HEALTHY, ready["reason"], ready["message"], since)
+        return _when_ready(obj, conditions, ready, ready_raw, since)
     return FluxHealth(ARGO_UNKNOWN, ready["reason"], ready["message"], since)
+
+
+def _when_ready(obj: Mapping[str, Any], conditions: list[dict[str, str]], ready: dict[str, str],
+                ready_raw: Mapping[str, Any] | None, since: datetime | None) -> FluxHealth:
+    """``Ready=True``: Progressing while the current generation is not reconciled yet or
+    Reconciling=True, else Healthy."""
+    if _flux_generation_pending(obj, ready_raw):
+        return FluxHealth(
+            PROGRESSING,
+            "LatestGenerationNotObserved",
+            "the latest spec has not been reconciled yet",
+            None,
+        )
+    reconciling = first_condition(conditions, "Reconciling", "True")
+    if reconciling is not None:
+        return FluxHealth(PROGRESSING, reconciling["reason"], reconciling["message"],
+                          _transition(obj, "Reconciling"))
+    return FluxHealth(HEALTHY, ready["reason"], ready["message"], since)
 
 
 def _transition(obj: Mapping[str, Any], type_: str) -> datetime | None:

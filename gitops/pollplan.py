@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from django.db.models import Count, Max
 
@@ -32,7 +33,10 @@ from gitops.unchanged import (
 from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 
-UNCHANGED, PARTIAL, FULL = "unchanged", "partial", "full"
+Mode = Literal["unchanged", "partial", "full"]
+UNCHANGED: Mode = "unchanged"
+PARTIAL: Mode = "partial"
+FULL: Mode = "full"
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,9 @@ def previous_poll(cluster: Cluster) -> PreviousPoll:
 
 @dataclass(frozen=True)
 class Plan:
-    mode: str  # UNCHANGED, PARTIAL or FULL
+    """What this poll does (see the module), and what it decided that from."""
+
+    mode: Mode
     previous: PreviousPoll
     objects_part: str | None  # the listing's own digest, without the catalog (gitops.unchanged)
     digest: str | None  # with the catalog as this poll found it

@@ -39,7 +39,7 @@ What runs, as production runs it:
 
 Printed, per run:
 - the floor: fetching and JSON-parsing every list the portal reads, once, in one process;
-- the age of each cluster's Cluster.last_ok_at (its last good poll, or in agent mode its last
+- the age of each cluster's ClusterPoll.last_ok_at (its last good poll, or in agent mode its last
   stored agent report), sampled every 5 s after the warm-up: p50/p95/max;
 - sweeps: changes of last_ok_at seen in the measured window, divided by the cluster count;
 - the portal's CPU (user + system, from /proc) per sweep and its ratio to the floor: both
@@ -628,7 +628,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
             if any(p.poll() is not None for p in workers + web + agents):
                 raise SystemExit("a worker, gunicorn or an agent process exited; see var/bench-fleet-*.log")
             portal_pids, web_pids, agent_pids = _pids(workers + web), _pids(web), _pids(agents)
-            rows = list(Cluster.objects.values_list("name", "last_ok_at"))
+            rows = list(Cluster.objects.values_list("name", "poll__last_ok_at"))
             if settle and cpu_at_start is None and now >= measure_from and any(ok is None for _, ok in rows):
                 # Throughput is compared in the steady state: not while first polls, dearer than
                 # any later one, are still being made.
@@ -710,10 +710,10 @@ def report(run: Run, floor: float, label: str) -> None:
     if run.mode == "agent":
         print(f"\n== {label}: {CLUSTERS} agents push, the portal stores (gunicorn's requests); "
               f"{run.concurrency} poll worker process(es) idle beside beat ==")
-        what = "last stored agent report (Cluster.last_ok_at, set when a pushed snapshot is stored)"
+        what = "last stored agent report (ClusterPoll.last_ok_at, set when a pushed snapshot is stored)"
     else:
         print(f"\n== {label}: {run.concurrency} poll worker process(es) ==")
-        what = "last good poll (Cluster.last_ok_at)"
+        what = "last good poll (ClusterPoll.last_ok_at)"
     if ages:
         p50 = statistics.median(ages)
         p95 = ages[min(len(ages) - 1, int(0.95 * len(ages)))]

@@ -774,7 +774,7 @@ def argo_app(cluster: str, service: str, day: int) -> tuple[dict[str, Any], dict
 
     if out_of_sync:
         # Its project warns about orphans (spec.orphanedResources.warn): a ConfigMap someone made by
-        # hand while debugging is still there, in no Git path (gitops.findings: orphaned resources).
+        # hand while debugging is still there, in no Git path (portal.findings: orphaned resources).
         orphans = [{"lastTransitionTime": ts(failed_at), "message": "Application has 1 orphaned resources",
                     "type": "OrphanedResourceWarning"}]
     else:

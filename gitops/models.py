@@ -17,6 +17,10 @@ from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+# The poll's bookkeeping tables live beside the poll's code; imported here to be the app's models.
+from gitops.clusterpoll import ClusterObjectVersions as ClusterObjectVersions
+from gitops.clusterpoll import ClusterPoll as ClusterPoll
+
 # The attention rule lives in gitops.derive.attention; its names stay importable from here.
 from gitops.derive.attention import ATTENTION_HEALTH as ATTENTION_HEALTH
 from gitops.derive.attention import Attention
@@ -343,31 +347,6 @@ class AppProject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
-
-
-class ClusterObjectVersions(models.Model):
-    """What the last poll of a cluster stored, object by object (gitops.derive.unchanged.ObjectVersions),
-    so the next collects again only the apps whose objects changed. Its own table, not a column
-    of the cluster: about 175 bytes an app, it would be read with every row that selects its
-    cluster (17 KB per row at 100 apps), and only the next poll of that cluster reads it."""
-
-    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True,
-                                   related_name="object_versions")
-    versions = models.JSONField(default=dict, blank=True)
-    # Until when the last full poll is built on (gitops.derive.unchanged.full_poll_trusted_for).
-    full_poll_trusted_until = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"object versions of cluster {self.cluster_id}"
-
-    @classmethod
-    def keep(cls, cluster_id: int, versions: dict, full_poll_trusted_until: datetime | None = None) -> None:
-        """Replace what is kept for the cluster (one statement); a full poll also says until when
-        it is trusted, a partial one leaves that as it was."""
-        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until is not None else ["versions"]
-        cls.objects.bulk_create(
-            [cls(cluster_id=cluster_id, versions=versions, full_poll_trusted_until=full_poll_trusted_until)],
-            update_conflicts=True, unique_fields=["cluster"], update_fields=fields)
 
 
 class Workload(models.Model):

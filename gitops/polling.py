@@ -1,12 +1,15 @@
 """Poll one cluster, in the order of its data flow.
 
-1. the source lists every kind, capability by capability (`list_capabilities`);
-2. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
-   or, when only some apps' objects changed and nothing they depend on did, those apps alone
-   (`gitops.derive.unchanged`, `gitops.collectors.collect_apps`), the other rows kept as stored;
-3. derive (pure) compares them with what the store holds (`gitops.store.read`, `gitops.derive`);
-4. the store writes what changed, in one transaction (`gitops.store.write`).
-Steps 3 and 4 are `store_snapshot` below, so that rows collected elsewhere (tests, the
+1. the source lists every kind, capability by capability (`gitops.listing`);
+2. the plan: unchanged, partial or full (`gitops.pollplan`), from what was listed and what the
+   previous poll kept;
+3. the collectors (pure) turn the objects into rows (`gitops.collectors.collect`) — all of them,
+   or, in a partial poll, the changed apps alone (`gitops.collectors.collect_apps`), the other
+   rows kept as stored;
+4. derive (pure) compares them with what the store holds (`gitops.store.read`, `gitops.derive`);
+5. the store writes what changed, in one transaction (`gitops.store`);
+6. the outcome is written, in one place (`gitops.clusterpoll.record`).
+Steps 4 and 5 are `store_snapshot` below, so that rows collected elsewhere (tests, the
 benchmarks) are stored the same way.
 
 Reading happens outside any transaction (it may take seconds); storing is one
@@ -19,67 +22,43 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from gitops import kinds
+from gitops.clusterpoll import ClusterPoll, Outcome, record
 from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
-from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, judge_apps, wanted_kinds
+from gitops.collectors.health import judge_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive.cluster_changes import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
-from gitops.derive.unchanged import (
-    APP_KINDS,
-    ObjectVersions,
-    app_versions,
-    catalog_digest,
-    changed_apps,
-    claims_digest,
-    context_digest,
-    full_poll_trusted_for,
-    meanings,
-    objects_digest,
-    with_catalog,
-)
-from gitops.models import ClusterObjectVersions, GitOpsApp, HealthRule
+from gitops.derive.unchanged import APP_KINDS, claims_digest, full_poll_trusted_for
+from gitops.listing import Listing, argocd_namespaces, list_capabilities, portal_health_rules, read_health_inputs
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
+from gitops.pollplan import PARTIAL, UNCHANGED, Plan, plan
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
 from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.store.write import StoreResult, write
-from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from portal.kernel.credentials import cluster_token
 from portal.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
 
-# Reasons that mean "this cluster could not be read at all", as opposed to one kind.
-_CLUSTER_WIDE = {"unreachable", "timeout", "unauthorized"}
-_CAPABILITY_WORDS = {
-    kinds.ARGOCD: "Argo CD applications",
-    kinds.ARGOCD_PROJECTS: "sync windows",
-    kinds.ARGOCD_CLUSTERS: "cluster names",
-    kinds.FLUX_KUSTOMIZE: "Flux Kustomizations",
-    kinds.FLUX_HELM: "Flux HelmReleases",
-    kinds.FLUX_SOURCES: "Flux sources",
-    kinds.WORKLOADS: "workloads",
-    kinds.ROLLOUTS: "Argo Rollouts",
-    HEALTH_RULES: "health rules",
-    kinds.FLUX_NOTIFICATIONS: "Flux Alerts",
-}
 LOCK_SECONDS = 300
-SHOWN_WARNINGS = 20  # warnings kept on the cluster for /clusters; all of them are counted
+# Connections whose clusters this portal never reads itself.
+NOT_READ_HERE = {
+    Cluster.Connection.NONE: "not read: an Argo CD instance reports its apps",
+    Cluster.Connection.AGENT: "not read from here: its agent pushes it",
+}
 
 
 @dataclass
@@ -129,155 +108,122 @@ def source_for(cluster: Cluster) -> ClusterSource:
     )
 
 
-@dataclass
-class Listing:
-    """What a source answered: objects by kind, the kinds listed completely, and what failed."""
+@dataclass(frozen=True)
+class _Run:
+    """One poll under way: of which cluster, as of when, and since when it runs (for its seconds)."""
 
-    objects: dict[str, list[dict]] = field(default_factory=dict)
-    listed: set[str] = field(default_factory=set)
-    unavailable: dict[str, str] = field(default_factory=dict)  # capability -> why, in words
-    warnings: list[str] = field(default_factory=list)
-    fatal: SourceError | None = None  # what stopped the whole read (None when part was read)
-    # The Argo CD instance's cluster list when the source answers it itself (the Argo CD API).
-    argocd_clusters: list | None = None
-    health: HealthInputs = field(default_factory=HealthInputs)  # argocd-cm, custom resources
+    cluster: Cluster
+    at: datetime
+    started: float
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
 
 
-def list_capabilities(source: ClusterSource, *, argocd_namespace: str = "argocd") -> Listing:
-    """Every kind, capability by capability; a cluster-wide failure stops the read.
-
-    Argo CD's cluster Secrets are listed only where Argo CD runs (its Applications were
-    listed), in its control-plane namespace `argocd_namespace` only, as Argo CD reads them."""
-    listing = Listing()
-    failures: list[SourceError] = []
-    # A source may serve only some capabilities (the Argo CD API: apps and projects).
-    for capability in getattr(source, "capabilities", kinds.CAPABILITIES):
-        scoped = capability == kinds.ARGOCD_CLUSTERS
-        if scoped and "Application" not in listing.listed:
-            continue
-        for spec in kinds.kinds_for(capability):
-            try:
-                result = source.list_objects(spec, namespace=argocd_namespace if scoped else None)
-            except SourceError as exc:
-                failures.append(exc)
-                if exc.reason in _CLUSTER_WIDE:
-                    return Listing(fatal=exc)
-                if scoped:
-                    _cluster_names_unavailable(listing, argocd_namespace, exc)
-                    continue
-                _record_unavailable(listing, capability, spec.resource, exc)
-                continue
-            listing.objects.setdefault(spec.kind, []).extend(result.items)
-            listing.listed.add(spec.kind)
-            listing.warnings.extend(result.warnings)
-    if not listing.listed and failures:
-        listing.fatal = failures[0]
-    elif isinstance(source, ArgoCDSource):
-        listing.argocd_clusters = source.argocd_clusters()
-    return listing
+def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
+    """Read one cluster and store what changed, holding its lock (one worker at a time): through
+    `source` when given (a pushed snapshot, a test's), else the cluster's own. Whatever happens, the
+    outcome is written: ok, or stale with a reason."""
+    run = _Run(cluster, at or timezone.now(), time.monotonic())
+    if source is None and cluster.connection in NOT_READ_HERE:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped=NOT_READ_HERE[cluster.connection])
+    token = ClusterPoll.acquire(cluster.pk, run.at, LOCK_SECONDS)
+    if token is None:
+        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
+    try:
+        if source is None and cluster.connection in PLATFORM_CONNECTIONS:
+            return _poll_platform(run)
+        return _poll_objects(run, source)
+    except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
+        # Whatever stopped this poll (a bug, an object no collector foresaw, the
+        # database), the cluster must show as stale with a reason, never as "ok".
+        # Its text is shown on /clusters: no credential of the cluster may reach it.
+        log.exception("poll of %s failed unexpectedly", cluster.name)
+        credential = cluster_token(cluster)
+        return _finish(run, Outcome(run.at, run.seconds(),
+                                    error=redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])))
+    finally:
+        ClusterPoll.release(cluster.pk, token)
 
 
-def _cluster_names_unavailable(listing: Listing, namespace: str, exc: SourceError) -> None:
-    """Cluster Secrets not listed: only `destination.name` resolution degrades (names are
-    then matched to catalog clusters and aliases as they stand). Reading them is optional
-    RBAC; a 404 (no such list) is no news."""
-    if exc.reason == "forbidden":
-        listing.unavailable[kinds.ARGOCD_CLUSTERS] = (
-            f"cluster names unavailable: no permission to list secrets in {namespace}"
-        )
-    elif exc.reason != "not_found":
-        listing.unavailable[kinds.ARGOCD_CLUSTERS] = f"cluster names not updated: {exc.message}"
+def _poll_objects(run: _Run, source: ClusterSource | None) -> PollReport:
+    """A Kubernetes or Argo CD cluster: list, plan, then collect and store as planned."""
+    listing = _list(run.cluster, source)
+    if listing.fatal is not None:
+        return _finish(run, Outcome(run.at, run.seconds(), error=f"{listing.fatal.reason}: {listing.fatal.message}"))
+    planned = plan(run.cluster, listing, run.at)
+    if planned.mode == UNCHANGED:
+        # Only what the store already holds was read: the cluster was read, nothing else.
+        return _finish(run, Outcome(run.at, run.seconds()), unchanged=True)
+    if planned.mode == PARTIAL:
+        if not planned.changed:
+            # Only stamps moved (Argo CD's reconciliation): nothing to collect or write.
+            return _finish(run, _partial_outcome(run, listing, planned, planned.digest), stored=StoreResult(),
+                           collected=0)
+        report = _poll_partial(run, listing, planned)
+        if report is not None:
+            return report
+    return _poll_full(run, listing, planned)
 
 
-def portal_health_rules() -> tuple:
-    """The admins' health rules (gitops.models.HealthRule), as gitops.health.rules.PortalRule."""
-    return tuple(rule.portal_rule() for rule in HealthRule.objects.filter(enabled=True).order_by("group", "kind"))
+def _poll_partial(run: _Run, listing: Listing, planned: Plan) -> PollReport | None:
+    """Only the apps whose objects changed collected and stored; None when the store shows that
+    this poll must collect everything after all (`collect_changed`)."""
+    partial = collect_changed(run.cluster, listing, planned.changed, planned.previous.claims)
+    if partial is None:
+        return None
+    state, snapshot = partial
+    changes = derive(state, snapshot, run.at)
+    # Nothing changed that the store or its read models derive from (gitops.signals).
+    stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
+    digest = planned.settled(run.cluster, listing, planned.previous.claims, full=False)
+    return _finish(run, _partial_outcome(run, listing, planned, digest), stored=stored,
+                   collected=len(snapshot.apps))
 
 
-def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
-    """Where an Argo CD on this cluster keeps argocd-cm: its instances' control-plane namespaces,
-    else (no instance registered) the namespaces its Applications live in."""
-    if not listing.objects.get("Application"):
-        return []
-    namespaces = sorted(set(ArgoCDInstance.objects.filter(cluster=cluster).values_list("namespace", flat=True)))
-    if namespaces:
-        return namespaces
-    return sorted({str((app.get("metadata") or {}).get("namespace") or "") for app in listing.objects["Application"]
-                   if isinstance(app, dict)} - {""})[:5]
+def _partial_outcome(run: _Run, listing: Listing, planned: Plan, digest: str | None) -> Outcome:
+    """A partial poll's outcome: the cluster was read, and what it stores now is known object by
+    object. The last full poll's time and warnings stay: this one did not look at the other
+    objects again."""
+    versions = planned.versions.as_json() if planned.versions is not None else {}
+    return Outcome(run.at, run.seconds(), unavailable=listing.unavailable, listing_digest=digest or "",
+                   versions=versions)
 
 
-def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: tuple) -> None:
-    """Step 1b: the Argo CD instance's argocd-cm, then only the custom kinds an app deploys and a
-    rule covers (gitops.collectors.health). A kind RBAC hides (or that fails to list) is recorded
-    like any other kind (unavailable, with its message), its apps say why their objects were not
-    judged, and the rest of the poll goes on."""
-    if isinstance(source, ArgoCDSource):
-        return  # the Argo CD API serves Applications and projects, not ConfigMaps or custom kinds
-    cm_data: dict | None = None
-    errors: list[str] = []
-    for namespace in namespaces:
-        try:
-            result = source.list_objects(CONFIGMAP, namespace=namespace)
-        except SourceError as exc:
-            if exc.reason == "not_found":
-                continue  # no such namespace: no argocd-cm there
-            what = f"argocd-cm in {namespace}"
-            message = (f"health rules unavailable: no permission to list configmaps in {namespace}"
-                       if exc.reason == "forbidden" else f"health rules not read ({what}): {exc.message}")
-            listing.unavailable[f"{HEALTH_RULES}:{namespace}"] = message
-            errors.append(message)
-            continue
-        for item in result.items:
-            if (item.get("metadata") or {}).get("name") == ARGOCD_CM and isinstance(item.get("data"), dict):
-                cm_data = item["data"]
-                break
-        if cm_data is not None:
-            break
-    inputs = HealthInputs(argocd_cm=cm_data, portal=portal, errors=tuple(errors))
-    objects: dict[tuple[str, str], list[dict]] = {}
-    not_read: dict[tuple[str, str], str] = {}
-    for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal).items()):
-        try:
-            result = source.list_objects(spec)
-        except SourceError as exc:
-            if exc.reason == "forbidden":
-                message = f"{spec.kind} health unavailable: no permission to list {spec.resource}"
-            elif exc.reason == "not_found":
-                message = f"{spec.kind} health unavailable: {spec.resource} is not served"
-            else:
-                message = f"{spec.kind} health not read: {exc.message}"
-            listing.unavailable[f"{HEALTH_RULES}:{spec.group}/{spec.kind}"] = message
-            not_read[key] = message
-            continue
-        objects[key] = result.items
-        listing.warnings.extend(result.warnings)
-    listing.health = HealthInputs(argocd_cm=cm_data, portal=portal, objects=objects, not_read=not_read,
-                                  errors=tuple(errors))
+def _poll_full(run: _Run, listing: Listing, planned: Plan) -> PollReport:
+    """Every kind collected and stored behind the mass-disappearance guard (the store's
+    `cluster_stored` lets the layers above, findings among them, derive from it)."""
+    cluster, at = run.cluster, run.at
+    snapshot = collect_snapshot(listing)
+    stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(planned.previous.unavailable))
+    claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
+    digest = planned.settled(cluster, listing, claims, full=True)
+    for hold in held:
+        log.warning("%s: %s", cluster.name, hold.message)
+    # A held kind was not stored: the next poll must look again, whatever it reads.
+    versions = planned.versions.as_json() if planned.versions is not None and not held else {}
+    trusted_for = full_poll_trusted_for(cluster.pk, at, first=planned.previous.versions is None)
+    report = _finish(run, Outcome(
+        at, run.seconds(), unavailable=listing.unavailable | {hold.key: hold.message for hold in held},
+        listing_digest="" if held or digest is None else digest, full=True, warnings=snapshot.warnings,
+        versions=versions, trusted_until=at + trusted_for,
+    ), stored=stored)
+    for warning in snapshot.warnings[:50]:
+        log.warning("%s: %s", cluster.name, warning)
+    return report
 
 
-def _health_digest_part(listing: Listing) -> dict[str, list[dict]]:
-    """The health inputs as kinds for the unchanged-poll digest: a custom object's change must
-    make the poll collect again."""
-    out: dict[str, list[dict]] = {}
-    for (group, kind), items in listing.health.objects.items():
-        out[f"{HEALTH_RULES}:{group}/{kind}"] = items
-    if listing.health.argocd_cm is not None:
-        out[f"{HEALTH_RULES}:{ARGOCD_CM}"] = [{"metadata": {"uid": "argocd-cm", "resourceVersion": repr(
-            sorted(listing.health.argocd_cm.items()))}}]
-    return out
-
-
-def _record_unavailable(listing: Listing, capability: str, resource: str, exc: SourceError) -> None:
-    what = _CAPABILITY_WORDS.get(capability, capability)
-    if exc.reason == "forbidden":
-        listing.unavailable[capability] = f"{what} unavailable: no permission to list {resource}"
-    elif exc.reason == "not_found":
-        # Flux sources are many kinds; a missing Bucket CRD is not news. Nor is a cluster without
-        # Flux's notification-controller: then no Alert notifies anything (portal.findings).
-        if capability not in (kinds.FLUX_SOURCES, kinds.FLUX_NOTIFICATIONS):
-            listing.unavailable[capability] = f"{what} unavailable: {resource} is not installed"
-    else:
-        listing.unavailable[capability] = f"{what} not updated: {exc.message}"
+def _finish(run: _Run, outcome: Outcome, *, stored: StoreResult | None = None, collected: int | None = None,
+            unchanged: bool = False) -> PollReport:
+    """Write the outcome (gitops.clusterpoll.record, the one writer of a cluster's poll status)
+    and report it."""
+    record(run.cluster.pk, outcome)
+    if outcome.error:
+        log.warning("poll of %s failed, keeping its last good data: %s", run.cluster.name, outcome.error)
+        return PollReport(run.cluster.name, ok=False, seconds=outcome.seconds, error=outcome.error)
+    return PollReport(run.cluster.name, ok=True, seconds=outcome.seconds, stored=stored,
+                      unavailable=outcome.unavailable or {}, warnings=outcome.warnings or [], unchanged=unchanged,
+                      collected=collected)
 
 
 def collect_snapshot(listing: Listing) -> Snapshot:
@@ -355,195 +301,6 @@ def _claimed_rows(cluster: Cluster, listing: Listing, state: ClusterState, rows:
     return out
 
 
-def _acquire(cluster: Cluster, at: datetime) -> str | None:
-    """A per-cluster lock in the database: an atomic compare-and-set, so two workers
-    (or a beat tick and a "poll now") never poll one cluster at once."""
-    token = uuid.uuid4().hex
-    taken = Cluster.objects.filter(
-        Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at), pk=cluster.pk
-    ).update(poll_lock_until=at + timedelta(seconds=LOCK_SECONDS), poll_lock_token=token)
-    return token if taken else None
-
-
-def _release(cluster: Cluster, token: str) -> None:
-    Cluster.objects.filter(pk=cluster.pk, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
-
-
-def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
-    started = time.monotonic()
-    at = at or timezone.now()
-    if source is None and cluster.connection == Cluster.Connection.NONE:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read: an Argo CD instance reports its apps")
-    if source is None and cluster.connection == Cluster.Connection.AGENT:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="not read from here: its agent pushes it")
-    token = _acquire(cluster, at)
-    if token is None:
-        return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
-    try:
-        if source is None and cluster.connection in PLATFORM_CONNECTIONS:
-            return _poll_platform(cluster, at, started)
-        try:
-            listing = _list(cluster, source)
-            if listing.fatal is not None:
-                return _mark_stale(cluster, f"{listing.fatal.reason}: {listing.fatal.message}", at, started)
-            previous = _previous_poll(cluster)
-
-            health_part = _health_digest_part(listing)
-            every, kinds_read = listing.objects | health_part, listing.listed | set(health_part)
-            objects_part = objects_digest(every, kinds_read, listing.unavailable)
-            catalog = _catalog_key(cluster, listing.argocd_clusters)
-            digest = with_catalog(objects_part, catalog)
-            if previous.unchanged(digest, at):
-                return _record_unchanged(cluster, at, started)
-            apps_now = app_versions(listing.objects, listing.listed)
-            versions = None if apps_now is None else ObjectVersions(
-                context_digest(every, kinds_read, listing.unavailable, catalog) or "", apps_now)
-            changed = previous.changed(versions, at) if not listing.warnings else None
-            if changed is not None and versions is not None:
-                changed = versions.changed_in_meaning(previous.versions, listing.objects, changed)
-                if not changed:
-                    # Only stamps moved (Argo CD's reconciliation): nothing to collect or write.
-                    versions.claims = previous.claims
-                    return _record_changed(cluster, at, time.monotonic() - started, StoreResult(), digest,
-                                           versions, listing.unavailable, 0)
-            partial = collect_changed(cluster, listing, changed, previous.claims) if changed is not None else None
-            if partial is not None:
-                state, snapshot = partial
-                changes = derive(state, snapshot, at)
-                # Nothing changed that the store or its read models derive from (gitops.signals).
-                stored = StoreResult(apps=changes.apps.seen) if changes.write_nothing() else write(changes)
-                held: list[Hold] = []
-                claims = previous.claims
-            else:
-                snapshot = collect_snapshot(listing)
-                stored, held = _store_guarded(cluster, snapshot, at, held_before=held_keys(previous.unavailable))
-                claims = {row.uid: claims_digest(row.resources) for row in snapshot.apps if row.uid}
-            # Kept as of after this write: a poll may add to the catalog (an Argo CD instance,
-            # a discovered destination), and the next poll compares against the catalog as it is.
-            catalog = _catalog_key(cluster, listing.argocd_clusters)
-            digest = with_catalog(objects_part, catalog)
-            if versions is not None:
-                versions.context = context_digest(every, kinds_read, listing.unavailable, catalog) or ""
-                versions.claims = claims
-                if partial is None:
-                    versions.meanings = meanings(listing.objects)
-        except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
-            # Whatever stopped this poll (a bug, an object no collector foresaw, the
-            # database), the cluster must show as stale with a reason, never as "ok".
-            # Its text is shown on /clusters: no credential of the cluster may reach it.
-            log.exception("poll of %s failed unexpectedly", cluster.name)
-            credential = cluster_token(cluster)
-            message = redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])
-            return _mark_stale(cluster, message, at, started)
-        seconds = time.monotonic() - started
-        if partial is not None:
-            return _record_changed(cluster, at, seconds, stored, digest, versions, listing.unavailable,
-                                   len(snapshot.apps))
-        unavailable = listing.unavailable | {hold.key: hold.message for hold in held}
-        for hold in held:
-            log.warning("%s: %s", cluster.name, hold.message)
-        with transaction.atomic():
-            Cluster.objects.filter(pk=cluster.pk).update(
-                last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-                last_poll_seconds=seconds,
-                # A held kind was not stored: the next poll must look again, whatever it reads.
-                listing_digest="" if held or digest is None else digest, listing_full_at=at,
-                poll_warning_count=len(snapshot.warnings), poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
-            )
-            ClusterObjectVersions.keep(
-                cluster.pk, {} if held or versions is None else versions.as_json(),
-                at + full_poll_trusted_for(cluster.pk, at, first=previous.versions is None))
-        for warning in snapshot.warnings[:50]:
-            log.warning("%s: %s", cluster.name, warning)
-        return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
-                          warnings=snapshot.warnings)
-    finally:
-        _release(cluster, token)
-
-
-@dataclass(frozen=True)
-class PreviousPoll:
-    """What the previous poll of a cluster recorded, read when this one has listed."""
-
-    unavailable: dict[str, str]
-    listing_digest: str
-    trusted_until: datetime | None
-    versions: ObjectVersions | None = None
-
-    def trusted(self, at: datetime) -> bool:
-        """The last full poll is recent enough to build on, and kept every kind it read."""
-        return self.trusted_until is not None and at < self.trusted_until and not held_keys(self.unavailable)
-
-    def unchanged(self, digest: str | None, at: datetime) -> bool:
-        """This poll read what the last one stored, recently enough to trust it."""
-        return bool(digest and digest == self.listing_digest and self.trusted(at))
-
-    def changed(self, current: ObjectVersions | None, at: datetime) -> dict[str, set[str]] | None:
-        """The apps (kind -> uids) whose objects alone changed since the last poll; None: collect all."""
-        if current is None or not self.trusted(at):
-            return None
-        return changed_apps(self.versions, current)
-
-    @property
-    def claims(self) -> dict[str, str]:
-        return self.versions.claims if self.versions is not None else {}
-
-
-def _previous_poll(cluster: Cluster) -> PreviousPoll:
-    # Read now, not from the caller's Cluster: that may be older than the previous poll.
-    row = Cluster.objects.filter(pk=cluster.pk).values(
-        "unavailable", "listing_digest", "object_versions__full_poll_trusted_until", "object_versions__versions"
-    ).first()
-    if row is None:
-        return PreviousPoll({}, "", None)
-    return PreviousPoll(row["unavailable"] or {}, row["listing_digest"],
-                        row["object_versions__full_poll_trusted_until"],
-                        ObjectVersions.from_json(row["object_versions__versions"] or {}))
-
-
-def _catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
-    """What decides the meaning of a cluster's objects besides the objects (gitops.derive.unchanged):
-    which image is which service and which cluster is which destination (the catalog's revision,
-    moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
-    Argo CD instance, its own cluster list when its source answered one, the health rules, and
-    the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    # Only this cluster's own instance: a poll reads no other (gitops.store.read.instance_of), and
-    # every other cluster's first poll records one, which would make every poll of the fleet
-    # a full one while it is first swept.
-    instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(
-        "pk", "name", "cluster_id", "namespace", "agent_mapping")
-    rules = HealthRule.objects.order_by("pk").values_list("pk", "updated_at", "enabled")
-    placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
-        count=Count("id"), last=Max("updated_at")
-    )
-    return catalog_digest([(catalog_revision.current(),), *instances, *rules, (repr(argocd_clusters),),
-                           (placed_here["count"], placed_here["last"])])
-
-
-def _record_unchanged(cluster: Cluster, at: datetime, started: float) -> PollReport:
-    """A poll that read only what the store already holds: the cluster was read, nothing else."""
-    seconds = time.monotonic() - started
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, last_poll_seconds=seconds
-    )
-    return PollReport(cluster.name, ok=True, seconds=seconds, unchanged=True)
-
-
-def _record_changed(cluster: Cluster, at: datetime, seconds: float, stored: StoreResult, digest: str | None,
-                    versions: ObjectVersions | None, unavailable: dict[str, str], collected: int) -> PollReport:
-    """A poll that collected only the apps whose objects changed: the cluster was read, and what it
-    stores now is known object by object. The last full poll's time and warnings stay: this one
-    did not look at the other objects again."""
-    with transaction.atomic():
-        Cluster.objects.filter(pk=cluster.pk).update(
-            last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=unavailable,
-            last_poll_seconds=seconds, listing_digest=digest or "",
-        )
-        ClusterObjectVersions.keep(cluster.pk, versions.as_json() if versions is not None else {})
-    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=unavailable,
-                      collected=collected)
-
-
 def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
     """Step 1 through the given source, or the cluster's own, which is then closed."""
     owned = source is None
@@ -563,42 +320,22 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
             source.close()
 
 
-def _mark_stale(cluster: Cluster, message: str, at: datetime, started: float) -> PollReport:
-    """The cluster could not be read: keep its last good data, say why and since when."""
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_error=message[:4000], stale_since=cluster.stale_since or at,
-        last_poll_seconds=time.monotonic() - started,
-    )
-    log.warning("poll of %s failed, keeping its last good data: %s", cluster.name, message)
-    return PollReport(cluster.name, ok=False, seconds=time.monotonic() - started, error=message)
-
-
-def _poll_platform(cluster: Cluster, at: datetime, started: float) -> PollReport:
+def _poll_platform(run: _Run) -> PollReport:
     """A Nomad, Docker or ECS cluster: its workloads only (gitops.platforms), stored as a
     Kubernetes cluster's workloads are; a read that fails keeps the last good data."""
     try:
-        read = read_platform(cluster)
-        snapshot = Snapshot(workloads=read.workloads, listed_kinds=read.listed,
-                            warnings=read.warnings + [w for row in read.workloads for w in row.warnings])
-        stored = store_snapshot(cluster, snapshot, at)
+        read = read_platform(run.cluster)
     except PlatformError as exc:
-        return _mark_stale(cluster, str(exc), at, started)
-    except Exception as exc:  # noqa: BLE001 - as for any poll: stale with a reason, never "ok"
-        log.exception("poll of %s failed unexpectedly", cluster.name)
-        credential = cluster_token(cluster)
-        return _mark_stale(cluster, redact(f"poll failed: {type(exc).__name__}: {exc}", [credential]), at, started)
-    seconds = time.monotonic() - started
-    Cluster.objects.filter(pk=cluster.pk).update(
-        last_poll_at=at, last_ok_at=at, last_error="", stale_since=None, unavailable=read.unavailable,
-        last_poll_seconds=seconds, poll_warning_count=len(snapshot.warnings),
-        poll_warnings=snapshot.warnings[:SHOWN_WARNINGS],
-    )
-    return PollReport(cluster.name, ok=True, seconds=seconds, stored=stored, unavailable=read.unavailable,
-                      warnings=snapshot.warnings)
+        return _finish(run, Outcome(run.at, run.seconds(), error=str(exc)))
+    snapshot = Snapshot(workloads=read.workloads, listed_kinds=read.listed,
+                        warnings=read.warnings + [w for row in read.workloads for w in row.warnings])
+    stored = store_snapshot(run.cluster, snapshot, run.at)
+    return _finish(run, Outcome(run.at, run.seconds(), unavailable=read.unavailable, warnings=snapshot.warnings),
+                   stored=stored)
 
 
 def store_snapshot(cluster: Cluster, snapshot: Snapshot, at: datetime) -> StoreResult:
-    """Steps 3 and 4 of a poll, in turn: read what the store holds of the cluster (one query
+    """Steps 4 and 5 of a poll, in turn: read what the store holds of the cluster (one query
     per table, outside the write), derive the changes (pure), write them (one transaction).
     Rows are taken as given: the mass-disappearance guard belongs to polls (`poll`)."""
     state = read_state(cluster, snapshot.listed_kinds)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from gitops.models import AppProject, GitOpsApp
+from gitops.models import AppProject, ClusterPoll, GitOpsApp
 from gitops.polling import LOCK_SECONDS, poll
 from gitops.windowstate import app_target, verdict
 from portal.kernel.catalog.models import Cluster
@@ -69,7 +69,7 @@ def poll_all() -> int:
     # Longest unread first: when the workers cannot keep up, the polls a tick could not start
     # expire and the next tick queues everyone again; in a fixed order the same clusters would
     # always be first and the last ones never read.
-    oldest_first = readable.order_by(F("last_poll_at").asc(nulls_first=True), "id")
+    oldest_first = readable.order_by(F("poll__last_poll_at").asc(nulls_first=True), "id")
     for cluster_id in oldest_first.values_list("id", flat=True):
         # The message's expiry is fixed before the claim is taken, so it never outlives it.
         expires = timezone.now() + timedelta(seconds=seconds)
@@ -115,16 +115,17 @@ def mark_silent_agents(now: datetime | None = None) -> int:
     last good data kept: "stale since" the first report it missed."""
     now = now or timezone.now()
     interval = timedelta(seconds=settings.PORTAL_POLL_INTERVAL)
-    silent = Cluster.objects.filter(
-        connection=Cluster.Connection.AGENT, enabled=True, stale_since__isnull=True,
+    silent = ClusterPoll.objects.filter(
+        cluster__connection=Cluster.Connection.AGENT, cluster__enabled=True, stale_since__isnull=True,
         last_poll_at__lt=now - 3 * interval,  # an agent that never reported shows "not polled yet"
     )
     marked = 0
-    for cluster in silent.only("id", "last_poll_at"):
-        last = cluster.last_poll_at
+    for row in silent.only("cluster_id", "last_poll_at"):
+        last = row.last_poll_at
         assert last is not None
         error = f"the agent has not reported since {last.isoformat(timespec='seconds')}"
         since = last + interval
-        marked += Cluster.objects.filter(pk=cluster.pk, stale_since__isnull=True).update(
+        # Not a poll's outcome (gitops.clusterpoll.record): no poll ran, the agent is silent.
+        marked += ClusterPoll.objects.filter(pk=row.pk, stale_since__isnull=True).update(
             stale_since=since, last_error=error)
     return marked

@@ -309,4 +309,4 @@ def test_no_credential_leaves_the_portal_when_every_server_echoes_it(
     assert {where: leak for where, leak in found.items() if leak} == {}
     # The errors scanned say what failed, and that a header was there: the echo happened.
     assert "502" in row.last_error and "***" in row.last_error, row.last_error
-    assert Cluster.objects.get(pk=catalog.prod_us.pk).last_error == failed.error
+    assert Cluster.objects.get(pk=catalog.prod_us.pk).poll.last_error == failed.error

@@ -29,7 +29,7 @@ from gitops.store.read import ClusterState
 APP_KINDS = {"Application": "Applications", "Kustomization": "Flux Kustomizations", "HelmRelease": "Flux HelmReleases"}
 MIN_APPS = 3  # losing one or two apps is ordinary churn, never held
 SHRINK = 0.1  # at most this fraction of the stored apps left: suspicious
-HOLD_PREFIX = "held:"  # key of a hold in Cluster.unavailable, so the next poll knows it confirms
+HOLD_PREFIX = "held:"  # key of a hold in ClusterPoll.unavailable, so the next poll knows it confirms
 
 
 @dataclass(frozen=True)

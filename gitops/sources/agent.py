@@ -2,7 +2,7 @@
 
 The agent (`manage.py agent`) runs inside the cluster with its own service account and reads
 exactly what a poll reads, through the same source (`KubeSource`) and the same walk over the
-capabilities (`gitops.polling.list_capabilities`). It does not run the collectors: it records
+capabilities (`gitops.listing.list_capabilities`). It does not run the collectors: it records
 every list call's answer — the objects, or the error the API server gave — and pushes that
 record, gzip-compressed, to the portal. The portal replays the record as a source
 (`ReplaySource`) through the ordinary poll, so a pushed cluster is stored exactly as a polled
@@ -86,7 +86,7 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
     rules an admin writes on the portal are not known here: for a pushed cluster those say
     "not reported by the agent".) `argocd_namespace` must be the one the portal's Argo CD
     instance names, where the cluster Secrets and argocd-cm live."""
-    from gitops.polling import list_capabilities, read_health_inputs  # the one walk over the kinds
+    from gitops.listing import list_capabilities, read_health_inputs  # the one walk over the kinds
 
     sequence = sequence if sequence is not None else time.time_ns()
     recording = RecordingSource(source)

@@ -38,7 +38,8 @@ def base_queryset() -> QuerySet[GitOpsApp]:
     """Apps with everything the serializer reads, in a fixed number of queries, carrying
     their sort keys (a page's cursor is written from its last row's)."""
     return (
-        GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance", "read_from")
+        GitOpsApp.objects.select_related("cluster", "cluster__environment", "cluster__poll", "argocd_instance",
+                                         "read_from")
         .prefetch_related("services")
         # The whole object is not read: the few facts the API shows from it are picked out
         # by the database (RAW_FACTS), so a page costs the same queries and no big documents.

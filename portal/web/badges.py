@@ -81,7 +81,8 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
     if getattr(app, "suspended", False):
         badges.append(Badge("suspended", "suspended", "Flux reconciliation is suspended (spec.suspend: true)."))
     badges.extend(attention_badges(app, at))
-    stale_since = getattr(cluster, "stale_since", None)
+    # The cluster's gitops.ClusterPoll, selected with it (none before its first poll).
+    stale_since = getattr(getattr(cluster, "poll", None), "stale_since", None)
     if stale_since:
         name = getattr(cluster, "name", "the cluster")
         title = f"{name} not polled successfully since {_stamp(stale_since)}: showing the last good data."

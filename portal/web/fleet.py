@@ -239,5 +239,5 @@ def fleet_counts(at: datetime | None = None) -> dict[str, int]:
         suspended=Count("id", filter=Q(suspended=True)),
     )
     counts["apps"] = GitOpsApp.objects.count()
-    counts["stale_clusters"] = Cluster.objects.filter(enabled=True, stale_since__isnull=False).count()
+    counts["stale_clusters"] = Cluster.objects.filter(enabled=True, poll__stale_since__isnull=False).count()
     return counts

@@ -171,9 +171,9 @@ def test_sync_blocked_until_has_an_offset_and_is_null_once_passed(api, catalog):
 
 
 def test_every_time_is_iso_8601_with_an_offset(api, catalog):
-    from portal.kernel.catalog.models import Cluster
+    from gitops.models import ClusterPoll
 
-    Cluster.objects.filter(pk=catalog.prod_eu.pk).update(stale_since=timezone.now() - timedelta(minutes=30))
+    ClusterPoll.objects.create(cluster=catalog.prod_eu, stale_since=timezone.now() - timedelta(minutes=30))
     seed_app(catalog.prod_eu, "stale-app", service=catalog.checkout)
     [item] = items(api)
     for key in ("sync_since", "health_since", "cluster_stale_since"):

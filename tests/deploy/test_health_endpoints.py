@@ -121,8 +121,8 @@ def test_readyz_fails_while_the_database_is_unreachable_and_recovers(client, gat
     gate = gate_to(db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432))
     # The probe's own connection, to the test database, through the gate.
     handler = ConnectionHandler({"default": {**db, "HOST": "127.0.0.1", "PORT": str(gate.port), "CONN_MAX_AGE": 60}})
-    monkeypatch.setattr(health, "connections", handler)
-    monkeypatch.setattr(health, "_migrated", set())
+    monkeypatch.setattr(probes, "connections", handler)
+    monkeypatch.setattr(probes, "_migrated", set())
     try:
         assert client.get("/readyz").status_code == 200
         gate.shut()
@@ -137,7 +137,7 @@ def test_readyz_fails_while_the_database_is_unreachable_and_recovers(client, gat
 
 @pytest.mark.django_db
 def test_readyz_fails_while_migrations_are_pending(client, monkeypatch):
-    monkeypatch.setattr(health, "_migrated", set())
+    monkeypatch.setattr(probes, "_migrated", set())
     # A migration this code knows and the database has not recorded: what a new image sees
     # before its pre-upgrade hook has run.
     from django.db.migrations.recorder import MigrationRecorder

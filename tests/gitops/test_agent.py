@@ -18,8 +18,9 @@ import requests
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.models import GitOpsApp, Workload
-from gitops.polling import list_capabilities, poll
+from gitops.listing import list_capabilities
+from gitops.models import ClusterPoll, GitOpsApp, Workload
+from gitops.polling import poll
 from gitops.sources.agent import SEQUENCE_HEADER, Agent, AgentStopped, ReplaySource, decode, encode, read_snapshot
 from gitops.sources.kube import KubeSource
 from gitops.tasks import mark_silent_agents, poll_all
@@ -102,14 +103,15 @@ def test_an_agent_silent_for_three_intervals_leaves_its_cluster_stale_with_its_d
     settings.PORTAL_POLL_INTERVAL = 60
     cluster, _ = agent_cluster("edge", prod)
     now = timezone.now()
-    Cluster.objects.filter(pk=cluster.pk).update(last_poll_at=now - timedelta(seconds=170), last_ok_at=now)
+    assert mark_silent_agents(now) == 0  # never reported: "not polled yet", not stale
+    ClusterPoll.objects.create(cluster=cluster, last_poll_at=now - timedelta(seconds=170), last_ok_at=now)
     assert mark_silent_agents(now) == 0
-    Cluster.objects.filter(pk=cluster.pk).update(last_poll_at=now - timedelta(seconds=181))
+    ClusterPoll.objects.filter(cluster=cluster).update(last_poll_at=now - timedelta(seconds=181))
     assert mark_silent_agents(now) == 1
     cluster.refresh_from_db()
-    assert cluster.stale_since == now - timedelta(seconds=121)
-    assert cluster.last_error.startswith("the agent has not reported since ")
-    assert cluster.last_ok_at == now  # the last good data stays
+    assert cluster.poll.stale_since == now - timedelta(seconds=121)
+    assert cluster.poll.last_error.startswith("the agent has not reported since ")
+    assert cluster.poll.last_ok_at == now  # the last good data stays
     assert mark_silent_agents(now) == 0  # once
 
 
@@ -142,7 +144,7 @@ def test_twenty_agents_push_their_clusters_and_each_is_stored(live_server, prod)
         assert [agent.pushed for agent in agents] == [1] * 20
         stored = dict(GitOpsApp.objects.values_list("cluster__name", "name"))
         assert stored == {f"edge-{i:02d}": f"edge-{i:02d}-web" for i in range(20)}
-        assert all(c.last_ok_at and not c.stale_since for c in Cluster.objects.all())
+        assert all(c.poll.last_ok_at and not c.poll.stale_since for c in Cluster.objects.select_related("poll"))
     finally:
         for emulator in emulators:
             emulator.stop()

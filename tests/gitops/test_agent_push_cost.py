@@ -20,8 +20,8 @@ import pytest
 
 import gitops.sources.agent
 import gitops.sources.decoding
+from gitops.listing import list_capabilities
 from gitops.models import GitOpsApp
-from gitops.polling import list_capabilities
 from gitops.rawobjects import MAX_DEPTH
 from gitops.sources.agent import SEQUENCE_HEADER, ReplaySource, decode, decode_body, encode, read_snapshot
 from portal.kernel.catalog.models import Cluster
@@ -110,7 +110,7 @@ def test_a_pushed_object_nested_too_deep_is_still_skipped_by_name(kube_emulator,
     assert answer["ok"] and answer["warnings"] >= 1
     assert list(GitOpsApp.objects.values_list("name", flat=True)) == ["shop-web"]
     edge = Cluster.objects.get(name="edge")
-    assert any("skipped Application argocd/cart-web: nested deeper than" in w for w in edge.poll_warnings)
+    assert any("skipped Application argocd/cart-web: nested deeper than" in w for w in edge.poll.poll_warnings)
 
 
 @pytest.mark.django_db

@@ -19,8 +19,9 @@ from django.forms.models import model_to_dict
 
 from gitops import kinds
 from gitops.derive.topology import ArgoCluster
+from gitops.listing import list_capabilities
 from gitops.models import AppProject, GitOpsApp
-from gitops.polling import list_capabilities, poll, source_for
+from gitops.polling import poll, source_for
 from gitops.sources.argocd_api import ArgoCDSource, discovered_clusters
 from gitops.sources.base import SourceError
 from gitops.sources.kube import KubeSource

@@ -64,13 +64,13 @@ def restamped(app: dict, minutes: int = 3) -> dict:
 
 
 # Where a poll keeps what it read object by object: bookkeeping of the poll, not the store.
-POLL_MEMORY = ('"catalog_cluster"', '"gitops_clusterobjectversions"')
+POLL_MEMORY = ('"gitops_clusterpoll"', '"gitops_clusterobjectversions"')
 
 
 def gitops_writes(queries) -> list[str]:
     """Writes to the store: every gitops table but the poll's own memory."""
     return [sql for sql in writes(queries.captured_queries)
-            if '"gitops_' in sql and '"gitops_clusterobjectversions"' not in sql]
+            if '"gitops_' in sql and not any(table in sql for table in POLL_MEMORY)]
 
 
 def test_restamped_apps_are_not_even_collected(cluster, collector_runs, app_rows, kube_emulator, stored_signals):
@@ -265,7 +265,7 @@ def test_a_full_poll_still_runs_every_ten_minutes(cluster, collector_runs, kube_
     report = polling.poll(cluster, at=at + FULL_POLL_EVERY)  # the latest a full poll may fall due
 
     assert report.collected is None and len(collector_runs) == 2
-    assert Cluster.objects.get(pk=cluster.pk).listing_full_at == at + FULL_POLL_EVERY
+    assert Cluster.objects.get(pk=cluster.pk).poll.listing_full_at == at + FULL_POLL_EVERY
 
 
 def test_a_changed_app_has_its_findings_said_again_alone(cluster, collector_runs, app_rows, kube_emulator):

@@ -76,7 +76,7 @@ def test_an_empty_applications_list_is_held_until_the_next_poll_confirms_it(clus
     assert report.ok
     assert argo_apps(cluster) == before
     assert gone_changes() == 0
-    message = Cluster.objects.get(pk=cluster.pk).unavailable["held:Application"]
+    message = Cluster.objects.get(pk=cluster.pk).poll.unavailable["held:Application"]
     assert message == "Applications list came back empty; keeping the last good data until the next poll confirms it"
     assert {a.name: (a.sync_since, a.health_since) for a in GitOpsApp.objects.filter(cluster=cluster)} == since
 
@@ -92,7 +92,7 @@ def test_an_empty_applications_list_is_held_until_the_next_poll_confirms_it(clus
     assert poll(cluster, at=at + timedelta(minutes=2)).ok
     assert argo_apps(cluster) == set()
     assert gone_changes() == len(before)
-    assert "held:Application" not in Cluster.objects.get(pk=cluster.pk).unavailable
+    assert "held:Application" not in Cluster.objects.get(pk=cluster.pk).poll.unavailable
 
 
 def test_apps_that_come_back_lose_nothing(cluster, kube_emulator):
@@ -112,7 +112,7 @@ def test_apps_that_come_back_lose_nothing(cluster, kube_emulator):
     assert after == before
     assert gone_changes() == 0
     assert StateChange.objects.filter(field="presence", new="present").count() == arrivals  # none came "back"
-    assert not any(key.startswith("held:") for key in Cluster.objects.get(pk=cluster.pk).unavailable)
+    assert not any(key.startswith("held:") for key in Cluster.objects.get(pk=cluster.pk).poll.unavailable)
 
 
 def test_a_teardown_that_took_the_workloads_too_is_written_at_once(cluster, kube_emulator):

@@ -234,7 +234,7 @@ def test_a_custom_kind_rbac_hides_is_degraded_with_its_message(cluster, kube_emu
     app = stored("app-dm-rolledback")
     assert app.health_rules["errors"] == [message]
     assert app.rule_health == "" and app.health_status == "Healthy"
-    assert Cluster.objects.get(pk=cluster.pk).unavailable[f"health-rules:{GROUP}/{KIND}"] == message
+    assert Cluster.objects.get(pk=cluster.pk).poll.unavailable[f"health-rules:{GROUP}/{KIND}"] == message
 
 
 def test_a_phase_change_is_seen_at_the_next_poll(cluster, kube_emulator):

@@ -119,16 +119,16 @@ def test_json_manifest_with_a_key_1200_levels_deep_skips_that_object_only(manife
         for w in report.warnings
     ), report.warnings
     manifest_cluster.refresh_from_db()
-    assert manifest_cluster.last_error == "" and manifest_cluster.stale_since is None
+    assert manifest_cluster.poll.last_error == "" and manifest_cluster.poll.stale_since is None
     # Counted on the cluster, and named where people look.
-    assert manifest_cluster.poll_warning_count == len(report.warnings) >= 1
-    assert any("Application argocd/hostile-values" in w for w in manifest_cluster.poll_warnings)
+    assert manifest_cluster.poll.poll_warning_count == len(report.warnings) >= 1
+    assert any("Application argocd/hostile-values" in w for w in manifest_cluster.poll.poll_warnings)
     admin = get_user_model().objects.create_user("watcher")
     grant(admin, Role.VIEWER)
     client = Client()
     client.force_login(admin)
     page = client.get("/clusters").content.decode()
-    count = manifest_cluster.poll_warning_count
+    count = manifest_cluster.poll.poll_warning_count
     assert f"{count} object{'s' if count != 1 else ''} skipped or partly read" in page
     assert "Application argocd/hostile-values" in page
 
@@ -289,9 +289,9 @@ def test_a_poll_that_fails_for_any_reason_marks_the_cluster_stale_and_keeps_its_
     assert not report.ok
     assert report.error == "poll failed: RuntimeError: connection pool is closed"
     manifest_cluster.refresh_from_db()
-    assert manifest_cluster.last_error == report.error
-    assert manifest_cluster.stale_since is not None
-    assert manifest_cluster.poll_lock_until is None  # the lock is released for the next poll
+    assert manifest_cluster.poll.last_error == report.error
+    assert manifest_cluster.poll.stale_since is not None
+    assert manifest_cluster.poll.poll_lock_until is None  # the lock is released for the next poll
     assert_demo_stored(manifest_cluster)
 
 
@@ -308,5 +308,5 @@ def test_a_failed_poll_shows_no_credential_of_its_cluster(manifest_cluster, monk
     assert not report.ok
     assert "s3cr3t-cluster-token" not in report.error
     manifest_cluster.refresh_from_db()
-    assert "s3cr3t-cluster-token" not in manifest_cluster.last_error
-    assert manifest_cluster.last_error.startswith("poll failed: RuntimeError: request failed")
+    assert "s3cr3t-cluster-token" not in manifest_cluster.poll.last_error
+    assert manifest_cluster.poll.last_error.startswith("poll failed: RuntimeError: request failed")

@@ -330,7 +330,7 @@ def assert_poll_held(fleet: PolledFleet, folder: Path | None = None) -> None:
     what = [m.done for m, _ in fleet.mutated]
     assert fleet.report.ok, (fleet.report.error, what)
     fleet.cluster.refresh_from_db()
-    assert fleet.cluster.last_error == "" and fleet.cluster.stale_since is None, what
+    assert fleet.cluster.poll.last_error == "" and fleet.cluster.poll.stale_since is None, what
     stored = stored_keys()
     replaced = {m.original_key for m, _ in fleet.mutated}
     missing = expected_keys(fleet.untouched) - replaced - stored

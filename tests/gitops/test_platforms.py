@@ -82,7 +82,7 @@ def test_a_refused_or_unreachable_nomad_keeps_the_last_good_data(prod, monkeypat
     gone = poll(Cluster.objects.get(pk=cluster.pk))
     assert not gone.ok and f"Nomad at {url} unreachable" in gone.error
     cluster.refresh_from_db()
-    assert cluster.stale_since is not None and "right" not in cluster.last_error
+    assert cluster.poll.stale_since is not None and "right" not in cluster.poll.last_error
     assert Workload.objects.filter(cluster=cluster).count() == 1  # kept
 
 

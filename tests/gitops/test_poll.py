@@ -12,7 +12,7 @@ import yaml
 from django.utils import timezone
 
 from gitops import kinds
-from gitops.models import AppProject, GitOpsApp, StateChange, VersionChange, Workload
+from gitops.models import AppProject, ClusterPoll, GitOpsApp, StateChange, VersionChange, Workload
 from gitops.polling import poll
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster
@@ -94,8 +94,8 @@ def test_unreachable_cluster_keeps_its_last_good_data_and_goes_stale(api_cluster
     report = poll(api_cluster, at=later)
     assert not report.ok and report.error.startswith("unreachable")
     api_cluster.refresh_from_db()
-    assert api_cluster.stale_since == later
-    assert "unreachable" in api_cluster.last_error
+    assert api_cluster.poll.stale_since == later
+    assert "unreachable" in api_cluster.poll.last_error
     assert GitOpsApp.objects.filter(cluster=api_cluster).count() == before
     assert not StateChange.objects.filter(field="presence", new="gone").exists()
 
@@ -105,7 +105,7 @@ def test_wrong_token_is_unauthorized_and_never_echoes_the_token(api_cluster, mon
     report = poll(api_cluster)
     assert not report.ok and report.error.startswith("unauthorized")
     api_cluster.refresh_from_db()
-    assert "wrong-token-value-123" not in api_cluster.last_error
+    assert "wrong-token-value-123" not in api_cluster.poll.last_error
 
 
 def test_timeout_is_a_clear_error(api_cluster, kube_emulator, settings):
@@ -128,7 +128,7 @@ def test_forbidden_appprojects_disable_only_sync_windows(api_cluster, kube_emula
     )
     assert GitOpsApp.objects.filter(cluster=api_cluster).count() > 0
     api_cluster.refresh_from_db()
-    assert kinds.ARGOCD_PROJECTS in api_cluster.unavailable
+    assert kinds.ARGOCD_PROJECTS in api_cluster.poll.unavailable
 
 
 def test_flux_not_installed_is_not_an_error_for_an_argo_cluster(api_cluster, kube_emulator):
@@ -205,8 +205,8 @@ def test_a_poll_that_finds_nothing_new_rewrites_no_app(api_cluster, kube_emulato
 
 
 def test_a_second_poll_of_the_same_cluster_waits_its_turn(api_cluster):
-    Cluster.objects.filter(pk=api_cluster.pk).update(
-        poll_lock_until=timezone.now() + timedelta(minutes=1), poll_lock_token="someone-else"
+    ClusterPoll.objects.create(
+        cluster=api_cluster, poll_lock_until=timezone.now() + timedelta(minutes=1), poll_lock_token="someone-else"
     )
     report = poll(api_cluster)
     assert report.skipped and not report.ok

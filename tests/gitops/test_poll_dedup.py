@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from gitops import kinds
+from gitops.models import ClusterPoll
 from gitops.tasks import poll_all, poll_claim_key, poll_cluster, queued_seconds
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster
@@ -199,8 +200,9 @@ def test_poll_all_queues_the_longest_unread_clusters_first(memory_broker: Memory
     now = timezone.now()
     never, *polled = ids[::-1]  # the highest id has never been read; the others were, lowest id last
     for minutes, pk in enumerate(polled):
-        Cluster.objects.filter(pk=pk).update(last_poll_at=now - timedelta(minutes=10 + minutes))
-    Cluster.objects.filter(pk=never).update(last_poll_at=None)
+        ClusterPoll.objects.update_or_create(cluster_id=pk,
+                                             defaults={"last_poll_at": now - timedelta(minutes=10 + minutes)})
+    ClusterPoll.objects.filter(pk=never).delete()  # never polled: no row
 
     assert poll_all() == len(ids)
     assert [q.args[0] for q in memory_broker.take("poll")] == [never, *reversed(polled)]

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from gitops.models import AppProject
+from gitops.models import AppProject, ClusterPoll
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +35,8 @@ def test_explains_a_matching_deny_window_and_says_until_when(catalog):
 
 def test_refuses_clearly_when_the_project_could_not_be_read(catalog):
     seed_app(catalog.prod_eu, "checkout-prod", project="shop")
-    catalog.prod_eu.unavailable = {"argocd-projects": "sync windows unavailable: no permission to list appprojects"}
-    catalog.prod_eu.save()
+    ClusterPoll.objects.create(cluster=catalog.prod_eu, unavailable={
+        "argocd-projects": "sync windows unavailable: no permission to list appprojects"})
     with pytest.raises(CommandError, match="no permission to list appprojects"):
         run("checkout-prod")
 

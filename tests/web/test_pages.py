@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from gitops.models import ClusterPoll
 from portal.kernel.catalog.models import Cluster, Service
 from tests.fixtures.seed import seed_app, seed_fleet, seed_pin
 
@@ -117,8 +118,8 @@ def test_sync_window_badge_says_until_when_and_disappears_once_closed(viewer_cli
 
 
 def test_manual_sync_suspended_and_stale_badges(viewer_client, catalog):
-    Cluster.objects.filter(pk=catalog.prod_us.pk).update(stale_since=timezone.now() - timedelta(minutes=30),
-                                                         last_error="timeout: read timed out")
+    ClusterPoll.objects.create(cluster=catalog.prod_us, stale_since=timezone.now() - timedelta(minutes=30),
+                               last_error="timeout: read timed out")
     seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, manual_sync=True)
     seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, tool="flux", suspended=True)
     html = viewer_client.get(reverse("gitops")).content.decode()

@@ -55,7 +55,8 @@ class Command(BaseCommand):
         project_name = app.project or "default"
         project = AppProject.objects.filter(cluster=app.read_from, name=project_name).first()
         # The AppProject lives where the app was read (a hub's Argo CD), not where it deploys.
-        unavailable = app.read_from.unavailable.get("argocd-projects")
+        polled = getattr(app.read_from, "poll", None)  # gitops.ClusterPoll; none before its first poll
+        unavailable = polled.unavailable.get("argocd-projects") if polled is not None else None
         if project is None:
             why = unavailable or f"AppProject {project_name!r} was not found on {app.read_from.name}"
             raise CommandError(f"cannot judge sync windows: {why}")

@@ -247,7 +247,7 @@ class AppSerializer(serializers.Serializer):
         "turned so (its health_since); null otherwise"
     )
     cluster_stale_since = OffsetDateTimeField(
-        source="cluster.stale_since", allow_null=True,
+        source="cluster.poll.stale_since", allow_null=True,
         help_text="set when the cluster's last polls failed: the data is the last good one",
     )
     portal_url = serializers.SerializerMethodField(help_text="the service's page, or the filtered /gitops view")

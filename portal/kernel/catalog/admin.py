@@ -10,10 +10,9 @@ class EnvironmentAdmin(admin.ModelAdmin):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "environment", "connection", "enabled", "discovered", "last_ok_at", "stale_since")
+    # How its polls went is gitops.ClusterPoll's, in gitops' admin.
+    list_display = ("name", "environment", "connection", "enabled", "discovered")
     list_filter = ("environment", "connection", "enabled", "discovered")
-    readonly_fields = ("last_poll_at", "last_ok_at", "last_error", "stale_since", "last_poll_seconds", "unavailable")
-    exclude = ("poll_lock_until", "poll_lock_token")
 
 
 @admin.register(Service)

@@ -16,31 +16,6 @@ from django.utils import timezone
 from portal.kernel.catalog.images import normalise_name
 
 
-class CatalogQuerySet(models.QuerySet):
-    """Services and clusters: a queryset update() or bulk write of a field that decides what a
-    cluster's objects mean (the model's MEANING_FIELDS) moves the catalog's revision as a save
-    does (portal.kernel.catalog.revision); a poll's update() of its own status fields does not.
-    (bulk_update() writes through update().)"""
-
-    def update(self, **kwargs: object) -> int:
-        updated = super().update(**kwargs)
-        if updated and set(kwargs) & self.model.MEANING_FIELDS:
-            _bump_revision()
-        return updated
-
-    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def]
-        created = super().bulk_create(objs, *args, **kwargs)
-        if created:
-            _bump_revision()
-        return created
-
-
-def _bump_revision() -> None:
-    from portal.kernel.catalog import revision  # it reads this module's CatalogRevision
-
-    revision.bump()
-
-
 class Environment(models.Model):
     name = models.SlugField(max_length=63, unique=True)
     order = models.PositiveIntegerField(default=0, help_text="dev < staging < prod: lower comes first")
@@ -54,9 +29,6 @@ class Environment(models.Model):
 
 
 class Cluster(models.Model):
-    # What a poll's objects mean depends on these (gitops.polling._catalog_key).
-    MEANING_FIELDS = frozenset({"name", "api_url", "environment", "environment_id", "connection", "discovered",
-                                "argocd_aliases"})
     class Connection(models.TextChoices):
         KUBECONFIG = "kubeconfig", "kubeconfig context"
         IN_CLUSTER = "in_cluster", "in-cluster service account"
@@ -105,26 +77,7 @@ class Cluster(models.Model):
     # Found as an Argo CD destination that matched no cluster: no environment, not polled.
     discovered = models.BooleanField(default=False)
 
-    # Poll status, written by gitops.tasks.poll_cluster.
-    last_poll_at = models.DateTimeField(null=True, blank=True)
-    last_ok_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    stale_since = models.DateTimeField(null=True, blank=True)
-    last_poll_seconds = models.FloatField(null=True, blank=True)
-    # capability -> why it is unavailable ("no permission to list appprojects").
-    unavailable = models.JSONField(default=dict, blank=True)
-    poll_lock_until = models.DateTimeField(null=True, blank=True)
-    poll_lock_token = models.CharField(max_length=64, blank=True)
-    # What the last full poll read (gitops.derive.unchanged), so an identical read can skip the rest.
-    listing_digest = models.CharField(max_length=32, blank=True)
-    listing_full_at = models.DateTimeField(null=True, blank=True)
-    # What the last poll stored object by object is kept beside, in gitops.ClusterObjectVersions.
-    # What the last full poll skipped or could only partly read, each naming its object (the
-    # first few of `poll_warning_count`): a bad object never drops its cluster, and says so.
-    poll_warning_count = models.PositiveIntegerField(default=0)
-    poll_warnings = models.JSONField(default=list, blank=True)
-
-    objects = CatalogQuerySet.as_manager()
+    # How its polls went is gitops' (gitops.ClusterPoll, `cluster.poll`), not the catalog's.
 
     class Meta:
         ordering = ["environment__order", "name"]
@@ -182,7 +135,6 @@ class ArgoCDInstance(models.Model):
 
 
 class Service(models.Model):
-    MEANING_FIELDS = frozenset({"name", "image_repository", "image_aliases"})  # which image is which service
     name = models.SlugField(max_length=100, unique=True)
     image_repository = models.CharField(max_length=300, help_text="e.g. ghcr.io/acme/checkout")
     image_aliases = models.JSONField(default=list, blank=True, help_text="other names of the same image (mirrors)")
@@ -194,8 +146,6 @@ class Service(models.Model):
         help_text="the service's code repository, e.g. https://github.com/acme/checkout: its GitHub, "
         "GitLab or Gitea releases give the release notes; empty: no release notes",
     )
-
-    objects = CatalogQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -266,9 +216,8 @@ class CatalogRevision(models.Model):
     objects mean may have changed (gitops.polling): read per poll, the rows themselves grow
     with the fleet (500 clusters and 200 services read 500 times a minute).
 
-    Saves and deletes move it through signals; a queryset update() of a meaning field and a
-    bulk_create() through CatalogQuerySet. Raw SQL moves nothing and would leave polls building
-    on the old catalog."""
+    Saves and deletes move it through signals (portal.kernel.catalog.revision says what a
+    writer that bypasses them must do)."""
 
     revision = models.BigIntegerField(default=0)
 

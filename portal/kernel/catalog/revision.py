@@ -3,8 +3,14 @@ delete of a Service or a Cluster.
 
 A save of a cluster that changes none of what its objects mean (its `enabled` switch, an admin
 note) moves it too: each such save costs every cluster one full poll, and they are rare. Polls
-themselves write their cluster's status with a queryset update(), which moves it only for a
-meaning field (models.CatalogQuerySet)."""
+write their own status elsewhere (gitops.ClusterPoll) and move nothing.
+
+Only save() and delete() send the signals that move it. A writer that bypasses them — a
+queryset update() of what a cluster's objects mean (a service's name, image or aliases; a
+cluster's name, api_url, environment, connection, discovered flag or Argo CD aliases), a
+bulk_create(), raw SQL — must call `bump()` in its transaction, or polls go on building on the
+old catalog. None in the portal does: the admin saves and deletes row by row (its delete
+action sends the signals), the fleet file uses update_or_create(), discovery create()."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from portal.kernel.catalog.models import AgentToken, Cluster, Environment, Servi
 @requires_role(Role.VIEWER)
 def cluster_list(request: HttpRequest) -> HttpResponse:
     environments = list(Environment.objects.all())
-    clusters = list(Cluster.objects.select_related("environment"))
+    clusters = list(Cluster.objects.select_related("environment", "poll"))
     # Counted from the apps' cluster index alone: grouping the join by every cluster column
     # read each of 50,000 application rows (raw objects and all) to count them.
     app_counts = dict(GitOpsApp.objects.order_by().values_list("cluster_id").annotate(Count("cluster_id")))

@@ -101,7 +101,8 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The list never shows the raw object or its history: a page of 50 need not decode them
     # (its sources stay: the synced revision's commit link reads the primary source's ref).
-    listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "argocd_instance").defer(
+    listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "cluster__poll",
+                                              "argocd_instance").defer(
         "raw", "history", "conditions", "synced_revisions", "health_rules"
     )
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs

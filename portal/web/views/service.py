@@ -70,7 +70,7 @@ class Panel:
 # every application of the service (a service on 500 clusters has hundreds). The full panels,
 # a few dozen, are read again with what they show (everything but PANEL_UNSHOWN).
 ROW_FIELDS = (
-    "cluster__name", "cluster__stale_since", "cluster__environment__name", "cluster__environment__order",
+    "cluster__name", "cluster__poll__stale_since", "cluster__environment__name", "cluster__environment__order",
     "tool", "kind", "namespace", "name", "sync_status", "sync_since", "sync_since_exact",
     "health_status", "health_since", "health_since_exact",
     "operation_phase", "operation_started_at", "operation_finished_at", "operation_message",
@@ -94,7 +94,7 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
     # clusters need not decode them (its sources stay: the synced commit's link reads them).
     apps = list(
         GitOpsApp.objects.filter(services=service)
-        .select_related("cluster__environment")
+        .select_related("cluster__environment", "cluster__poll")
         .only(*ROW_FIELDS)
         .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
     )

@@ -1,0 +1,145 @@
+"""The bookkeeping of a cluster's polls, in gitops beside the catalog's Cluster rather than on it.
+
+`ClusterPoll` is how the polls of one cluster went (what /clusters, the API and the stale
+badges show), the lock that keeps two workers off one cluster, and what the last full poll
+read (gitops.derive.unchanged); `ClusterObjectVersions` is what the last poll stored object by object.
+Only the poll writes them (`record`, `acquire`, `release`), and the silent-agent check.
+
+A cluster that was never polled has no ClusterPoll row, and every reader takes a missing row
+as "never polled" (`select_related("poll")`, then `getattr(cluster, "poll", None)`): the row is
+made in one place, by the first poll's lock (`ClusterPoll.acquire`). Not eagerly with the
+cluster: clusters are made in many places (the admin, the fleet file, Argo CD destinations
+found by a poll, benchmarks in bulk), and a destination that no poll reads needs none.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, models, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+
+from portal.kernel.catalog.models import Cluster
+
+SHOWN_WARNINGS = 20  # warnings kept for /clusters; all of them are counted
+ERROR_CHARS = 4000
+
+
+class ClusterPoll(models.Model):
+    """How the polls of one cluster went: one row per cluster, from its first poll on."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True, related_name="poll")
+    last_poll_at = models.DateTimeField(null=True, blank=True)
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    stale_since = models.DateTimeField(null=True, blank=True)
+    last_poll_seconds = models.FloatField(null=True, blank=True)
+    # capability -> why it is unavailable ("no permission to list appprojects").
+    unavailable = models.JSONField(default=dict, blank=True)
+    poll_lock_until = models.DateTimeField(null=True, blank=True)
+    poll_lock_token = models.CharField(max_length=64, blank=True)
+    # What the last full poll read (gitops.derive.unchanged), so an identical read can skip the rest.
+    listing_digest = models.CharField(max_length=32, blank=True)
+    listing_full_at = models.DateTimeField(null=True, blank=True)
+    # What the last full poll skipped or could only partly read, each naming its object (the
+    # first few of `poll_warning_count`): a bad object never drops its cluster, and says so.
+    poll_warning_count = models.PositiveIntegerField(default=0)
+    poll_warnings = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"polls of cluster {self.cluster_id}"
+
+    @classmethod
+    def acquire(cls, cluster_id: int, at: datetime, seconds: float) -> str | None:
+        """The cluster's poll lock until `at + seconds`, or None while another worker holds it:
+        an atomic compare-and-set, so two workers (or a beat tick and a "poll now") never poll one
+        cluster at once. A cluster's first poll makes its row here, holding the lock."""
+        token = uuid.uuid4().hex
+        until = at + timedelta(seconds=seconds)
+        taken = cls.objects.filter(Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at),
+                                   pk=cluster_id).update(poll_lock_until=until, poll_lock_token=token)
+        if taken:
+            return token
+        if cls.objects.filter(pk=cluster_id).exists():
+            return None
+        try:
+            with transaction.atomic():  # a savepoint: a worker that made the row first holds the lock
+                cls.objects.create(cluster_id=cluster_id, poll_lock_until=until, poll_lock_token=token)
+        except IntegrityError:
+            return None
+        return token
+
+    @classmethod
+    def release(cls, cluster_id: int, token: str) -> None:
+        cls.objects.filter(pk=cluster_id, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
+
+
+class ClusterObjectVersions(models.Model):
+    """What the last poll of a cluster stored, object by object (gitops.derive.unchanged.ObjectVersions),
+    so the next collects again only the apps whose objects changed. Its own table, not a column
+    of the cluster: about 175 bytes an app, it would be read with every row that selects its
+    cluster (17 KB per row at 100 apps), and only the next poll of that cluster reads it."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="object_versions")
+    versions = models.JSONField(default=dict, blank=True)
+    # Until when the last full poll is built on (gitops.derive.unchanged.full_poll_trusted_for).
+    full_poll_trusted_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"object versions of cluster {self.cluster_id}"
+
+    @classmethod
+    def keep(cls, cluster_id: int, versions: dict, full_poll_trusted_until: datetime | None = None) -> None:
+        """Replace what is kept for the cluster (one statement); a full poll also says until when
+        it is trusted, a partial one leaves that as it was."""
+        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until is not None else ["versions"]
+        cls.objects.bulk_create(
+            [cls(cluster_id=cluster_id, versions=versions, full_poll_trusted_until=full_poll_trusted_until)],
+            update_conflicts=True, unique_fields=["cluster"], update_fields=fields)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one poll of a cluster found, as its ClusterPoll keeps it. A field left None is left
+    as stored: an unchanged poll read nothing new, a partial one did not look at every object."""
+
+    at: datetime
+    seconds: float
+    error: str = ""  # the cluster could not be read: its last good data stays, and it goes stale
+    unavailable: dict[str, str] | None = None
+    listing_digest: str | None = None
+    full: bool = False  # every object was looked at: `listing_full_at` moves
+    warnings: list[str] | None = None
+    # Object by object (ClusterObjectVersions), with until when a full poll is trusted.
+    versions: dict | None = None
+    trusted_until: datetime | None = None
+
+
+def record(cluster_id: int, outcome: Outcome) -> None:
+    """Write a poll's outcome: the one writer of a cluster's poll status."""
+    if outcome.error:
+        fields: dict[str, object] = {
+            "last_error": outcome.error[:ERROR_CHARS],
+            # Stale since the first failure in a row, as stored (the caller's row may be older).
+            "stale_since": Coalesce("stale_since", models.Value(outcome.at, output_field=models.DateTimeField())),
+        }
+    else:
+        fields = {"last_ok_at": outcome.at, "last_error": "", "stale_since": None}
+    fields.update(last_poll_at=outcome.at, last_poll_seconds=outcome.seconds)
+    if outcome.unavailable is not None:
+        fields["unavailable"] = outcome.unavailable
+    if outcome.listing_digest is not None:
+        fields["listing_digest"] = outcome.listing_digest
+    if outcome.full:
+        fields["listing_full_at"] = outcome.at
+    if outcome.warnings is not None:
+        fields.update(poll_warning_count=len(outcome.warnings), poll_warnings=outcome.warnings[:SHOWN_WARNINGS])
+    with transaction.atomic():
+        # The row exists: the poll holds its lock (`ClusterPoll.acquire`).
+        ClusterPoll.objects.filter(pk=cluster_id).update(**fields)
+        if outcome.versions is not None:
+            ClusterObjectVersions.keep(cluster_id, outcome.versions, outcome.trusted_until)

@@ -261,7 +261,7 @@ def health_rule_cost(count: int) -> None:
     import os
 
     from gitops import kinds, polling
-    from gitops.collectors import health
+    from gitops.collectors import custom_health as health
     from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
     from tests.fakes.kube_emulator import KubeEmulator
     from tests.gitops.decisionmodel import ALL_PHASES, GROUP, KIND, argocd_cm, decision_model, kustomization

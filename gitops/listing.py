@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitops import kinds
-from gitops.collectors.health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, wanted_kinds
+from gitops.collectors.custom_health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, wanted_kinds
 from gitops.models import HealthRule
 from gitops.sources import ClusterSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
@@ -113,7 +113,7 @@ def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
 
 def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: tuple) -> None:
     """Step 1b: the Argo CD instance's argocd-cm, then only the custom kinds an app deploys and a
-    rule covers (gitops.collectors.health). A kind RBAC hides (or that fails to list) is recorded
+    rule covers (gitops.collectors.custom_health). A kind RBAC hides (or that fails to list) is recorded
     like any other kind (unavailable, with its message), its apps say why their objects were not
     judged, and the rest of the poll goes on."""
     if isinstance(source, ArgoCDSource):

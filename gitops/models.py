@@ -201,7 +201,7 @@ class GitOpsApp(models.Model):
     interval = models.CharField(max_length=32, blank=True)
     warnings = models.JSONField(default=list, blank=True)
 
-    # Custom-resource health rules (gitops.collectors.health): the rules' worst verdict on the
+    # Custom-resource health rules (gitops.collectors.custom_health): the rules' worst verdict on the
     # app's custom objects, where the tool's verdict and a rule's differ (needs attention, like
     # Degraded, from `health_disagreement_since` on), the custom kinds nothing checks, and the
     # per-object details (JSON: deferred on pages).

@@ -32,7 +32,7 @@ from django.utils import timezone
 from gitops import kinds
 from gitops.clusterpoll import ClusterPoll, Outcome, record
 from gitops.collectors import CLUSTER_SECRET_KIND, Collected, collect, collect_apps
-from gitops.collectors.health import judge_apps
+from gitops.collectors.custom_health import judge_apps
 from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive.cluster_changes import derive
 from gitops.derive.disappearance import Hold, held_keys, holds

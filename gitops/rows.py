@@ -105,7 +105,7 @@ class AppRow:
     source_message: str = ""  # Flux source Ready message, or why the source is unknown
     warnings: list[str] = field(default_factory=list)  # fields we could not read
     raw: dict[str, Any] = field(default_factory=dict)
-    # Custom-resource health rules (gitops.collectors.health): the worst verdict of the rules
+    # Custom-resource health rules (gitops.collectors.custom_health): the worst verdict of the rules
     # over the app's custom objects ("" when none judged), the tool-vs-rule disagreements as
     # sentences, "No health check for <kind>", and per-object details (JSON-safe).
     rule_health: str = ""

@@ -23,7 +23,7 @@ import yaml
 from django.conf import settings
 
 from gitops import kinds
-from gitops.collectors.health import CONFIGMAP, HEALTH_RULES
+from gitops.collectors.custom_health import CONFIGMAP, HEALTH_RULES
 from gitops.kinds import BY_CAPABILITY, CAPABILITIES, KINDS
 
 ROOT = Path(__file__).resolve().parents[2]

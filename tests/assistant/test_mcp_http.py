@@ -8,7 +8,6 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 from django.utils import timezone
@@ -19,6 +18,7 @@ from gitops.models import GitOpsApp
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts import tokens
 from portal.releases.models import Release
+from tests.fixtures.browser import in_own_thread
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,7 +35,7 @@ def mcp_session(url: str, token: str | None, work: Any) -> Any:
             async with Client(streamable_http_client(url, http_client=http)) as client:
                 return await work(client)
 
-    return anyio.run(main)
+    return in_own_thread(main)
 
 
 def structured(result: Any) -> dict:

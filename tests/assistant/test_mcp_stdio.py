@@ -8,7 +8,6 @@ import os
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -17,6 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from portal.kernel.accounts import tokens
 from tests.dburl import database_url
+from tests.fixtures.browser import in_own_thread
 from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the command's own process reads the committed rows
@@ -37,7 +37,7 @@ def test_a_local_assistant_reads_the_fleet_over_stdio(catalog, users):
             result = await client.call_tool("gitops", {"sync": "OutOfSync"})
             return names, result
 
-    names, result = anyio.run(main)
+    names, result = in_own_thread(main)
     assert names == {"gitops", "pull_requests", "why_not_deployed", "service"}
     assert not result.is_error, result.content
     answer = result.structured_content.get("result", result.structured_content)

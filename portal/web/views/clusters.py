@@ -8,6 +8,8 @@ from its name, and create or revoke the token of a cluster's in-cluster agent (s
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
@@ -23,6 +25,15 @@ from portal.kernel.catalog import agents
 from portal.kernel.catalog.models import AgentToken, Cluster, Environment, Service
 
 
+@dataclass(frozen=True)
+class ClusterRow:
+    """A catalog cluster with what the page adds: its app count and its live agent tokens."""
+
+    cluster: Cluster
+    app_count: int
+    agent_tokens: list[AgentToken] = field(default_factory=list)
+
+
 @requires_role(Role.VIEWER)
 def cluster_list(request: HttpRequest) -> HttpResponse:
     environments = list(Environment.objects.all())
@@ -30,21 +41,18 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     # Counted from the apps' cluster index alone: grouping the join by every cluster column
     # read each of 50,000 application rows (raw objects and all) to count them.
     app_counts = dict(GitOpsApp.objects.order_by().values_list("cluster_id").annotate(Count("cluster_id")))
-    for cluster in clusters:
-        cluster.app_count = app_counts.get(cluster.id, 0)  # type: ignore[attr-defined]
     tokens: dict[int, list[AgentToken]] = {}
     for token in AgentToken.objects.filter(revoked_at__isnull=True, cluster__connection=Cluster.Connection.AGENT):
         tokens.setdefault(token.cluster_id, []).append(token)
-    for cluster in clusters:
-        cluster.active_agent_tokens = tokens.get(cluster.id, [])  # type: ignore[attr-defined]
-    by_env: dict[int, list[Cluster]] = {}
-    discovered: list[tuple[Cluster, str]] = []
+    rows = [ClusterRow(cluster, app_counts.get(cluster.id, 0), tokens.get(cluster.id, [])) for cluster in clusters]
+    by_env: dict[int, list[ClusterRow]] = {}
+    discovered: list[tuple[ClusterRow, str]] = []
     names = [env.name for env in environments]
-    for cluster in clusters:
-        if cluster.environment_id is None:
-            discovered.append((cluster, suggest_environment(cluster.destination_label, names)))
+    for row in rows:
+        if row.cluster.environment_id is None:
+            discovered.append((row, suggest_environment(row.cluster.destination_label, names)))
         else:
-            by_env.setdefault(cluster.environment_id, []).append(cluster)
+            by_env.setdefault(row.cluster.environment_id, []).append(row)
     context = {
         "environments": [(env, by_env.get(env.id, [])) for env in environments],
         "all_environments": environments,

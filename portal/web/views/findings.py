@@ -6,6 +6,7 @@ this view only reads and shows them."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -15,13 +16,30 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from gitops.models import Finding, FindingMute, GitOpsApp
-from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES
+from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES, FindingRule
 from portal.findings.mutes import mute, open_findings, unmute
 from portal.kernel.accounts.roles import Role, requires_role
 
 PAGE_SIZE = 100
 NO_TEAM = "no team"
 NO_ENVIRONMENT = "unregistered destination"
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """One open finding as the page shows it: the rule's words, the app's teams, and for a
+    finding that stands for an environment and tool (group_silent) that tool's name."""
+
+    finding: Finding
+    definition: FindingRule | None
+    team: str
+    group: str
+
+
+@dataclass(frozen=True)
+class MutedRow:
+    mute: FindingMute
+    definition: FindingRule | None
 
 
 def _team_of(app: GitOpsApp) -> str:
@@ -66,19 +84,16 @@ def findings(request: HttpRequest) -> HttpResponse:
         and (not team or team in _team_of(f.app).split(", "))
     ]
     page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
-    for finding in page:
-        finding.definition = RULES.get(finding.rule)  # type: ignore[attr-defined]
-        finding.team = _team_of(finding.app)  # type: ignore[attr-defined]
-        # One finding for an environment and tool (portal.findings.derivation.group_silent): said as such, not
-        # as the one app it is stored on.
-        finding.group = (  # type: ignore[attr-defined]
-            TOOL_NAMES.get(finding.app.tool, finding.app.tool) if finding.rule == GROUPED else "")
-    muted = FindingMute.objects.select_related("app", "app__cluster").defer("app__raw", "app__history",
+    # A finding for an environment and tool (portal.findings.derivation.group_silent) is said as
+    # such, not as the one app it is stored on.
+    rows = [FindingRow(finding, RULES.get(finding.rule), _team_of(finding.app),
+                       TOOL_NAMES.get(finding.app.tool, finding.app.tool) if finding.rule == GROUPED else "")
+            for finding in page]
+    mutes = FindingMute.objects.select_related("app", "app__cluster").defer("app__raw", "app__history",
                                                                           "app__health_rules").order_by("-at")[:200]
-    for m in muted:
-        m.definition = RULES.get(m.rule)  # type: ignore[attr-defined]
+    muted = [MutedRow(m, RULES.get(m.rule)) for m in mutes]
     return render(request, "web/findings.html", {
-        "page": page, "counts": summary,
+        "page": page, "rows": rows, "counts": summary,
         "rule_counts": [(rule_id, RULES.get(rule_id), count) for rule_id, count in summary["rule"]],
         "total": len(everything), "filtered": len(shown),
         "params": {"rule": rule, "environment": environment, "team": team}, "muted": muted,

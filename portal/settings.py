@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every log line of a request carries its id (portal/requestids.py).
+    "portal.requestids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static/ under gunicorn in production; runserver serves it itself in DEBUG.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -381,11 +383,23 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"docExpansion": "full", "defaultModelsExpandDepth": 2, "defaultModelExpandDepth": 2},
 }
 
+# The console's format: "plain" (a person at a terminal, the embedded run's default) or "json"
+# (one object per line for a log pipeline; the chart sets it). Either way each line carries the
+# request id (X-Request-ID) or the Celery task's id and name, and is redacted (portal/logformat.py).
+PORTAL_LOG_FORMAT = os.environ.get("PORTAL_LOG_FORMAT", "plain").strip().lower()
+if PORTAL_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"PORTAL_LOG_FORMAT must be plain or json, not {PORTAL_LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.requestids.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "portal.logformat.PlainFormatter"},
+        "json": {"()": "portal.logformat.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": PORTAL_LOG_FORMAT, "filters": ["context"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -171,8 +171,27 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 # Outside production whitenoise serves straight from static/ (no collectstatic step).
 WHITENOISE_USE_FINDERS = not PRODUCTION
 
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+# --- HTTPS (`manage.py check --deploy` is clean in production) ------------------
+# Production defaults to HTTPS only: plain HTTP is redirected, cookies are Secure, and browsers are
+# told to use HTTPS for a year (HSTS, sent on HTTPS responses only). The embedded run (not
+# PORTAL_PRODUCTION) keeps plain HTTP on 127.0.0.1. Behind a proxy or an ingress that ends TLS,
+# set PORTAL_TLS_PROXY=1 so its X-Forwarded-Proto says the request was HTTPS (only there: a
+# client reaching the portal directly could claim it). A production install served over plain
+# HTTP on purpose (docker-compose.yml on one machine) sets SECURE_SSL_REDIRECT=0 and
+# SESSION_COOKIE_SECURE=0.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+# The orchestrator's probes and the metrics scraper speak plain HTTP to the pod itself.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+if env_bool("PORTAL_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 86400) if PRODUCTION else "0"))
+# Whether HSTS covers every subdomain, and the browsers' preload list, are the domain owner's
+# decision, not one application's: off unless set, and their deploy checks silenced.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
 
 # --- Cache and Celery -------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")

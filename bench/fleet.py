@@ -556,6 +556,7 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     env = os.environ | {
         "DATABASE_URL": database, "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url, "CACHE_URL": cache_url,
         "PORTAL_PRODUCTION": "1", "SECRET_KEY": "bench-fleet-" + uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0",  # plain HTTP on loopback, as compose serves
         "PORTAL_POLL_INTERVAL": str(interval), TOKEN_ENV: TOKEN, "PYTHONPATH": str(tree),
         "DJANGO_SETTINGS_MODULE": "portal.settings",
     }

@@ -16,6 +16,7 @@ from celery.signals import heartbeat_sent, task_postrun, task_prerun, worker_pro
 from django.conf import settings
 from django.db import close_old_connections
 
+from portal import requestids
 from portal.kernel.claims import Claims, FileClaims, RedisClaims, claims
 
 __all__ = ["Claims", "FileClaims", "RedisClaims", "app", "claims"]
@@ -48,6 +49,17 @@ def _close_old_connections(sender: Task | None = None, **_: object) -> None:
     if sender is not None and getattr(sender.request, "is_eager", False):
         return
     close_old_connections()
+
+
+@task_prerun.connect
+def _log_task_ids(task_id: str = "", task: Task | None = None, **_: object) -> None:
+    """Every log line the task writes carries its id and name (portal/requestids.py)."""
+    requestids.task_started(task_id, getattr(task, "name", "") or "")
+
+
+@task_postrun.connect
+def _forget_task_ids(task_id: str = "", **_: object) -> None:
+    requestids.task_ended(task_id)
 
 
 @app.on_after_configure.connect

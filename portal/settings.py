@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every log line of a request carries its id (portal/requestids.py).
+    "portal.requestids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static/ under gunicorn in production; runserver serves it itself in DEBUG.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -169,8 +171,27 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 # Outside production whitenoise serves straight from static/ (no collectstatic step).
 WHITENOISE_USE_FINDERS = not PRODUCTION
 
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+# --- HTTPS (`manage.py check --deploy` is clean in production) ------------------
+# Production defaults to HTTPS only: plain HTTP is redirected, cookies are Secure, and browsers are
+# told to use HTTPS for a year (HSTS, sent on HTTPS responses only). The embedded run (not
+# PORTAL_PRODUCTION) keeps plain HTTP on 127.0.0.1. Behind a proxy or an ingress that ends TLS,
+# set PORTAL_TLS_PROXY=1 so its X-Forwarded-Proto says the request was HTTPS (only there: a
+# client reaching the portal directly could claim it). A production install served over plain
+# HTTP on purpose (docker-compose.yml on one machine) sets SECURE_SSL_REDIRECT=0 and
+# SESSION_COOKIE_SECURE=0.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+# The orchestrator's probes and the metrics scraper speak plain HTTP to the pod itself.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+if env_bool("PORTAL_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 86400) if PRODUCTION else "0"))
+# Whether HSTS covers every subdomain, and the browsers' preload list, are the domain owner's
+# decision, not one application's: off unless set, and their deploy checks silenced.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
 
 # --- Cache and Celery -------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -381,11 +402,23 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"docExpansion": "full", "defaultModelsExpandDepth": 2, "defaultModelExpandDepth": 2},
 }
 
+# The console's format: "plain" (a person at a terminal, the embedded run's default) or "json"
+# (one object per line for a log pipeline; the chart sets it). Either way each line carries the
+# request id (X-Request-ID) or the Celery task's id and name, and is redacted (portal/logformat.py).
+PORTAL_LOG_FORMAT = os.environ.get("PORTAL_LOG_FORMAT", "plain").strip().lower()
+if PORTAL_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"PORTAL_LOG_FORMAT must be plain or json, not {PORTAL_LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.requestids.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "portal.logformat.PlainFormatter"},
+        "json": {"()": "portal.logformat.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": PORTAL_LOG_FORMAT, "filters": ["context"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a page's latency includes every middleware below (portal/web/pagelatency.py).
+    "portal.web.pagelatency.PageLatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static/ under gunicorn in production; runserver serves it itself in DEBUG.
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -9,7 +9,10 @@ rather than an event is computed at the scrape, so it is right whichever process
 - each queue's depth: Redis LLEN over the queue's priority lists (one pipelined round trip,
   bounded by a socket timeout), or the filesystem broker's message files counted.
 
-No login, no session (a scraper has neither); `PORTAL_METRICS_ENABLED=0` answers 404, and
+Prometheus scrapes a pod by its address, which no ALLOWED_HOSTS lists (the kubelet's probes can
+send a Host header; a ServiceMonitor cannot), so `MetricsEndpointMiddleware`, first in the chain,
+answers /metrics before anything asks the request's host. No login, no session (a scraper has
+neither); `PORTAL_METRICS_ENABLED=0` answers 404, and
 `PORTAL_METRICS_TOKEN` makes it answer only a scraper that sends that token as a Bearer. The
 answer names no URL, app, error text or secret: only the bounded labels the series declare.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
@@ -138,3 +141,18 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+class MetricsEndpointMiddleware:
+    """/metrics answered before the host is checked (see above); every other path goes on."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == "/metrics":
+            try:
+                return metrics(request)
+            except Http404:
+                return HttpResponse("not found\n", status=404, content_type="text/plain")
+        return self.get_response(request)

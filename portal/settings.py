@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /metrics before any host check: Prometheus scrapes pods by address (portal/scrape.py).
+    "portal.scrape.MetricsEndpointMiddleware",
     # First, so a page's latency includes every middleware below (portal/web/pagelatency.py).
     "portal.web.pagelatency.PageLatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -168,6 +168,14 @@ def test_pages_are_timed_by_view_name_and_queues_have_a_depth(db):
     assert depths == {"poll", "notify", "registry", "forge"}
 
 
+def test_a_scraper_by_pod_address_is_answered_though_no_allowed_host_names_it(db, settings):
+    settings.ALLOWED_HOSTS = ["portal.example.com"]
+    client = Client()
+    assert client.get("/accounts/login/", HTTP_HOST="10.1.2.3:8000").status_code == 400
+    response = client.get("/metrics", HTTP_HOST="10.1.2.3:8000")
+    assert response.status_code == 200 and b"portal_queue_depth" in response.content
+
+
 def test_the_endpoint_can_ask_for_a_token_or_be_off(db, settings):
     settings.PORTAL_METRICS_TOKEN = "metrics-scrape-token-0123456789"
     client = Client()

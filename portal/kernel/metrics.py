@@ -7,7 +7,9 @@ django-prometheus brings request and model metrics nobody here alerts on, and in
 mode it relies on the same prometheus-client machinery anyway. Each process writes its values to
 memory-mapped files in `settings.PROMETHEUS_MULTIPROC_DIR` (an emptyDir per pod in the chart,
 `var/metrics` in the embedded run, wiped at start); a scrape reads them all (portal/scrape.py).
-settings.py sets the variable prometheus-client reads before any series is made.
+settings.py sets the variable prometheus-client reads before any series is made. No gunicorn or
+Celery hook marks a process dead: no series here is a "live" gauge, so an exited process's files
+stay counted, as a counter's past must (the rate-limit gauge keeps the most recent value written).
 
 Labels are bounded: a cluster's name (the catalog bounds them), a forge host (the configured
 forges), a status class, a kind, a channel kind, a view name. Never a URL, an app, an error

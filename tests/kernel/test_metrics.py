@@ -93,7 +93,7 @@ def test_a_failed_poll_is_counted_by_its_reason_and_never_names_the_token(api_cl
         value(before, failures, cluster="prod-eu-1", reason="unauthorized") + 1
     )
     assert value(after, "portal_cluster_never_ok", cluster="prod-eu-1") == 1.0
-    assert "wrong-token-value-metrics-123" not in text and "127.0.0.1" not in text.split("portal_forge")[0]
+    assert "wrong-token-value-metrics-123" not in text and "://" not in text  # no token, no URL
 
 
 @pytest.fixture(params=KINDS)
@@ -187,3 +187,37 @@ def test_the_endpoint_can_ask_for_a_token_or_be_off(db, settings):
     settings.PORTAL_METRICS_ENABLED = False
     bearer = {"Authorization": "Bearer metrics-scrape-token-0123456789"}
     assert client.get("/metrics", headers=bearer).status_code == 404
+
+
+def test_an_agent_push_is_counted_by_status_class_never_with_its_token(db):
+    _, before = scrape()
+    presented = "agent-token-never-shown-0123456789"
+    response = Client().post("/api/v1/agents/prod-eu-1/snapshots", data=b"{}", content_type="application/json",
+                             headers={"Authorization": f"Bearer {presented}"})
+    assert response.status_code == 401
+    text, after = scrape()
+    assert value(after, "portal_agent_pushes_total", status="4xx") == value(before, "portal_agent_pushes_total",
+                                                                              status="4xx") + 1
+    assert presented not in text
+
+
+def test_what_another_process_counted_is_added_up(db):
+    """The multiprocess folder: a second process (as a Celery prefork child would) counts into the
+    same folder, and the web's /metrics answers with the sum."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    _, before = scrape()
+    code = ("import django; django.setup(); from portal.kernel.metrics import NOTIFICATIONS; "
+            "NOTIFICATIONS.labels(channel='slack', outcome='sent').inc(3)")
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings",
+                   "PROMETHEUS_MULTIPROC_DIR": str(settings.PROMETHEUS_MULTIPROC_DIR)}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=environment, timeout=120)
+    _, after = scrape()
+    counted = "portal_notifications_total"
+    assert value(after, counted, channel="slack", outcome="sent") == (
+        value(before, counted, channel="slack", outcome="sent") + 3
+    )

@@ -29,7 +29,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -116,9 +116,21 @@ class StateCollector:
         yield from queue_depths()
 
 
+class _ThisProcess:
+    """This process's own series, when there is no multiprocess folder to add up."""
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in REGISTRY.collect():
+            if metric.name.startswith("portal_"):
+                yield metric
+
+
 def exposition() -> bytes:
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(settings.PROMETHEUS_MULTIPROC_DIR))
+    if settings.PORTAL_METRICS_MULTIPROCESS:
+        MultiProcessCollector(registry, path=str(settings.PROMETHEUS_MULTIPROC_DIR))
+    else:
+        registry.register(_ThisProcess())
     registry.register(StateCollector())
     return generate_latest(registry)
 

@@ -268,8 +268,13 @@ PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", ""
 # emptied when the processes start (the embedded run does; the chart mounts an emptyDir). Set
 # here, before any series exists, because prometheus-client reads the variable at import.
 PROMETHEUS_MULTIPROC_DIR = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
-PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+try:
+    PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+    PORTAL_METRICS_MULTIPROCESS = True
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+except OSError:  # nowhere to write (a read-only one-off command): each process counts for itself
+    PORTAL_METRICS_MULTIPROCESS = False
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 # /metrics answers without a login. Off: 404. With a token set, only a scraper that sends it as
 # `Authorization: Bearer <token>` is answered. Default: open (the embedded run, a trusted network).
 PORTAL_METRICS_ENABLED = env_bool("PORTAL_METRICS_ENABLED", True)

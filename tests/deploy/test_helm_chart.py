@@ -95,6 +95,12 @@ def objects(variant: str, kind: str) -> list[dict]:
     return [doc for doc in rendered(variant) if doc["kind"] == kind]
 
 
+def settings_config_map(variant: str) -> dict:
+    """The ConfigMap of settings (`config`); the dashboard's is another."""
+    [config] = [doc for doc in objects(variant, "ConfigMap") if doc["metadata"]["name"].endswith("-config")]
+    return config
+
+
 def pod_specs(variant: str) -> dict[str, dict]:
     return {doc["metadata"]["name"]: doc["spec"]["template"]["spec"]
             for doc in objects(variant, "Deployment") + objects(variant, "Job")}
@@ -140,6 +146,7 @@ def test_the_chart_installs_what_the_kustomize_folder_did():
         # Prometheus, which the kustomize folder had none of.
         ("ServiceMonitor", "gitops-portal", None), ("PodMonitor", "gitops-portal-workers", None),
         ("PrometheusRule", "gitops-portal", None), ("NetworkPolicy", "gitops-portal-metrics-ingress", None),
+        ("ConfigMap", "gitops-portal-dashboard", None),
     }
     # One source of truth: the kustomize folders are gone, not kept beside the chart.
     assert sorted((ROOT / "deploy").rglob("kustomization.yaml")) == []
@@ -185,7 +192,7 @@ def test_every_deployment_has_probes_and_the_web_probes_are_the_health_endpoints
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     # Django answers only the hosts it allows: the kubelet's probes name one of them.
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     allowed = config["data"]["ALLOWED_HOSTS"].split(",")
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         (header,) = container[probe]["httpGet"]["httpHeaders"]
@@ -215,7 +222,7 @@ def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook(variant):
     # A pre-install hook runs before the release's own objects exist: it may name none of them.
     assert "serviceAccountName" not in spec
     assert container["envFrom"] == [{"secretRef": {"name": "gitops-portal-env"}}]
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     assert {e["name"]: e["value"] for e in container["env"]} == config["data"]
 
 
@@ -302,7 +309,7 @@ def test_no_secret_is_in_the_chart_and_every_pod_reads_settings_from_the_named_s
         env_from = spec["containers"][0]["envFrom"]
         secret = "gitops-portal-agent" if name == "gitops-portal-agent" else "gitops-portal-env"
         assert {"secretRef": {"name": secret}} in env_from, name
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     assert not {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} & set(config["data"])
     with pytest.raises(helm.HelmValuesError):
         render({"config": {"SECRET_KEY": "in-values"}})
@@ -410,6 +417,10 @@ def test_the_dashboard_graphs_only_series_the_portal_exports():
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
             named |= check_promql(target["expr"])
+    # Shipped as it is for Grafana's sidecar when asked.
+    [config_map] = [doc for doc in objects("full", "ConfigMap") if doc["metadata"]["name"].endswith("-dashboard")]
+    assert json.loads(config_map["data"]["gitops-portal.json"]) == dashboard
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     # Every series the portal exports is on it, one way or another.
     families = {re.sub(r"_(bucket|sum|count)$", "", name) for name in exported_series()}
     assert families <= {re.sub(r"_(bucket|sum|count)$", "", name) for name in named}

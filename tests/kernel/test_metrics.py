@@ -221,3 +221,23 @@ def test_what_another_process_counted_is_added_up(db):
     assert value(after, counted, channel="slack", outcome="sent") == (
         value(before, counted, channel="slack", outcome="sent") + 3
     )
+
+
+def test_a_worker_serves_its_processes_series_on_its_own_port(db, settings):
+    """A worker pod's port (portal.celery, on worker_init): what the folder holds, no login."""
+    import socket
+    import urllib.request
+
+    from portal.celery import _serve_metrics
+    from portal.kernel.metrics import PULL_REQUESTS
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.PORTAL_METRICS_WORKER_PORT = port
+    PULL_REQUESTS.labels(kind="promotion", outcome="opened").inc()
+    _serve_metrics()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    assert 'portal_pull_requests_total{kind="promotion",outcome="opened"}' in text
+    assert "portal_queue_depth" not in text  # the scrape-time series are the web's alone

@@ -13,6 +13,7 @@ import base64
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import requests
 from github import Auth, Github, GithubException, InputGitTreeElement
@@ -69,12 +70,17 @@ class GitHubForge(Forge):
             lazy=True,
         )
         self._repo = self._gh.get_repo(repo.path)
+        self._host = urlsplit(api_url).hostname or ""
+
+    def _remaining(self) -> float | None:
+        """The rate-limit remaining PyGithub kept from the last answer's headers (-1: none yet)."""
+        return float(self._gh.requester.rate_limiting[0])
 
     # --- plumbing ----------------------------------------------------------------------
 
     def _call(self, method: str, what: str, fn: Callable[[], _T]) -> _T:
         try:
-            return self.policy.call(method, fn, _describe)
+            return self.policy.call(method, fn, _describe, host=self._host, remaining=self._remaining)
         except GithubException as error:
             raise self._translate(error, what) from None
         except requests.RequestException as error:

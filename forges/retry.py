@@ -25,6 +25,11 @@ ignores the verb), and a plain urllib3 `Retry` knows neither GitHub's reset head
 its secondary limits nor a bound that raises. So GitHub calls go through
 `RetryPolicy.call` (PyGithub built with `retry=0`), and GitLab and Gitea get a
 `RetryingSession` (python-gitlab takes it as its `session`).
+
+Every answer, retries included, is counted here for /metrics (`portal.kernel.metrics`): by host
+and status class, with the rate-limit remaining the forge last stated. The session sees each
+HTTP answer; PyGithub's calls are counted per attempt, with the remaining count its requester
+keeps from the last answer's headers.
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
 from forges.forge import ForgeError, RateLimited, error_message
+from portal.kernel.metrics import FORGE_RATE_LIMIT_REMAINING, forge_answered
 
 log = logging.getLogger(__name__)
 
@@ -123,19 +130,25 @@ class RetryPolicy:
         method: str,
         send: Callable[[], Any],
         describe: Callable[[BaseException], tuple[int, Mapping[str, str], Any] | None],
+        host: str = "",
+        remaining: Callable[[], float | None] = lambda: None,
     ) -> Any:
         """Run `send` until it succeeds or the policy gives up; `describe` reads an error's status.
 
         For a client that raises instead of answering (PyGithub): a connection error is
-        retried like a transient status, so for reads only.
+        retried like a transient status, so for reads only. Each attempt is counted against
+        `host` (when given), with the rate-limit `remaining` the client last saw.
         """
         attempt = 1
         while True:
             try:
-                return send()
+                result = send()
+                self._count(host, 200, remaining)
+                return result
             except RateLimited:
                 raise
             except requests.ConnectionError:
+                self._count(host, None, remaining)
                 wait = self.wait_before_reading_again(method, attempt)
                 if wait is None:
                     raise
@@ -144,12 +157,22 @@ class RetryPolicy:
                 if facts is None:
                     raise
                 status, headers, body = facts
+                self._count(host, status, remaining, headers)
                 wait = self.wait_before_retry(method, status, headers, body, attempt)
                 if wait is None:
                     raise
             log.info("forge did not answer %s; retrying in %.0f s (attempt %d)", method, wait, attempt)
             self.sleeper(wait)
             attempt += 1
+
+    @staticmethod
+    def _count(host: str, status: int | None, remaining: Callable[[], float | None], headers: object = None) -> None:
+        if not host:
+            return
+        forge_answered(host, status, headers)
+        left = remaining()
+        if left is not None and left >= 0:
+            FORGE_RATE_LIMIT_REMAINING.labels(host=host.lower()).set(left)
 
 
 class RetryingSession(requests.Session):
@@ -162,16 +185,19 @@ class RetryingSession(requests.Session):
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         method = request.method or "GET"
+        host = urlsplit(request.url or "").hostname or ""
         attempt = 1
         while True:
             try:
                 response = super().send(request, **kwargs)
             except requests.ConnectionError as error:
+                forge_answered(host, None)
                 wait = self.policy.wait_before_reading_again(method, attempt)
                 if wait is None:
                     # Only the kind of error: its text names the URL, and a URL may carry a token.
                     raise ForgeError(f"cannot reach the forge: {type(error).__name__}") from None
             else:
+                forge_answered(host, response.status_code, response.headers)
                 wait_or_none = self.policy.wait_before_retry(
                     method, response.status_code, response.headers, response.content, attempt
                 )

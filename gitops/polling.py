@@ -45,10 +45,12 @@ from gitops.pollplan import PARTIAL, UNCHANGED, Plan, plan
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
+from gitops.sources.base import REASONS
 from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.store.write import StoreResult, write
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from portal.kernel.credentials import cluster_token
+from portal.kernel.metrics import POLL_FAILURES, POLL_SECONDS, reason_of
 from portal.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -218,7 +220,9 @@ def _finish(run: _Run, outcome: Outcome, *, stored: StoreResult | None = None, c
     """Write the outcome (gitops.clusterpoll.record, the one writer of a cluster's poll status)
     and report it."""
     record(run.cluster.pk, outcome)
+    POLL_SECONDS.labels(cluster=run.cluster.name).observe(outcome.seconds)
     if outcome.error:
+        POLL_FAILURES.labels(cluster=run.cluster.name, reason=reason_of(outcome.error, REASONS)).inc()
         log.warning("poll of %s failed, keeping its last good data: %s", run.cluster.name, outcome.error)
         return PollReport(run.cluster.name, ok=False, seconds=outcome.seconds, error=outcome.error)
     return PollReport(run.cluster.name, ok=True, seconds=outcome.seconds, stored=stored,

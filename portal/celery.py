@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from celery import Celery, Task
-from celery.signals import heartbeat_sent, task_postrun, task_prerun, worker_process_init, worker_ready
+from celery.signals import heartbeat_sent, task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -83,6 +83,21 @@ def _touch_heartbeat_file(**_: object) -> None:
     `celery inspect ping` per probe: no Django start-up, no broker round trip."""
     if settings.PORTAL_WORKER_HEARTBEAT_FILE:
         Path(settings.PORTAL_WORKER_HEARTBEAT_FILE).touch()
+
+
+@worker_init.connect
+def _serve_metrics(**_: object) -> None:
+    """A worker pod's own scrape port (settings.PORTAL_METRICS_WORKER_PORT): its main process
+    serves what its prefork children wrote into the multiprocess folder, which the web's /metrics
+    cannot see from another pod. The embedded run shares one folder with the web and needs none."""
+    if not settings.PORTAL_METRICS_WORKER_PORT:
+        return
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(settings.PROMETHEUS_MULTIPROC_DIR))
+    start_http_server(settings.PORTAL_METRICS_WORKER_PORT, registry=registry)
 
 
 # --- claims on queued work ------------------------------------------------------------------

@@ -50,6 +50,10 @@ def main() -> int:
            "print('Demo GitOps repository:', build_demo_repo())"])
     _step([*MANAGE, "ensure_demo_admin"])
 
+    # The metrics folder is the running processes' (portal.kernel.metrics): a past run's files
+    # would be added to this one's.
+    for stale in Path(settings.PROMETHEUS_MULTIPROC_DIR).glob("*.db"):
+        stale.unlink(missing_ok=True)
     children = [
         subprocess.Popen([*MANAGE, "runserver", address, "--noreload"], cwd=ROOT),
         *(subprocess.Popen(command, cwd=ROOT) for command in worker_commands()),

@@ -98,6 +98,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that every log line of a request carries its id (portal/requestids.py).
     "portal.requestids.RequestIdMiddleware",
+    # /metrics before any host check: Prometheus scrapes pods by address (portal/scrape.py).
+    "portal.scrape.MetricsEndpointMiddleware",
+    # Before the rest, so a page's latency includes every middleware below (portal/web/pagelatency.py).
+    "portal.web.pagelatency.PageLatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static/ under gunicorn in production; runserver serves it itself in DEBUG.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -278,6 +282,27 @@ CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis 
 # A file a worker touches on every event heartbeat (every 2 s while its consumer loop runs), whose
 # age the Helm chart's liveness probe checks; empty (the embedded run) touches none.
 PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", "")
+
+# --- Prometheus metrics (portal.kernel.metrics, portal/scrape.py) -----------------
+# Every process (gunicorn's, Celery's prefork children) writes its series into this folder and
+# /metrics adds them up (prometheus-client's multiprocess mode). One folder per machine or pod,
+# emptied when the processes start (the embedded run does; the chart mounts an emptyDir). Set
+# here, before any series exists, because prometheus-client reads the variable at import.
+PROMETHEUS_MULTIPROC_DIR = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
+try:
+    PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+    PORTAL_METRICS_MULTIPROCESS = True
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+except OSError:  # nowhere to write (a read-only one-off command): each process counts for itself
+    PORTAL_METRICS_MULTIPROCESS = False
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+# /metrics answers without a login. Off: 404. With a token set, only a scraper that sends it as
+# `Authorization: Bearer <token>` is answered. Default: open (the embedded run, a trusted network).
+PORTAL_METRICS_ENABLED = env_bool("PORTAL_METRICS_ENABLED", True)
+PORTAL_METRICS_TOKEN = os.environ.get("PORTAL_METRICS_TOKEN", "")
+# A Celery worker's own scrape port (its main process serves what its prefork children wrote);
+# 0: none. The web's /metrics cannot see a worker pod's folder, so the chart sets it.
+PORTAL_METRICS_WORKER_PORT = int(os.environ.get("PORTAL_METRICS_WORKER_PORT", "0"))
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))

@@ -1,4 +1,5 @@
-"""Loaded with `-p tests.xdist_isolation` (pyproject addopts), before Django reads its settings:
+"""Loaded with `-p tests.xdist_isolation` (pyproject addopts), before Django reads its settings.
+Prometheus: a fresh multiprocess folder per test process (below). Redis:
 under pytest-xdist each worker process gets a Redis database of its own — REDIS_URL's number
 plus one plus the worker's — so one worker's broker queues and poll claims (portal.celery
 claims live in the broker) never meet another's tests. PostgreSQL needs nothing here:
@@ -20,3 +21,10 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
             _parts = urlsplit(_url)
             _base = int(_parts.path.strip("/") or 0)
             os.environ[_name] = urlunsplit(_parts._replace(path=f"/{_base + 1 + int(_WORKER[2:])}"))
+
+# Each test process writes its Prometheus series into a folder of its own, made afresh
+# (portal.kernel.metrics): /metrics in one process's tests never adds another's, or a past run's.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="portal-metrics-")

@@ -23,6 +23,7 @@ from gitops.sources.agent import SEQUENCE_HEADER, ReplaySource, SnapshotError, d
 from portal.kernel.audit.models import record
 from portal.kernel.catalog import agents
 from portal.kernel.catalog.models import AgentToken, Cluster
+from portal.kernel.metrics import AGENT_PUSHES, status_class
 
 _CHUNK = 256 * 1024
 
@@ -51,6 +52,14 @@ def _body(request: HttpRequest, limit: int) -> Iterator[bytes]:
 @csrf_exempt
 @require_POST
 def receive_snapshot(request: HttpRequest, cluster: str) -> JsonResponse:
+    """A pushed snapshot, counted for /metrics by the answer's status class (never the cluster's
+    token or the refusal's text)."""
+    response = _receive(request, cluster)
+    AGENT_PUSHES.labels(status=status_class(response.status_code)).inc()
+    return response
+
+
+def _receive(request: HttpRequest, cluster: str) -> JsonResponse:
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     token = agents.active(presented.strip()) if scheme.lower() == "bearer" else None
     if token is None:

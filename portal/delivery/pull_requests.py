@@ -31,6 +31,7 @@ from portal.delivery.models import PullRequest
 from portal.delivery.planner import Preview
 from portal.delivery.prtitles import names_change
 from portal.kernel.audit.models import record
+from portal.kernel.metrics import PULL_REQUESTS
 
 OPENED = opening.OPENED
 LINKED = opening.LINKED
@@ -97,9 +98,11 @@ def open_planned(
         )
         if outcome.pull is None:
             row.delete()  # the claim is released: a retry may open it
+            PULL_REQUESTS.labels(kind=change.kind, outcome="failed").inc()
             return OpenResult(outcome.status, outcome.message)
         # The row keeps our branch name as its key, so the next open of this change finds it.
         _fill(row, outcome.pull, now(), opened_outside=outcome.outside)
+        PULL_REQUESTS.labels(kind=change.kind, outcome="opened").inc()
         row.last_error = "; ".join(f"{name}: {why}" for name, why in outcome.skipped.items())
         row.save()
         return OpenResult(outcome.status, outcome.message, row, outcome.skipped)

@@ -21,6 +21,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.kernel.metrics import NOTIFICATIONS
 from portal.kernel.redaction import redact
 from portal.notifications.channels import TransportError, transport_for
 from portal.notifications.delivery_events import emit_delivery_events
@@ -69,7 +70,9 @@ def attempt(delivery: Delivery, at: datetime) -> str:
         error, permanent = f"internal error: {type(exc).__name__}", False
     else:
         _record_sent(delivery, at)
+        NOTIFICATIONS.labels(channel=channel.kind, outcome="sent").inc()
         return Delivery.Status.SENT
+    NOTIFICATIONS.labels(channel=channel.kind, outcome="failed").inc()
     give_up = permanent or delivery.attempts >= MAX_ATTEMPTS
     status = Delivery.Status.FAILED if give_up else Delivery.Status.PENDING
     _record_error(delivery, at, status, error, permanent)

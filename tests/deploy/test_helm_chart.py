@@ -11,6 +11,8 @@ does any grant beyond get/list on those kinds.
 from __future__ import annotations
 
 import functools
+import json
+import re
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 
 import helm_python as helm
 import kubernetes_validate
+import promql_parser
 import pytest
 import yaml
 from django.conf import settings
@@ -68,6 +71,10 @@ KUSTOMIZE_AGENT = {("Deployment", "gitops-portal-agent", None),
 WITHOUT_PROBES = {"gitops-portal-agent"}
 
 
+MONITORING = "monitoring.coreos.com/v1"
+DASHBOARD = CHART / "dashboards" / "gitops-portal.json"
+
+
 def full_values() -> dict[str, Any]:
     return yaml.safe_load((CHART / "ci" / "full-values.yaml").read_text())
 
@@ -86,6 +93,12 @@ def rendered(variant: str) -> tuple[dict, ...]:
 
 def objects(variant: str, kind: str) -> list[dict]:
     return [doc for doc in rendered(variant) if doc["kind"] == kind]
+
+
+def settings_config_map(variant: str) -> dict:
+    """The ConfigMap of settings (`config`); the dashboard's is another."""
+    [config] = [doc for doc in objects(variant, "ConfigMap") if doc["metadata"]["name"].endswith("-config")]
+    return config
 
 
 def pod_specs(variant: str) -> dict[str, dict]:
@@ -114,6 +127,8 @@ def test_the_chart_lints_clean_with_helm(values):
 def test_every_rendered_object_validates_against_the_kubernetes_schemas(variant):
     assert len(rendered(variant)) > 20
     for doc in rendered(variant):
+        if doc["apiVersion"] == MONITORING:
+            continue  # the Prometheus Operator's CRDs, which kubernetes-validate does not know: below
         # strict: an unknown or misspelt field is an error, not silently dropped by the API server
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
@@ -128,6 +143,10 @@ def test_the_chart_installs_what_the_kustomize_folder_did():
         ("PodDisruptionBudget", "gitops-portal-web", None),
         ("PodDisruptionBudget", "gitops-portal-worker-poll", None),
         ("PodDisruptionBudget", "gitops-portal-worker-background", None),
+        # Prometheus, which the kustomize folder had none of.
+        ("ServiceMonitor", "gitops-portal", None), ("PodMonitor", "gitops-portal-workers", None),
+        ("PrometheusRule", "gitops-portal", None), ("NetworkPolicy", "gitops-portal-metrics-ingress", None),
+        ("ConfigMap", "gitops-portal-dashboard", None),
     }
     # One source of truth: the kustomize folders are gone, not kept beside the chart.
     assert sorted((ROOT / "deploy").rglob("kustomization.yaml")) == []
@@ -173,7 +192,7 @@ def test_every_deployment_has_probes_and_the_web_probes_are_the_health_endpoints
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     # Django answers only the hosts it allows: the kubelet's probes name one of them.
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     allowed = config["data"]["ALLOWED_HOSTS"].split(",")
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         (header,) = container[probe]["httpGet"]["httpHeaders"]
@@ -203,7 +222,7 @@ def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook(variant):
     # A pre-install hook runs before the release's own objects exist: it may name none of them.
     assert "serviceAccountName" not in spec
     assert container["envFrom"] == [{"secretRef": {"name": "gitops-portal-env"}}]
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     assert {e["name"]: e["value"] for e in container["env"]} == config["data"]
 
 
@@ -290,7 +309,7 @@ def test_no_secret_is_in_the_chart_and_every_pod_reads_settings_from_the_named_s
         env_from = spec["containers"][0]["envFrom"]
         secret = "gitops-portal-agent" if name == "gitops-portal-agent" else "gitops-portal-env"
         assert {"secretRef": {"name": secret}} in env_from, name
-    (config,) = objects(variant, "ConfigMap")
+    config = settings_config_map(variant)
     assert not {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} & set(config["data"])
     with pytest.raises(helm.HelmValuesError):
         render({"config": {"SECRET_KEY": "in-values"}})
@@ -313,8 +332,95 @@ def test_only_the_web_pods_accept_connections(variant):
         components = {selector.get("matchLabels", {}).get("app.kubernetes.io/component")} - {None}
         for expression in selector.get("matchExpressions", []):
             components |= set(expression["values"])
-        if policy["spec"].get("ingress"):
+        if policy["spec"].get("ingress") and policy["metadata"]["name"].endswith("-metrics-ingress"):
+            # The scraper's way in: the web's port and the workers' metrics port, nothing else.
+            [rule] = policy["spec"]["ingress"]
+            assert {port["port"] for port in rule["ports"]} == {8000, 9808}
+            assert components == {"web", "worker-poll", "worker-background"}
+        elif policy["spec"].get("ingress"):
             assert components == {"web"}
         covered |= components
     expected = {"web", "worker-poll", "worker-background", "beat", "migrate"}
     assert covered == (expected | {"agent"} if variant == "full" else expected)
+
+
+# --- Prometheus: the monitors, the rules and the dashboard ------------------------------------
+
+
+def exported_series() -> set[str]:
+    """Every series name /metrics can answer with (portal.kernel.metrics and the scrape's own)."""
+    from prometheus_client import Counter, Gauge, Histogram
+
+    from portal.kernel import metrics
+
+    names = {metrics.CLUSTER_LAST_OK_AGE, metrics.CLUSTER_NEVER_OK, metrics.QUEUE_DEPTH}
+    for series in vars(metrics).values():
+        if isinstance(series, Counter):
+            names.add(f"{series._name}_total")
+        elif isinstance(series, Histogram):
+            names |= {f"{series._name}{suffix}" for suffix in ("_bucket", "_sum", "_count")}
+        elif isinstance(series, Gauge):
+            names.add(series._name)
+    return names
+
+
+def check_promql(expr: str) -> set[str]:
+    promql_parser.parse(expr)  # raises on anything Prometheus's grammar refuses
+    named = set(re.findall(r"\bportal_[a-z_]+\b", expr))
+    assert named, expr
+    assert named <= exported_series(), (expr, named - exported_series())
+    return named
+
+
+def test_the_monitors_are_off_by_default_and_on_in_full_values():
+    assert [doc for doc in rendered("default") if doc["apiVersion"] == MONITORING] == []
+    monitors = {(doc["kind"], doc["metadata"]["name"]) for doc in rendered("full") if doc["apiVersion"] == MONITORING}
+    assert monitors == {("ServiceMonitor", "gitops-portal"), ("PodMonitor", "gitops-portal-workers"),
+                        ("PrometheusRule", "gitops-portal")}
+    [service_monitor] = objects("full", "ServiceMonitor")
+    [endpoint] = service_monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["path"]) == ("http", "/metrics")
+    assert endpoint["authorization"]["credentials"] == {"name": "gitops-portal-env", "key": "PORTAL_METRICS_TOKEN"}
+    [service] = objects("full", "Service")
+    assert service["spec"]["selector"].items() <= service_monitor["spec"]["selector"]["matchLabels"].items()
+    assert "http" in {port["name"] for port in service["spec"]["ports"]}
+    [pod_monitor] = objects("full", "PodMonitor")
+    scraped = set(pod_monitor["spec"]["selector"]["matchExpressions"][0]["values"])
+    workers = {doc["metadata"]["name"].removeprefix("gitops-portal-"): doc for doc in objects("full", "Deployment")
+               if doc["metadata"]["name"].startswith("gitops-portal-worker-")}
+    assert scraped == set(workers)
+    for worker in workers.values():
+        [container] = worker["spec"]["template"]["spec"]["containers"]
+        assert {"name": "metrics", "containerPort": 9808} in container["ports"]
+        assert {"name": "PORTAL_METRICS_WORKER_PORT", "value": "9808"} in container["env"]
+
+
+def test_every_alert_is_valid_promql_over_series_the_portal_exports():
+    [rule] = objects("full", "PrometheusRule")
+    [group] = rule["spec"]["groups"]
+    alerts = {item["alert"]: item for item in group["rules"]}
+    assert {"GitOpsPortalClusterStale", "GitOpsPortalQueueGrowing", "GitOpsPortalForgeRateLimitLow",
+            "GitOpsPortalNotificationsFailing"} <= set(alerts)
+    named = set()
+    for alert in alerts.values():
+        named |= check_promql(alert["expr"])
+        assert alert["labels"]["severity"] and alert["annotations"]["summary"]
+    assert "portal_cluster_last_ok_age_seconds" in alerts["GitOpsPortalClusterStale"]["expr"]
+    assert "> 600" in alerts["GitOpsPortalClusterStale"]["expr"]  # stale after 10 minutes
+    assert {"portal_queue_depth", "portal_forge_rate_limit_remaining", "portal_notifications_total"} <= named
+
+
+def test_the_dashboard_graphs_only_series_the_portal_exports():
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] == "gitops-portal"
+    named = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            named |= check_promql(target["expr"])
+    # Shipped as it is for Grafana's sidecar when asked.
+    [config_map] = [doc for doc in objects("full", "ConfigMap") if doc["metadata"]["name"].endswith("-dashboard")]
+    assert json.loads(config_map["data"]["gitops-portal.json"]) == dashboard
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    # Every series the portal exports is on it, one way or another.
+    families = {re.sub(r"_(bucket|sum|count)$", "", name) for name in exported_series()}
+    assert families <= {re.sub(r"_(bucket|sum|count)$", "", name) for name in named}

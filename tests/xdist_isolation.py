@@ -24,7 +24,11 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
 
 # Each test process writes its Prometheus series into a folder of its own, made afresh
 # (portal.kernel.metrics): /metrics in one process's tests never adds another's, or a past run's.
-if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+# The xdist controller loads this plugin first and its workers inherit its environment, so a
+# folder made by another test process (its pid in PORTAL_TEST_METRICS_OWNER) is not ours.
+_OWNER = os.environ.get("PORTAL_TEST_METRICS_OWNER", "")
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ or (_OWNER and _OWNER != str(os.getpid())):
     import tempfile
 
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="portal-metrics-")
+    os.environ["PORTAL_TEST_METRICS_OWNER"] = str(os.getpid())

@@ -24,9 +24,11 @@ def config_map(variant: str) -> dict[str, str]:
 
 
 def check_deploy(environment: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    # Only what a pod has: the ConfigMap, the Secret's values, nothing of this shell's portal settings.
+    # Only what a pod has: the ConfigMap, the Secret's values, nothing of this shell's portal settings,
+    # nor what a browser test earlier in this process set for Playwright (DJANGO_ALLOW_ASYNC_UNSAFE).
     inherited = {name: value for name, value in os.environ.items()
-                 if not name.startswith(("PORTAL_", "SECURE_", "SESSION_", "DEBUG", "ALLOWED_HOSTS", "SECRET_KEY"))}
+                 if not name.startswith(("PORTAL_", "SECURE_", "SESSION_", "DEBUG", "ALLOWED_HOSTS", "SECRET_KEY",
+                                         "DJANGO_ALLOW_ASYNC_UNSAFE"))}
     env = {**inherited, "PORTAL_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "portal.settings", **environment}
     return subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

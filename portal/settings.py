@@ -282,6 +282,8 @@ CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis 
 # A file a worker touches on every event heartbeat (every 2 s while its consumer loop runs), whose
 # age the Helm chart's liveness probe checks; empty (the embedded run) touches none.
 PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", "")
+# The in-cluster agent's (`manage.py agent`) like file: touched each time its loop turns.
+PORTAL_AGENT_HEARTBEAT_FILE = os.environ.get("PORTAL_AGENT_HEARTBEAT_FILE", "")
 
 # --- Prometheus metrics (portal.kernel.metrics, portal/scrape.py) -----------------
 # Every process (gunicorn's, Celery's prefork children) writes its series into this folder and

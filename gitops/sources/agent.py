@@ -235,9 +235,13 @@ class Agent:
         self, cluster: str, portal_url: str, token: str, source_factory: Callable[[], ClusterSource], *,
         interval: float = 60.0, timeout: float = 30.0, max_backoff: float = 300.0, verify: bool | str = True,
         session: requests.Session | None = None, rng: Callable[[], float] = random.random,
-        argocd_namespace: str = "argocd",
+        argocd_namespace: str = "argocd", alive: Callable[[], None] | None = None,
     ) -> None:
         self.argocd_namespace = argocd_namespace
+        # Called whenever the loop turns (a read begins, a push was answered or gave up): the
+        # liveness signal. A read or push that hangs stops calling it, and only then does the
+        # orchestrator restart the agent; an unreachable portal does not (a restart cures nothing).
+        self._alive = alive or (lambda: None)
         self.cluster = cluster
         self.url = f"{portal_url.rstrip('/')}/api/v1/agents/{cluster}/snapshots"
         self._token = token
@@ -292,6 +296,7 @@ class Agent:
         reads = 0
         while not stop.is_set() and (iterations is None or reads < iterations):
             started = time.monotonic()
+            self._alive()
             try:
                 pending = self.read()
             except Exception as exc:  # noqa: BLE001 - a failed read is reported by the next one
@@ -303,6 +308,7 @@ class Agent:
             attempt = 0
             while not stop.is_set():
                 outcome = self.push(pending)
+                self._alive()
                 if outcome.stop:
                     log.error("agent %s stops: %s", self.cluster, outcome.message)
                     raise AgentStopped(outcome.message)

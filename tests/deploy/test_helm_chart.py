@@ -66,9 +66,6 @@ KUSTOMIZE_PORTAL = {
 # What `kubectl kustomize deploy/agent` installed besides the reader's objects above.
 KUSTOMIZE_AGENT = {("Deployment", "gitops-portal-agent", None),
                    ("NetworkPolicy", "gitops-portal-agent-no-ingress", None)}
-# The agent has no liveness signal yet: gitops/agent.py marks nothing a probe could read after a
-# push (left for after the gitops re-cut). Every other Deployment has probes.
-WITHOUT_PROBES = {"gitops-portal-agent"}
 
 
 MONITORING = "monitoring.coreos.com/v1"
@@ -185,7 +182,7 @@ def test_every_deployment_has_probes_and_the_web_probes_are_the_health_endpoints
     for deployment in objects(variant, "Deployment"):
         name = deployment["metadata"]["name"]
         for container in deployment["spec"]["template"]["spec"]["containers"]:
-            assert ("livenessProbe" in container) is (name not in WITHOUT_PROBES), name
+            assert "livenessProbe" in container, name
     (web,) = [d for d in objects(variant, "Deployment") if d["metadata"]["name"] == "gitops-portal-web"]
     container = web["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -319,6 +316,10 @@ def test_the_agent_runs_the_agent_command_and_needs_no_database():
     (agent,) = [d for d in objects("full", "Deployment") if d["metadata"]["name"] == "gitops-portal-agent"]
     container = agent["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][:3] == ["python", "manage.py", "agent"]
+    # Its liveness is the age of the file its loop touches (gitops/management/commands/agent.py).
+    env = {item["name"]: item["value"] for item in container["env"]}
+    probe = " ".join(container["livenessProbe"]["exec"]["command"])
+    assert "$PORTAL_AGENT_HEARTBEAT_FILE" in probe and env["PORTAL_AGENT_HEARTBEAT_FILE"].startswith("/tmp/")
     assert container["command"][3:] == ["--cluster", "prod-eu-1", "--portal", "https://portal.example.com",
                                         "--argocd-namespace", "argo-cd"]
     assert all("configMapRef" not in ref for ref in container["envFrom"])

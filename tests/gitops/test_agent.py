@@ -11,6 +11,7 @@ import gzip
 import json
 import socket
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -275,7 +276,8 @@ def test_a_push_cut_by_a_portal_restart_is_sent_again_and_stored(live_server, pr
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server, prod, kube_emulator, monkeypatch):
+def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server, prod, kube_emulator, monkeypatch,
+                                                                    tmp_path):
     from django.core.management import CommandError, call_command
 
     serve(kube_emulator, fleet_objects("a"))
@@ -284,8 +286,10 @@ def test_the_agent_command_pushes_once_and_stops_on_a_refused_token(live_server,
     monkeypatch.setenv("AGENT_TEST_API_TOKEN", kube_emulator.token)
     arguments = ["agent", "--cluster", "edge-a", "--portal", live_server.url, "--api-url", kube_emulator.url,
                  "--api-token-env", "AGENT_TEST_API_TOKEN", "--once"]
-    call_command(*arguments)
+    heartbeat = tmp_path / "agent-heartbeat"
+    call_command(*arguments, "--heartbeat-file", str(heartbeat))
     assert GitOpsApp.objects.filter(cluster__name="edge-a").exists()
+    assert heartbeat.exists()  # the liveness probe's file (the chart checks its age)
     agent_tokens.revoke(agent_tokens.active(token))
     with pytest.raises(CommandError, match="token refused"):
         call_command(*arguments)
@@ -395,3 +399,36 @@ def test_a_pushed_cluster_is_judged_by_the_health_rules_of_its_argocd_cm(kube_em
     snapshot = decode([encode(read_snapshot("edge-dm", emulator_source(kube_emulator, "edge-dm")()))])
     assert poll(cluster, source=ReplaySource("edge-dm", snapshot)).ok
     assert GitOpsApp.objects.get(name=f"app-{slug(case)}").rule_health == TABLE[case][0][0]
+
+
+def test_the_loop_signals_life_while_the_portal_is_down_but_not_while_a_read_hangs(kube_emulator):
+    """Liveness means "the loop turns": an unreachable portal keeps it turning (a restart would cure
+    nothing), a read that never returns stops it (a restart might)."""
+    serve(kube_emulator, fleet_objects("a"))
+    portal = _Portal([503] * 10)
+    beats: list[float] = []
+    try:
+        agent = Agent("edge-a", portal.url, "gpa_x", emulator_source(kube_emulator, "edge-a"), interval=0.2,
+                      max_backoff=0.05, alive=lambda: beats.append(time.monotonic()))
+        agent.run(iterations=2)
+    finally:
+        portal.close()
+    assert len(beats) >= 4  # each read begins with one, each answered push adds one
+
+    hanging = threading.Event()
+    hung_beats: list[float] = []
+
+    def stuck_source():
+        hanging.wait(5)  # a read that does not come back (an API server that never answers)
+        raise TimeoutError("read hung")
+
+    stop = threading.Event()
+    agent = Agent("edge-a", "http://127.0.0.1:9", "gpa_x", stuck_source, interval=0.05,
+                  alive=lambda: hung_beats.append(time.monotonic()))
+    runner = threading.Thread(target=agent.run, args=(stop,), daemon=True)
+    runner.start()
+    time.sleep(0.5)
+    assert len(hung_beats) == 1  # the turn that began the read, and nothing since
+    stop.set()
+    hanging.set()
+    runner.join(5)

@@ -12,6 +12,7 @@ database: it only reads its cluster and talks HTTPS to the portal.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -39,6 +40,9 @@ class Command(BaseCommand):
         parser.add_argument("--argocd-namespace", default="argocd",
                             help="Argo CD's namespace here, as the portal's Argo CD instance names it [argocd]")
         parser.add_argument("--once", action="store_true", help="read and push once, then exit")
+        parser.add_argument("--heartbeat-file", default=settings.PORTAL_AGENT_HEARTBEAT_FILE,
+                            help="a file touched each time the loop turns, for a liveness probe "
+                                 "[PORTAL_AGENT_HEARTBEAT_FILE]")
 
     def handle(self, *args, **options):
         token = named_secret(options["token_env"])
@@ -55,7 +59,8 @@ class Command(BaseCommand):
             return KubeSource.in_cluster(name=options["cluster"])
 
         agent = Agent(options["cluster"], options["portal"], token, source, interval=options["interval"],
-                      verify=options["ca_file"] or True, argocd_namespace=options["argocd_namespace"])
+                      verify=options["ca_file"] or True, argocd_namespace=options["argocd_namespace"],
+                      alive=_toucher(options["heartbeat_file"]))
         try:
             agent.run(iterations=1 if options["once"] else None)
         except AgentStopped as exc:
@@ -63,3 +68,11 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         self.stdout.write(f"{options['cluster']}: {agent.pushed} snapshot(s) stored by the portal")
+
+
+def _toucher(path: str):
+    """The agent's liveness signal: the chart's exec probe checks the file's age."""
+    if not path:
+        return None
+    heartbeat = Path(path)
+    return heartbeat.touch

@@ -17,3 +17,6 @@ urlpatterns = [
     path("notifications/", include("portal.notifications.urls")),
     path("", include("portal.web.urls")),
 ]
+
+# A database or broker outage answers 503 saying so, any other failure Django's 500 page.
+handler500 = "portal.web.views.outage.server_error"

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from portal.api.serializers.error_serializers import ErrorSerializer
+from portal.kernel.outages import RETRY_AFTER_SECONDS, outage_message, outage_of
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
+    outage = outage_of(exc) if response is None else None
+    if outage is not None:
+        logger.warning("API answered 503: the %s is unreachable", outage)
+        return Response(error_body("unavailable", outage_message(outage), {"service": outage}),
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"})
     if response is None:
         # Logged without the request's headers, so a bearer token never reaches a log line.
         logger.error("API request failed: %s", type(exc).__name__, exc_info=exc)

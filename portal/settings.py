@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "portal.kernel.catalog",
     "portal.kernel.accounts",
     "portal.kernel.audit",
+    "portal.kernel.changelog",  # the data revision shared pages are kept by (portal/web/sharedpages.py)
     # reading clusters / talking to forges
     "gitops",
     "forges",
@@ -205,7 +206,14 @@ CACHE_URL = os.environ.get("CACHE_URL", "")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Page bodies the same for every viewer until the data changes (portal/web/sharedpages.py):
+    # shared by every web process through Redis, else kept per process, a few hundred at most.
+    "pages": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+              "KEY_PREFIX": "pages"}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "pages",
+          "OPTIONS": {"MAX_ENTRIES": 300}},
 }
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"

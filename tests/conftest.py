@@ -69,3 +69,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     # Printed even under -q, so a CI log shows which database and broker the tests used.
     for line in pytest_report_header(config):
         terminalreporter.write_line(line)
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_page_from_another_test():
+    """Each test starts with no kept page body (portal/web/sharedpages.py): the data revision
+    starts again with each test's database, so a body kept by an earlier test could match it."""
+    from django.core.cache import caches
+
+    caches["pages"].clear()

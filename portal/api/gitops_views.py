@@ -23,6 +23,7 @@ from portal.api.serializers.app_detail_serializers import AppDetailSerializer, G
 from portal.api.serializers.app_serializers import AppSerializer
 from portal.delivery import rollbacks
 from portal.delivery.current_pins import git_pins_by_app
+from portal.kernel.changelog.kept import kept
 
 RECENT_STATE_CHANGES = 50
 
@@ -71,9 +72,16 @@ class GitOpsListView(PortalAPIView):
     )
     def get(self, request: Request) -> Response:
         self.query(request)
-        self.now = timezone.now()
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(app_items(page, self.now, self.get_serializer_context()))
+
+        def answer() -> dict[str, Any]:
+            self.now = timezone.now()
+            page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+            return self.get_paginated_response(app_items(page, self.now, self.get_serializer_context())).data
+
+        # The same for every caller of one query between two changes of the data, so computed once
+        # for them all (portal.kernel.changelog.kept); fields judged against the clock (attention,
+        # grace periods) make it kept ten seconds at most. The URL is absolute: links in it are.
+        return Response(kept("api:gitops", (request.build_absolute_uri(),), answer, bucket_seconds=10))
 
 
 class GitOpsDetailView(PortalAPIView):

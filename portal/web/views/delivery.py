@@ -28,6 +28,7 @@ from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.links import safe_http_url
+from portal.web.sharedpages import shared_body
 
 PERIOD = timedelta(days=30)
 MAX_ROWS = 500  # the period's pull requests read for the counts and medians; the API lists them all
@@ -279,6 +280,8 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
 
 @requires_role(Role.VIEWER)
 def delivery(request: HttpRequest) -> HttpResponse:
-    context = context_for(request, timezone.now())
-    template = "web/_delivery_body.html" if getattr(request, "htmx", False) else "web/delivery.html"
-    return render(request, template, context)
+    body = shared_body(request, "delivery", "web/_delivery_body.html",
+                       lambda: context_for(request, timezone.now()))
+    if getattr(request, "htmx", False):
+        return HttpResponse(body)
+    return render(request, "web/delivery.html", {"body": body})

@@ -26,6 +26,7 @@ from portal.kernel.catalog.models import Cluster, Environment
 from portal.kernel.links import argocd_links
 from portal.web.badges import badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
+from portal.web.sharedpages import shared_body
 
 PAGE_SIZE = 50
 
@@ -95,6 +96,16 @@ def pull_requests_for(apps: list[GitOpsApp], now: datetime) -> dict[int, list[Pu
 
 @requires_role(Role.VIEWER)
 def gitops_list(request: HttpRequest) -> HttpResponse:
+    # The filters and the table are the same for every viewer of this query (sharedpages): an htmx
+    # filter change swaps the table only, a full page draws the filters too.
+    if request.htmx:
+        return HttpResponse(shared_body(request, "gitops-table", "web/_gitops_table.html",
+                                        lambda: _context(request)))
+    body = shared_body(request, "gitops", "web/_gitops_content.html", lambda: _context(request))
+    return render(request, "web/gitops.html", {"body": body})
+
+
+def _context(request: HttpRequest) -> dict:
     # Every name the filter knows (the API's too), as typed: the form shows them and the
     # pager's links keep them. A value the filter cannot read is ignored, not an error.
     params = {key: request.GET.get(key, "").strip() for key in GitOpsAppFilter.base_filters}
@@ -144,5 +155,4 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
         "statuses": STATUSES,
         "sorts": SORTS,
     }
-    template = "web/_gitops_table.html" if request.htmx else "web/gitops.html"
-    return render(request, template, context)
+    return context

@@ -26,19 +26,24 @@ from portal.web.badges import pr_state
 from portal.web.cells import CellChartOffer, CellViews, LineOffer, preview_href, release
 from portal.web.fleet import CellLine, ServiceRow, service_rows
 from portal.web.hotpath import folded_html, render_matrix
+from portal.web.sharedpages import shared_body
 
 
 @requires_role(Role.VIEWER)
 def matrix(request: HttpRequest) -> HttpResponse:
-    environments, rows = service_rows()
     can_open = has_role(request.user, Role.MEMBER)
-    offers = upgrade_offers(rows, can_open=can_open)
-    render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
-    context = {"environments": environments, "rows": rows}
-    template = "web/_matrix_body.html" if request.htmx else "web/matrix.html"
-    response = render(request, template, context)
-    release(rows)
-    return response
+
+    def body_context() -> dict:
+        environments, rows = service_rows()
+        offers = upgrade_offers(rows, can_open=can_open)
+        render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
+        return {"environments": environments, "rows": rows}
+
+    body = shared_body(request, "matrix", "web/_matrix_body.html", body_context,
+                       after=lambda context: release(context["rows"]))
+    if request.htmx:
+        return HttpResponse(body)
+    return render(request, "web/matrix.html", {"body": body})
 
 
 @requires_role(Role.VIEWER)

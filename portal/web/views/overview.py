@@ -9,21 +9,26 @@ from portal.kernel.catalog.models import Cluster
 from portal.web.cells import release
 from portal.web.fleet import fleet_counts
 from portal.web.hotpath import render_tiles
+from portal.web.sharedpages import shared_body
 from portal.web.tiles import service_tiles
 
 
 @requires_role(Role.VIEWER)
 def overview(request: HttpRequest) -> HttpResponse:
+    body = shared_body(request, "overview", "web/_overview_body.html", _body_context,
+                       after=lambda context: release(context["tiles"]))
+    if request.htmx:
+        return HttpResponse(body)
+    return render(request, "web/overview.html", {"body": body})
+
+
+def _body_context() -> dict:
     # Tiles needing attention first, then by name: what is wrong is what people look for.
     tiles = service_tiles()
     render_tiles(tiles)
-    context = {
+    return {
         "tiles": tiles,
         "counts": fleet_counts(),
         "findings": open_findings().count(),
         "has_clusters": Cluster.objects.exists(),
     }
-    template = "web/_overview_body.html" if request.htmx else "web/overview.html"
-    response = render(request, template, context)
-    release(tiles)  # as the matrix does: not left to the cyclic garbage collector
-    return response

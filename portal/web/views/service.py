@@ -25,10 +25,12 @@ from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.delivery.version_policy import PolicyError, VersionPolicy
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.catalog.models import Environment, Service
+from portal.kernel.changelog.kept import kept
 from portal.kernel.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for, finding_badges
 from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
+from portal.web.sharedpages import shared_body
 
 PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
 # The history stays: the "changes" link reads the commit it replaced from the tool's history.
@@ -195,13 +197,18 @@ def _policy_context(service: Service, user: object, form: PolicyForm | None = No
     is_admin = has_role(user, Role.ADMIN)
     if is_admin and form is None:
         form = PolicyForm(stored=stored)
+    today = timezone.now().date()
+    # What the policy picks and the automatic job's attempts: the same for every viewer until the
+    # data changes (portal.kernel.changelog.kept); the form is each admin's own.
+    shared = kept("service-policy", (service.name, json.dumps(stored, sort_keys=True), today.isoformat()),
+                  lambda: {"policy_preview": policy_editing.preview(service, policy, today) if policy else [],
+                           "auto_attempts": _auto_attempts(service)})
     return {
         "policy": stored,
         "policy_json": json.dumps(stored, indent=2),
         "policy_problem": problem,
-        "policy_preview": policy_editing.preview(service, policy, timezone.now().date()) if policy else [],
         "policy_form": form if is_admin else None,
-        "auto_attempts": _auto_attempts(service),
+        **shared,
     }
 
 
@@ -221,18 +228,28 @@ def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm 
             status: int = 200) -> HttpResponse:
     service = get_object_or_404(Service, name=name)
     can_act = has_role(request.user, Role.MEMBER)
-    environments, unmanaged = _panels(service)
-    context = {
-        "service": service,
-        "environments": environments,
-        "unmanaged": unmanaged,
-        # Rollbacks are offered on full panels: a compact row needs no attention.
-        "rollbacks": offers_for_page(request.user, (panel.app for part in environments for panel in part.panels)),
-        "can_act": can_act,
-        "source_url": weblinks.repository_url(service.source_repository),
-    }
-    if template == "web/service.html":
-        context.update(_policy_context(service, request.user, form))
+
+    def panels_context() -> dict:
+        environments, unmanaged = _panels(service)
+        return {
+            "service": service,
+            "environments": environments,
+            "unmanaged": unmanaged,
+            # Rollbacks are offered on full panels: a compact row needs no attention.
+            "rollbacks": offers_for_page(request.user,
+                                         (panel.app for part in environments for panel in part.panels)),
+            "can_act": can_act,
+        }
+
+    # The panels are the same for every viewer of this service (sharedpages), the policy section
+    # is not: an admin's form carries their CSRF token.
+    panels = shared_body(request, "service-panels", "web/_service_panels.html", panels_context,
+                         vary=(service.name,))
+    if template == "web/_service_panels.html":
+        return HttpResponse(panels, status=status)
+    context = {"service": service, "panels": panels, "can_act": can_act,
+               "source_url": weblinks.repository_url(service.source_repository)}
+    context.update(_policy_context(service, request.user, form))
     return render(request, template, context, status=status)
 
 

@@ -141,6 +141,13 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         return await _run(tools.service, name, offers)
 
+    _add_preview_tool(server)
+    return server
+
+
+def _add_preview_tool(server: MCPServer) -> None:
+    """The one tool about acting, kept apart: it previews and judges, never opens."""
+
     @server.tool(annotations=READ_ONLY, description=(
         "Preview a pull request without opening it: the files and the diff it would change, branch and title, "
         "warnings (freezes, sync windows, tag-following apps), and whether you may open it (`may_open`; "
@@ -157,8 +164,6 @@ def build_server() -> MCPServer:
                                                    "tag")] = False,
     ) -> dict[str, Any]:
         return await _run(tools.preview_pull_request, kind, items, mode, confirm)
-
-    return server
 
 
 SERVER = build_server()

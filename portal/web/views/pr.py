@@ -11,6 +11,9 @@ A chart version change names the chart instead of a service: `item=12:chart=noti
 (the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
 the change's repository to show the exact diff. Opening previews again, then writes.
+With team scope on, a member outside a changed service's owning team sees the preview with the
+refusal instead of the button, and opening is refused with it (portal.kernel.accounts.teams).
+The parsing lives in portal.delivery.change_requests, shared with the API and MCP.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ mapping lists it, so renaming a group in the provider never silently hands out a
 With PORTAL_TEAM_SCOPED_ACTIONS on, a member (not an admin) acts only on services whose
 `Service.team` is one of theirs; a service no team owns is refused to members until an admin
 sets its team. `refusal` is that rule, worded once for pages, the API and MCP alike.
+`teams_of` is kept in portal.kernel.accounts.roles beside the roles (both read the user's groups
+once), so the audit log can name a user's teams without importing the catalog; it is re-exported here.
 """
 
 from __future__ import annotations

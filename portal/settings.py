@@ -176,6 +176,28 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 # Outside production whitenoise serves straight from static/ (no collectstatic step).
 WHITENOISE_USE_FINDERS = not PRODUCTION
 
+
+# --- Team ownership (portal.kernel.accounts.teams) ----------------------------
+# PORTAL_OIDC_TEAM_GROUPS maps identity-provider groups to teams, "idp-group=team" pairs
+# separated by commas ("payments-devs=payments,sre=platform"); each sign-in refreshes a user's
+# teams from it. Only listed groups map: a group named like a team is not a team by itself.
+def team_groups(text: str) -> dict[str, str]:
+    """The mapping parsed once here, so a typo stops the start instead of mapping nothing."""
+    pairs: dict[str, str] = {}
+    for item in text.split(","):
+        group, sep, team = item.partition("=")
+        if not item.strip():
+            continue
+        if not sep or not group.strip() or not team.strip():
+            raise ValueError(f"PORTAL_OIDC_TEAM_GROUPS: {item.strip()!r} is not idp-group=team")
+        pairs[group.strip()] = team.strip()
+    return pairs
+
+
+PORTAL_OIDC_TEAM_GROUPS = team_groups(os.environ.get("PORTAL_OIDC_TEAM_GROUPS", ""))
+# On: a member acts (opens pull requests, puts off, mutes) only on services of their teams.
+PORTAL_TEAM_SCOPED_ACTIONS = env_bool("PORTAL_TEAM_SCOPED_ACTIONS", False)
+
 # --- HTTPS (`manage.py check --deploy` is clean in production) ------------------
 # Production defaults to HTTPS only: plain HTTP is redirected, cookies are Secure, and browsers are
 # told to use HTTPS for a year (HSTS, sent on HTTPS responses only). The embedded run (not

@@ -7,7 +7,12 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.celery_state", "tests.fixtures.fleet"]
+pytest_plugins = [
+    "tests.fixtures.browser",
+    "tests.fixtures.celery_state",
+    "tests.fixtures.fleet",
+    "tests.fixtures.teams",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

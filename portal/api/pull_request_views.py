@@ -1,15 +1,43 @@
-"""GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first."""
+"""GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first.
+POST: open one, as the preview page's button does (members; team-scoped when that is on).
+
+POST takes the page's change in JSON (portal.delivery.change_requests parses both) and opens
+it through the same delivery function the page uses (previewed afresh, claimed once, audited),
+so a script and a person get the same pull request and the same refusals."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.api import filters
 from portal.api.base_views import PortalAPIView, errors
+from portal.api.errors import ApiError, bad_request, conflict
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers.pull_request_serializers import PullRequestQuerySerializer, PullRequestSerializer
+from portal.api.serializers.error_serializers import ErrorSerializer
+from portal.api.serializers.pull_request_serializers import (
+    PullRequestOpenSerializer,
+    PullRequestQuerySerializer,
+    PullRequestSerializer,
+)
+from portal.delivery.change_builders import ChangeError
+from portal.delivery.change_previews import open_change
+from portal.delivery.change_requests import (
+    RequestError,
+    build_changes,
+    params_of,
+    parse_items,
+    pull_requests_for,
+    services_of,
+)
+from portal.delivery.models import PullRequest
+from portal.kernel.accounts.roles import Role, has_role
+from portal.kernel.accounts.teams import refused
 
 ORDERING = Ordering("-opened_at", (("sort_opened_at", "datetime"), ("id", "int")), descending=True)
 
@@ -37,3 +65,59 @@ class PullRequestListView(PortalAPIView):
         return self.get_paginated_response(
             PullRequestSerializer(page, many=True, context=self.get_serializer_context()).data
         )
+
+    @extend_schema(
+        operation_id="pull_requests_open",
+        summary="Open the pull requests for a change, as the preview page's button does",
+        description="Members only, with a personal API token or the session and its CSRF token. The change is "
+        "named as on the preview page; with team scope on, a member may change only services their teams own "
+        "(403, code `team_scope`, the owning team in `details.team`). Opening again links the pull request "
+        "already open. 201 with the pull requests opened or linked; 409 when none could be (the reasons in "
+        "`details.messages`).",
+        request=PullRequestOpenSerializer,
+        responses={
+            201: PullRequestSerializer(many=True),
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="Without the member role, or (code `team_scope`) a service outside the caller's teams.",
+            ),
+            409: OpenApiResponse(ErrorSerializer, description="Nothing opened: the reasons, one per pull request."),
+            **errors(400, 401, 429),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        if not has_role(request.user, Role.MEMBER):
+            raise PermissionDenied("Opening a pull request needs the member role.")
+        self.query(request)  # no query parameters: an unknown one is refused as on GET
+        body = PullRequestOpenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        asked: dict[str, Any] = body.validated_data
+        try:
+            kind, items, mode = parse_items(params_of(asked["kind"], asked["items"], asked["mode"], asked["confirm"]))
+            built = build_changes(kind, items)
+        except (RequestError, ChangeError) as error:
+            raise bad_request("invalid_change", str(error)) from error
+        outside = refused(request.user, services_of(built.changes))
+        if outside is not None:
+            raise ApiError(
+                status.HTTP_403_FORBIDDEN,
+                "team_scope",
+                outside.message,
+                {"team": outside.team, "service": outside.service},
+            )
+        opened: list[int] = []
+        messages: list[str] = []
+        for group in pull_requests_for(built.changes, mode):
+            result = open_change(group, request.user, confirm_default_branch=asked["confirm"])
+            messages.append(result.message)
+            if result.ok and result.pull_request is not None:
+                opened.append(result.pull_request.pk)
+        if not opened:
+            raise conflict(
+                "not_opened",
+                "; ".join(dict.fromkeys(messages)) or "Nothing opened.",
+                {"messages": messages, "left_out": built.left_out},
+            )
+        rows = PullRequest.objects.filter(pk__in=opened).select_related("opened_by").order_by("id")
+        data = PullRequestSerializer(rows, many=True, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)

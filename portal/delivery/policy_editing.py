@@ -56,7 +56,8 @@ def save(service: Service, policy: VersionPolicy, actor: object | None, via: str
         return row
     row.save()
     changed = sorted(key for key in after if before is None or before.get(key) != after[key])
-    record(actor, AUDIT_ACTION, f"service {service.name}"[:300], via=via, before=before, after=after, changed=changed)
+    record(actor, AUDIT_ACTION, f"service {service.name}"[:300], team=service.team,
+           via=via, before=before, after=after, changed=changed)
     return row
 
 

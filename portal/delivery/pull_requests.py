@@ -27,9 +27,11 @@ from django.utils import timezone
 
 from forges import opening
 from forges.forge import Forge, PullRequestInfo
+from portal.delivery.change_requests import services_of
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Preview
 from portal.delivery.prtitles import names_change
+from portal.kernel.accounts.teams import team_of
 from portal.kernel.audit.models import record
 from portal.kernel.metrics import PULL_REQUESTS
 
@@ -208,9 +210,11 @@ def _fill(row: PullRequest, info: PullRequestInfo, at: datetime, opened_outside:
 
 def _details(preview: Preview, automatic: bool = False) -> dict[str, Any]:
     """What the audit log keeps of a change, beside the forge write's own facts; `automatic`
-    marks a pull request a version policy opened (no person asked for it)."""
+    marks a pull request a version policy opened (no person asked for it). `team`, the owning
+    team of the services changed, is the audit row's own column (portal.kernel.audit.record)."""
     change = preview.change
     return {
+        "team": team_of(services_of([change])),
         "kind": change.kind,
         "services": list(change.services),
         "environment": change.environment,

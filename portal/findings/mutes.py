@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from gitops.models import Finding, FindingMute, GitOpsApp
 from portal.findings.discipline import RULES, SILENT
+from portal.kernel.accounts.teams import team_of
 from portal.kernel.audit.models import record
 
 
@@ -27,14 +28,27 @@ def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
     muted, _ = FindingMute.objects.update_or_create(
         app=app, rule=rule, defaults={"reason": reason[:500], "muted_by": name, "at": timezone.now()}
     )
-    record(actor, "finding.mute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule, reason=reason[:500])
+    record(
+        actor,
+        "finding.mute",
+        f"{app.tool}/{app.kind}/{app.namespace}/{app.name}",
+        team=team_of(app.services.all()),
+        rule=rule,
+        reason=reason[:500],
+    )
     return muted
 
 
 def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
     deleted, _ = FindingMute.objects.filter(app=app, rule=rule).delete()
     if deleted:
-        record(actor, "finding.unmute", f"{app.tool}/{app.kind}/{app.namespace}/{app.name}", rule=rule)
+        record(
+            actor,
+            "finding.unmute",
+            f"{app.tool}/{app.kind}/{app.namespace}/{app.name}",
+            team=team_of(app.services.all()),
+            rule=rule,
+        )
     return bool(deleted)
 
 

@@ -23,7 +23,7 @@ from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"gitops", "pull_requests", "why_not_deployed", "service"}
+TOOLS = {"gitops", "pull_requests", "why_not_deployed", "service", "preview_pull_request"}
 
 
 def mcp_session(url: str, token: str | None, work: Any) -> Any:
@@ -129,7 +129,10 @@ def test_each_tool_answers_what_the_api_serves(live_server, fleet, viewer_token)
     service = answers["service"]
     api_service = rest("/api/v1/services", {"name": "payments"})["results"][0]
     assert service["environments"] == api_service["environments"]
-    assert service["offers"] == api_service["offers"][:10] and service["offers_total"] == 1
+    # The API's offers, each marked for the caller: a viewer may open none.
+    refused = {"may_open": False, "refusal": "Opening a pull request needs the member role."}
+    assert service["offers"] == [{**offer, **refused} for offer in api_service["offers"][:10]]
+    assert service["offers_total"] == 1
     assert service["offers"][0]["preview_url"].startswith(f"{live_server.url}/pr/preview?kind=upgrade")
 
     why = {a["app"]: a for a in answers["why"]["apps"]}

@@ -88,6 +88,15 @@ def security(caller: Caller) -> dict[str, Any]:
         return security_views.report(checked(security_views.SecurityQuerySerializer, {}))
 
 
+def user_of(caller: Caller) -> Any:
+    """The user the caller's token acts as, checked and counted like every read (a ReadError
+    when the API would refuse it): whose teams an answer about acting is judged for."""
+    try:
+        return _authorize(caller.token).user
+    except exceptions.APIException as exc:
+        raise ReadError(exc.status_code, error_message(exc)) from exc
+
+
 @contextmanager
 def _as(caller: Caller) -> Iterator[dict[str, Any]]:
     """A read as `caller`, checked as the API checks a request: the serializer context for its
@@ -110,11 +119,12 @@ def authorized(plain: str) -> ApiToken:
     return token
 
 
-def _authorize(plain: str) -> None:
+def _authorize(plain: str) -> ApiToken:
     token = authorized(plain)
     throttle = TokenRateThrottle()
     if not throttle.allow_request(SimpleNamespace(auth=token, user=token.user), None):
         raise exceptions.Throttled(throttle.wait())
+    return token
 
 
 def _links(caller: Caller) -> HttpRequest:

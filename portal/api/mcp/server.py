@@ -1,4 +1,4 @@
-"""The portal's MCP server (the official `mcp` SDK): four read-only tools, served over
+"""The portal's MCP server (the official `mcp` SDK): five read-only tools, served over
 streamable HTTP at /mcp and over stdio (`manage.py mcp --stdio`).
 
 How HTTP is served, and why: the portal runs under WSGI (runserver in portal.embedded,
@@ -42,7 +42,8 @@ INSTRUCTIONS = (
     "The GitOps portal: every Argo CD Application and Flux Kustomization/HelmRelease on every cluster, the "
     "versions they run, sync windows, and the pull requests that change them. Read-only. Start with "
     "`why_not_deployed` for 'why is X not running in Y', `service` for 'what runs where / what can be upgraded', "
-    "`gitops` for lists and filters over apps, `pull_requests` for PR state, checks and lead times. Answers are "
+    "`gitops` for lists and filters over apps, `pull_requests` for PR state, checks and lead times, "
+    "`preview_pull_request` for the diff a change would make and whether you may open it. Answers are "
     "paged: pass `cursor` back for more."
 )
 
@@ -140,7 +141,29 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         return await _run(tools.service, name, offers)
 
+    _add_preview_tool(server)
     return server
+
+
+def _add_preview_tool(server: MCPServer) -> None:
+    """The one tool about acting, kept apart: it previews and judges, never opens."""
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "Preview a pull request without opening it: the files and the diff it would change, branch and title, "
+        "warnings (freezes, sync windows, tag-following apps), and whether you may open it (`may_open`; "
+        "`refusal` says why not, naming the team that owns the service). Items as the preview page and the "
+        "`service` tool's offers name them: app:service:version, e.g. 12:checkout:1.7.0."))
+    async def preview_pull_request(
+        items: Annotated[list[Annotated[str, Field(pattern=r"^w?[0-9]+:[^:\s]+:[^:\s]+(:[^:\s]+)?$",
+                                                   max_length=400)]],
+                         Field(min_length=1, max_length=20, description="app:service:version[:from] items")],
+        kind: Annotated[Literal["upgrade", "promotion", "rollback"], Field(description="PR kind")] = "upgrade",
+        mode: Annotated[Literal["grouped", "each"], Field(
+            description="grouped: one PR per repository, branch and environment; each: one per item")] = "grouped",
+        confirm: Annotated[bool, Field(description="propose on the default branch for an app that follows a "
+                                                   "tag")] = False,
+    ) -> dict[str, Any]:
+        return await _run(tools.preview_pull_request, kind, items, mode, confirm)
 
 
 SERVER = build_server()

@@ -14,6 +14,7 @@ from typing import Any
 
 from portal.api.mcp import api_pages
 from portal.api.mcp.api_pages import Caller, ReadError
+from portal.api.mcp.pr_previews import offer_verdict, preview_pull_request
 from portal.delivery.leadtimes import lead_time
 from portal.kernel.catalog.models import Environment
 from portal.kernel.timestamps import duration_words
@@ -246,9 +247,12 @@ def service(caller: Caller, name: str, offers: int | None = None) -> dict[str, A
             f"{e['environment']} {e['version']}: {e['count']} ({e['exploited']} exploited)"
             + (f", {e['fixed_by_newest_acceptable']} fixed by {e['newest_acceptable']}" if e["newest_acceptable"]
                else "") for e in security["exposed"]) + "."
+    # Each offer says whether the caller may open it (their role and, with team scope, their teams).
+    verdict = offer_verdict(api_pages.user_of(caller), name)
     return {
         "summary": summary, "latest_release": found["latest_release"],
-        "environments": envs, "offers": found["offers"][:shown], "offers_total": found["offers_total"],
+        "environments": envs, "offers": [{**offer, **verdict} for offer in found["offers"][:shown]],
+        "offers_total": found["offers_total"],
         "security": security, "portal_url": found["portal_url"],
     }
 
@@ -277,7 +281,7 @@ def _security(caller: Caller, name: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["Caller", "ReadError", "gitops", "pull_requests", "service", "why_not_deployed"]
+__all__ = ["Caller", "ReadError", "gitops", "preview_pull_request", "pull_requests", "service", "why_not_deployed"]
 
 
 def _since(app: dict[str, Any], which: str) -> str:

@@ -1,4 +1,4 @@
-"""A pull request as GET /api/v1/pull-requests serves it, and that route's query."""
+"""A pull request as GET /api/v1/pull-requests serves it, that route's query, and what POST opens."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from gitops.appfilter import SLUG
 from portal.api.serializers.api_fields import OffsetDateTimeField, inline_enum
+from portal.delivery.change_builders import MAX_CHANGES_PER_PR
 from portal.delivery.models import PullRequest
 
 PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
@@ -49,3 +50,29 @@ class PullRequestQuerySerializer(serializers.Serializer):
     state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES, required=False)
     kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS, required=False)
     environment = serializers.RegexField(SLUG, max_length=63, required=False)
+
+
+ITEM_PATTERN = r"^w?[0-9]+:[^:\s]+:[^:\s]+(:[^:\s]+)?$"
+
+
+class PullRequestOpenSerializer(serializers.Serializer):
+    """What POST /api/v1/pull-requests opens: the preview page's change, named the same way."""
+
+    kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS, default="upgrade")
+    items = serializers.ListField(
+        child=serializers.RegexField(ITEM_PATTERN, max_length=400),
+        min_length=1,
+        max_length=MAX_CHANGES_PER_PR,
+        help_text="`app:service:version[:from]` as the preview page's `item`: an application id (or `w` and a "
+        "workload id), the service (or `chart=<name>` for a chart version change), the target version",
+    )
+    mode = inline_enum(["grouped", "each"])(
+        choices=["grouped", "each"],
+        default="grouped",
+        help_text="grouped: one pull request per repository, branch and environment; each: one per item",
+    )
+    confirm = serializers.BooleanField(
+        default=False,
+        help_text="propose the change on the default branch for an application that follows a tag, a range or "
+        "a commit (the preview asks for this first)",
+    )

@@ -30,6 +30,8 @@ class Role(enum.IntEnum):
         return self.name.lower()
 
 
+TEAM_PREFIX = "team:"  # a group named so is a team its members act for (portal.kernel.accounts.teams)
+
 # view name -> role it needs; filled by @requires_role as views are imported.
 GUARDED_VIEWS: dict[str, Role] = {}
 
@@ -40,19 +42,35 @@ def role_of(user: Any) -> Role | None:
         return None
     if user.is_superuser:
         return Role.ADMIN
-    names = _group_names(user)
+    names = group_names(user)
     for role in (Role.ADMIN, Role.MEMBER, Role.VIEWER):
         if role.group_name in names:
             return role
     return None
 
 
-def _group_names(user: Any) -> set[str]:
+def group_names(user: Any) -> set[str]:
+    """The names of `user`'s groups (roles and teams), read once and kept on the user object."""
     cached = getattr(user, "_portal_group_names", None)
     if cached is None:
         cached = set(user.groups.values_list("name", flat=True))
         user._portal_group_names = cached
     return cached
+
+
+def teams_of(user: Any) -> frozenset[str]:
+    """The teams `user` acts for: their `team:<name>` groups, read with the roles, once per
+    request (the rule about teams is portal.kernel.accounts.teams; this is here so the audit
+    log can name a user's teams without the catalog)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return frozenset()
+    return frozenset(name.removeprefix(TEAM_PREFIX) for name in group_names(user) if name.startswith(TEAM_PREFIX))
+
+
+def forget_groups(user: Any) -> None:
+    """Drop the kept group names after changing `user`'s groups, so the next check reads them."""
+    if hasattr(user, "_portal_group_names"):
+        del user._portal_group_names
 
 
 def has_role(user: Any, needed: Role) -> bool:
@@ -107,5 +125,4 @@ def grant(user: Any, role: Role) -> None:
     others = Group.objects.filter(name__in=[r.group_name for r in Role if r is not role])
     user.groups.remove(*others)
     user.groups.add(Group.objects.get(name=role.group_name))
-    if hasattr(user, "_portal_group_names"):
-        del user._portal_group_names
+    forget_groups(user)

@@ -1,4 +1,5 @@
-"""The profile page: your role and your personal API tokens (create, see once, revoke)."""
+"""The profile page: your role, the teams you act for (and whether team scope is on), and your
+personal API tokens (create, see once, revoke)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
-from portal.kernel.accounts import tokens
-from portal.kernel.accounts.roles import Role, requires_role
+from portal.kernel.accounts import teams, tokens
+from portal.kernel.accounts.roles import Role, requires_role, teams_of
 
 
 @never_cache  # the one response that shows a new token must not be kept by any cache
@@ -31,5 +32,10 @@ def profile(request: HttpRequest) -> HttpResponse:
         else:
             messages.error(request, "Unknown action.")
             return redirect("profile")
-    context = {"api_tokens": request.user.api_tokens.all(), "created": created}
+    context = {
+        "api_tokens": request.user.api_tokens.all(),
+        "created": created,
+        "teams": sorted(teams_of(request.user)),
+        "team_scoped": teams.scoped(),
+    }
     return render(request, "accounts/profile.html", context)

@@ -5,10 +5,10 @@ from portal.kernel.audit.models import AuditLog
 
 @admin.register(AuditLog)
 class AuditLogAdmin(admin.ModelAdmin):
-    list_display = ("at", "actor_name", "action", "target")
-    list_filter = ("action",)
-    search_fields = ("actor_name", "target")
-    readonly_fields = ("actor", "actor_name", "action", "target", "details", "at")
+    list_display = ("at", "actor_name", "team", "action", "target")
+    list_filter = ("action", "team")
+    search_fields = ("actor_name", "team", "target")
+    readonly_fields = ("actor", "actor_name", "team", "action", "target", "details", "at")
 
     def has_add_permission(self, request):  # an audit trail is written by the portal only
         return False

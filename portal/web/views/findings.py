@@ -19,6 +19,7 @@ from gitops.models import Finding, FindingMute, GitOpsApp
 from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES, FindingRule
 from portal.findings.mutes import mute, open_findings, unmute
 from portal.kernel.accounts.roles import Role, requires_role
+from portal.kernel.accounts.teams import refusal
 
 PAGE_SIZE = 100
 NO_TEAM = "no team"
@@ -106,6 +107,10 @@ def mute_finding(request: HttpRequest) -> HttpResponse:
     app = get_object_or_404(GitOpsApp.objects.only("id", "tool", "kind", "namespace", "name"),
                             pk=request.POST.get("app", "0") if request.POST.get("app", "").isdigit() else 0)
     rule = request.POST.get("rule", "")
+    refused = refusal(request.user, app.services.all())
+    if refused is not None:
+        messages.error(request, f"Not changed: {refused}")
+        return redirect("findings")
     try:
         if request.POST.get("action") == "unmute":
             unmute(app, rule, request.user)

@@ -29,6 +29,7 @@ from portal.delivery.freezes import current_and_coming
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze
 from portal.delivery.upgrades import Behind, BehindLines, put_off
 from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
+from portal.kernel.accounts.teams import refusal
 from portal.kernel.audit.models import record
 from portal.kernel.catalog.models import Environment, Service
 from portal.releases import summaries
@@ -202,13 +203,17 @@ def _attempts(rows: list[UpdateRow], chart_lines: list[ChartBehind]) -> list[Cha
 def put_off_version(request: HttpRequest) -> HttpResponse:
     service = get_object_or_404(Service, name=request.POST.get("service", ""))
     version = request.POST.get("version", "")
+    refused = refusal(request.user, [service])
+    if refused is not None:
+        messages.error(request, f"Not put off: {refused}")
+        return redirect("updates")
     try:
         until = date.fromisoformat(request.POST.get("until", ""))
         put_off(service, version, until, today=timezone.now().date())
     except ValueError as error:
         messages.error(request, f"Not put off: {error}")
         return redirect("updates")
-    record(request.user, "policy.put_off", service.name, version=version, until=until.isoformat())
+    record(request.user, "policy.put_off", service.name, team=service.team, version=version, until=until.isoformat())
     messages.success(request, f"{service.name} {version} is put off until {until:%Y-%m-%d}.")
     return redirect("updates")
 

@@ -160,6 +160,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Django's users and passwords, refused everywhere (admin included) when PORTAL_LOCAL_LOGIN is off.
+AUTHENTICATION_BACKENDS = ["portal.kernel.accounts.localpasswords.LocalPasswordBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -184,6 +186,8 @@ PORTAL_OIDC_TIMEOUT = float(os.environ.get("PORTAL_OIDC_TIMEOUT", "10"))  # seco
 PORTAL_LOCAL_LOGIN = env_bool("PORTAL_LOCAL_LOGIN", True)
 if PORTAL_OIDC_ISSUER and not PORTAL_OIDC_CLIENT_ID:
     raise ImproperlyConfigured("PORTAL_OIDC_ISSUER is set: PORTAL_OIDC_CLIENT_ID must be set too")
+if PORTAL_OIDC_ISSUER and "openid" not in PORTAL_OIDC_SCOPES.split():
+    raise ImproperlyConfigured("PORTAL_OIDC_SCOPES must include openid: without it no ID token says who signed in")
 if not PORTAL_LOCAL_LOGIN and not PORTAL_OIDC_ISSUER:
     raise ImproperlyConfigured("PORTAL_LOCAL_LOGIN=0 leaves no way to sign in without PORTAL_OIDC_ISSUER")
 

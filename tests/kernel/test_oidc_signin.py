@@ -247,3 +247,24 @@ def test_groups_missing_from_the_id_token_are_read_from_userinfo(settings, useri
     client = Client()
     assert round_trip(client, userinfo_provider, PEOPLE[1]).status_code == 302
     assert role_of(user_of(client)) is Role.MEMBER
+
+
+def test_local_login_switched_off_closes_the_admin_sites_password_form_too(settings):
+    settings.PORTAL_LOCAL_LOGIN = False
+    get_user_model().objects.create_superuser("root", password="root-pass-123")
+    client = Client()
+    client.post("/admin/login/?next=/admin/", {"username": "root", "password": "root-pass-123"})
+    assert "_auth_user_id" not in client.session
+    settings.PORTAL_LOCAL_LOGIN = True
+    assert (
+        client.post("/admin/login/?next=/admin/", {"username": "root", "password": "root-pass-123"})["Location"]
+        == "/admin/"
+    )
+
+
+def test_an_account_deactivated_in_the_portal_stays_out(configured):
+    round_trip(Client(), configured, PEOPLE[2])
+    get_user_model().objects.filter(username="vic").update(is_active=False)
+    client = Client()
+    answer = round_trip(client, configured, PEOPLE[2])
+    assert answer["Location"] == "/accounts/login/" and "_auth_user_id" not in client.session

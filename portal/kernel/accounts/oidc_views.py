@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from joserfc.errors import JoseError
 
-from portal.kernel.accounts import oidc
+from portal.kernel.accounts import localpasswords, oidc
 
 logger = logging.getLogger(__name__)
 
@@ -142,8 +142,10 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
             },
             status=403,
         )
+    if not outcome.user.is_active:  # switched off in the portal by an admin: the provider cannot undo that
+        return _back_to_login(request, "This account is deactivated in the portal. Ask your platform team.")
     next_url = request.session.pop(NEXT_KEY, "")
-    login(request, outcome.user, backend="django.contrib.auth.backends.ModelBackend")
+    login(request, outcome.user, backend=localpasswords.BACKEND)
     request.session[ID_TOKEN_KEY] = token["id_token"]  # after login(), which renews the session
     return redirect(next_url if _safe(request, next_url) else settings.LOGIN_REDIRECT_URL)
 

@@ -82,7 +82,8 @@ def test_an_admin_group_user_is_an_admin(page, portal, provider):
     sign_in(page, portal, provider, ADA)
     assert page.url == f"{portal.url}/"
     answer = page.goto(f"{portal.url}/discovery")  # admins only
-    assert answer.status == 200 and page.locator("header").inner_text().count("ada") >= 1
+    assert answer.status == 200 and page.locator("header a[href='/accounts/profile/']").inner_text() == "ada"
+    screenshot(page, "oidc-admin")
 
 
 def test_a_member_group_user_can_open_a_pull_request_from_the_preview(page, portal, provider):

@@ -161,9 +161,36 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Django's users and passwords, refused everywhere (admin included) when PORTAL_LOCAL_LOGIN is off.
+AUTHENTICATION_BACKENDS = ["portal.kernel.accounts.localpasswords.LocalPasswordBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Sign-in through the company's identity provider (portal/kernel/accounts/oidc.py) -------
+# OpenID Connect with discovery: the issuer's /.well-known/openid-configuration names every
+# endpoint. Empty issuer: OIDC off, local users only (the embedded run). The client secret is read
+# here only and never rendered or logged. The groups claim picks the portal role at each sign-in:
+# admin groups > member groups > viewer groups (comma lists of the provider's group names).
+PORTAL_OIDC_ISSUER = os.environ.get("PORTAL_OIDC_ISSUER", "").strip().rstrip("/")
+PORTAL_OIDC_CLIENT_ID = os.environ.get("PORTAL_OIDC_CLIENT_ID", "")
+PORTAL_OIDC_CLIENT_SECRET = os.environ.get("PORTAL_OIDC_CLIENT_SECRET", "")
+PORTAL_OIDC_NAME = os.environ.get("PORTAL_OIDC_NAME", "").strip() or "single sign-on"
+PORTAL_OIDC_SCOPES = os.environ.get("PORTAL_OIDC_SCOPES", "").strip() or "openid email profile groups"
+PORTAL_OIDC_GROUPS_CLAIM = os.environ.get("PORTAL_OIDC_GROUPS_CLAIM", "").strip() or "groups"
+PORTAL_OIDC_ADMIN_GROUPS = env_list("PORTAL_OIDC_ADMIN_GROUPS", [])
+PORTAL_OIDC_MEMBER_GROUPS = env_list("PORTAL_OIDC_MEMBER_GROUPS", [])
+PORTAL_OIDC_VIEWER_GROUPS = env_list("PORTAL_OIDC_VIEWER_GROUPS", [])
+PORTAL_OIDC_TIMEOUT = float(os.environ.get("PORTAL_OIDC_TIMEOUT", "10"))  # seconds per request to the provider
+# The username/password form: on by default (the embedded run, and a break-glass account when the
+# provider is down); production signing in through the provider only sets PORTAL_LOCAL_LOGIN=0.
+PORTAL_LOCAL_LOGIN = env_bool("PORTAL_LOCAL_LOGIN", True)
+if PORTAL_OIDC_ISSUER and not PORTAL_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("PORTAL_OIDC_ISSUER is set: PORTAL_OIDC_CLIENT_ID must be set too")
+if PORTAL_OIDC_ISSUER and "openid" not in PORTAL_OIDC_SCOPES.split():
+    raise ImproperlyConfigured("PORTAL_OIDC_SCOPES must include openid: without it no ID token says who signed in")
+if not PORTAL_LOCAL_LOGIN and not PORTAL_OIDC_ISSUER:
+    raise ImproperlyConfigured("PORTAL_LOCAL_LOGIN=0 leaves no way to sign in without PORTAL_OIDC_ISSUER")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -7,8 +7,8 @@ under a key made of everything that can make it differ:
   show commits, in any process;
 - the minute: bodies word durations against the clock ("for 5 min", "stale since"), and polls'
   own bookkeeping (last polled at) moves no revision;
-- the viewer's role (offers and buttons), time zone (times are shown in it), and the path with its
-  query (filters, page, sort);
+- the viewer's role (offers and buttons), a member's teams when team scope is on, time zone
+  (times are shown in it), and the path with its query (filters, page, sort);
 - whatever else a page names (`vary`).
 Only bodies are kept, never the page around them: the header names the user and carries their
 CSRF token. A body's template must therefore not use the user, the session, messages or
@@ -27,7 +27,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from portal.kernel.accounts.roles import role_of
+from portal.kernel.accounts import teams
+from portal.kernel.accounts.roles import Role, role_of, teams_of
 from portal.kernel.changelog.kept import kept
 
 
@@ -43,7 +44,10 @@ def shared_body(request: HttpRequest, page: str, template: str, context: Callabl
             after(values)
         return body
 
-    role = role_of(getattr(request, "user", None))
-    parts = (role.name if role is not None else "-", timezone.get_current_timezone_name(), request.get_full_path(),
-             *vary)
+    user = getattr(request, "user", None)
+    role = role_of(user)
+    # With team scope on, what a member may act on is their teams' business: kept per team set.
+    acts_for = ",".join(sorted(teams_of(user))) if teams.scoped() and role == Role.MEMBER else ""
+    parts = (role.name if role is not None else "-", acts_for, timezone.get_current_timezone_name(),
+             request.get_full_path(), *vary)
     return mark_safe(kept(f"page:{page}", parts, render))  # noqa: S308 - the template's own escaped output

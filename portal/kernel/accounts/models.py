@@ -1,4 +1,5 @@
-"""Personal API tokens: what a script or an assistant sends as `Authorization: Bearer`.
+"""Personal API tokens (what a script or an assistant sends as `Authorization: Bearer`), and
+who a user is at the identity provider they sign in through (OidcIdentity).
 
 Only a SHA-256 digest of each token is stored; the token itself is shown once, when it
 is created. A high-entropy random secret needs no salt or slow hash: nobody can guess
@@ -38,3 +39,21 @@ class ApiToken(models.Model):
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class OidcIdentity(models.Model):
+    """Who a user is at an identity provider: the (issuer, sub) pair, which OpenID Connect promises
+    is never reassigned. A user is found by it and never by e-mail alone: an address can be
+    reissued to someone else, or set to anything at a provider that does not verify it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_sign_in_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_issuer_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

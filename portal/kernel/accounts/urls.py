@@ -1,10 +1,11 @@
-from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.kernel.accounts import views
+from portal.kernel.accounts import oidc_views, views
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", oidc_views.PortalLoginView.as_view(), name="login"),
+    path("logout/", oidc_views.PortalLogoutView.as_view(), name="logout"),
+    path("oidc/login/", oidc_views.oidc_login, name="oidc-login"),
+    path("oidc/callback/", oidc_views.oidc_callback, name="oidc-callback"),
     path("profile/", views.profile, name="profile"),
 ]

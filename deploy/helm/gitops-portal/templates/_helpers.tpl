@@ -86,6 +86,30 @@ volumeMounts:
   - {name: var, mountPath: /app/var}
 {{- end -}}
 
+{{/* Every non-secret setting, as a YAML map: values.config, then sign-in from values.oidc (its client
+secret is PORTAL_OIDC_CLIENT_SECRET in the existing Secret). The ConfigMap and the migrate hook,
+which runs before the ConfigMap exists, both render this one list. */}}
+{{- define "gitops-portal.settings" -}}
+{{- $settings := dict -}}
+{{- range $key, $value := .Values.config }}
+{{- $_ := set $settings $key ($value | toString) }}
+{{- end }}
+{{- with .Values.oidc }}
+{{- $_ := set $settings "PORTAL_LOCAL_LOGIN" (ternary "1" "0" .localLogin) }}
+{{- if .issuer }}
+{{- $_ := set $settings "PORTAL_OIDC_ISSUER" .issuer }}
+{{- $_ := set $settings "PORTAL_OIDC_CLIENT_ID" .clientId }}
+{{- $_ := set $settings "PORTAL_OIDC_NAME" .name }}
+{{- $_ := set $settings "PORTAL_OIDC_SCOPES" .scopes }}
+{{- $_ := set $settings "PORTAL_OIDC_GROUPS_CLAIM" .groupsClaim }}
+{{- $_ := set $settings "PORTAL_OIDC_ADMIN_GROUPS" (join "," .adminGroups) }}
+{{- $_ := set $settings "PORTAL_OIDC_MEMBER_GROUPS" (join "," .memberGroups) }}
+{{- $_ := set $settings "PORTAL_OIDC_VIEWER_GROUPS" (join "," .viewerGroups) }}
+{{- end }}
+{{- end }}
+{{- toYaml $settings }}
+{{- end -}}
+
 {{/* The portal's settings: the chart's ConfigMap, then the Secret you created. */}}
 {{- define "gitops-portal.envFrom" -}}
 envFrom:
@@ -95,5 +119,5 @@ envFrom:
 
 {{/* Restarts pods when the settings in the ConfigMap change. */}}
 {{- define "gitops-portal.configChecksum" -}}
-checksum/config: {{ toJson .Values.config | sha256sum }}
+checksum/config: {{ include "gitops-portal.settings" . | sha256sum }}
 {{- end -}}

@@ -9,14 +9,17 @@ from its name, and create or revoke the token of a cluster's in-cluster agent (s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from gitops.clusterpoll import PollState
 from gitops.derive.topology import suggest_environment
 from gitops.models import GitOpsApp
 from portal.kernel.accounts.roles import Role, requires_role
@@ -27,11 +30,13 @@ from portal.kernel.catalog.models import AgentToken, Cluster, Environment, Servi
 
 @dataclass(frozen=True)
 class ClusterRow:
-    """A catalog cluster with what the page adds: its app count and its live agent tokens."""
+    """A catalog cluster with what the page adds: its app count, its live agent tokens and how its
+    polls stand (gitops.clusterpoll.ClusterPoll.state; None before its first poll)."""
 
     cluster: Cluster
     app_count: int
     agent_tokens: list[AgentToken] = field(default_factory=list)
+    poll_state: PollState | None = None
 
 
 @requires_role(Role.VIEWER)
@@ -44,7 +49,9 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     tokens: dict[int, list[AgentToken]] = {}
     for token in AgentToken.objects.filter(revoked_at__isnull=True, cluster__connection=Cluster.Connection.AGENT):
         tokens.setdefault(token.cluster_id, []).append(token)
-    rows = [ClusterRow(cluster, app_counts.get(cluster.id, 0), tokens.get(cluster.id, [])) for cluster in clusters]
+    now = timezone.now()
+    rows = [ClusterRow(cluster, app_counts.get(cluster.id, 0), tokens.get(cluster.id, []), _poll_state(cluster, now))
+            for cluster in clusters]
     by_env: dict[int, list[ClusterRow]] = {}
     discovered: list[tuple[ClusterRow, str]] = []
     names = [env.name for env in environments]
@@ -61,6 +68,11 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
         "cluster_count": len(clusters) - len(discovered),
     }
     return render(request, "web/clusters.html", context)
+
+
+def _poll_state(cluster: Cluster, now: datetime) -> PollState | None:
+    poll = getattr(cluster, "poll", None)  # gitops.ClusterPoll, made by the first poll
+    return poll.state(now) if poll is not None else None
 
 
 @require_POST

@@ -85,15 +85,18 @@ class Heartbeat(threading.Thread):
         try:
             if not ClusterPoll.renew(self.cluster_id, self.token, self.lease.until(self.started, now)):
                 self.lost = True
-                log.warning("the poll lock of cluster %s was taken over: this poll is presumed dead",
-                            self.cluster_id)
+                log.warning("the poll lock of cluster %s was taken over: this poll is presumed dead", self.cluster_id)
                 return
             if self.lease.also is not None and not self.lease.also():
                 log.warning("the poll claim of cluster %s lapsed before its poll ended", self.cluster_id)
             self.renewals += 1
         except Exception:  # noqa: BLE001 - the database or Redis away: the lease lapses if it lasts
-            log.warning("could not renew the poll lease of cluster %s; retrying in %.1f s",
-                        self.cluster_id, self.lease.every, exc_info=True)
+            log.warning(
+                "could not renew the poll lease of cluster %s; retrying in %.1f s",
+                self.cluster_id,
+                self.lease.every,
+                exc_info=True,
+            )
 
     def stop(self) -> None:
         self._stopped.set()

@@ -9,9 +9,13 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="clusterpoll", name="poll_started_at", field=models.DateTimeField(blank=True, null=True),
+            model_name="clusterpoll",
+            name="poll_started_at",
+            field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name="clusterpoll", name="interrupted_at", field=models.DateTimeField(blank=True, null=True),
+            model_name="clusterpoll",
+            name="interrupted_at",
+            field=models.DateTimeField(blank=True, null=True),
         ),
     ]

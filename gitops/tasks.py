@@ -87,6 +87,15 @@ def _give_back(store: Claims, key: str, claim: str) -> None:
         log.warning("could not release the claim %s; it lapses by itself", key, exc_info=True)
 
 
+def poll_soon(cluster_id: int) -> None:
+    """Queue a poll of one cluster now (a member's "Poll now", a cluster just added), valid for one
+    interval. The expiry matters because a poll whose process dies is given back to the queue
+    (reject_on_worker_lost): a cluster whose poll kills its process (out of memory) must not be
+    redelivered for ever, and a poll not started within an interval is the beat tick's to run."""
+    expires = timezone.now() + timedelta(seconds=settings.PORTAL_POLL_INTERVAL)
+    poll_cluster.apply_async((cluster_id,), expires=expires)
+
+
 @shared_task(name="gitops.poll_all")
 def poll_all() -> int:
     """Queue a poll of every enabled cluster not already queued or being polled; how many were queued."""

@@ -277,3 +277,16 @@ def test_clusters_page_and_api_say_poll_interrupted_and_not_ok(cluster, client, 
     assert response.status_code == 200, response.content
     [item] = response.json()["results"]
     assert item["cluster_poll_interrupted_at"] == started.isoformat()
+
+
+def test_a_poll_asked_for_now_expires_within_an_interval(cluster, memory_broker, settings):
+    """Redelivered when its process dies, a "Poll now" must not loop for ever on a cluster whose
+    poll kills its process: it expires, and the beat tick polls the cluster from then on."""
+    from gitops.tasks import poll_soon
+
+    poll_soon(cluster.pk)
+    [queued] = memory_broker.take("poll")
+    assert (queued.task, queued.args) == ("gitops.poll_cluster", [cluster.pk])
+    assert queued.expires is not None
+    left = (datetime.fromisoformat(queued.expires) - timezone.now()).total_seconds()
+    assert 0 < left <= settings.PORTAL_POLL_INTERVAL

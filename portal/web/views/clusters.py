@@ -78,10 +78,10 @@ def _poll_state(cluster: Cluster, now: datetime) -> PollState | None:
 @require_POST
 @requires_role(Role.MEMBER)
 def poll_now(request: HttpRequest, name: str) -> HttpResponse:
-    from gitops.tasks import poll_cluster
+    from gitops.tasks import poll_soon
 
     cluster = get_object_or_404(Cluster, name=name)
-    poll_cluster.delay(cluster.id)
+    poll_soon(cluster.id)
     record(request.user, "cluster.poll_requested", cluster.name)
     messages.info(request, f"A poll of {cluster.name} is queued; this page shows its result when it lands.")
     return redirect("clusters")
@@ -120,10 +120,10 @@ def add_discovered(request: HttpRequest, name: str) -> HttpResponse:
            destination=cluster.destination_label)
     # Its apps run services only once it has an environment: the next poll of the Argo CD
     # that reports them links them; ask for it now.
-    from gitops.tasks import poll_cluster
+    from gitops.tasks import poll_soon
 
     for read_from in set(cluster.apps.values_list("read_from_id", flat=True)):
-        poll_cluster.delay(read_from)
+        poll_soon(read_from)
     messages.info(request, f"{cluster.name} is in {environment.name}; its apps are filed there from the next poll.")
     return redirect("clusters")
 

@@ -17,7 +17,7 @@ class ClusterPollAdmin(admin.ModelAdmin):
     list_display = ("cluster", "last_ok_at", "stale_since", "last_poll_seconds", "poll_warning_count")
     list_select_related = ("cluster",)
     readonly_fields = ("cluster", "last_poll_at", "last_ok_at", "last_error", "stale_since", "last_poll_seconds",
-                       "unavailable", "poll_warning_count", "poll_warnings")
+                       "unavailable", "poll_warning_count", "poll_warnings", "poll_started_at", "interrupted_at")
     exclude = ("poll_lock_until", "poll_lock_token", "listing_digest", "listing_full_at")
 
     def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]

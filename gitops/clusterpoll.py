@@ -3,7 +3,16 @@
 `ClusterPoll` is how the polls of one cluster went (what /clusters, the API and the stale
 badges show), the lock that keeps two workers off one cluster, and what the last full poll
 read (gitops.derive.unchanged); `ClusterObjectVersions` is what the last poll stored object by object.
-Only the poll writes them (`record`, `acquire`, `release`), and the silent-agent check.
+Only the poll writes them (`record`, `acquire`, `renew`, `release`), and the silent-agent check.
+
+A poll can end without an outcome: its worker SIGKILLed, OOM-killed or cut off from the database
+mid-poll. The lock is a lease for that reason (`gitops.pollease`): it lapses a few seconds after
+the worker stops renewing it, and `poll_started_at` stays behind with no outcome of that time
+(`last_poll_at` is the outcome's time, which is its poll's start). That is what shows the
+cluster as "poll interrupted at …" (`ClusterPoll.state`) instead of fresh, and the next poll to
+take the lock copies it into `interrupted_at`, kept until a poll succeeds. `last_ok_at`, the
+time freshness derives from, is written only by a good outcome, so an interrupted poll never
+renews it.
 
 A cluster that was never polled has no ClusterPoll row, and every reader takes a missing row
 as "never polled" (`select_related("poll")`, then `getattr(cluster, "poll", None)`): the row is
@@ -19,10 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, When
 from django.db.models.functions import Coalesce
 
 from portal.kernel.catalog.models import Cluster
+from portal.kernel.changelog.marks import mark_changed
 
 SHOWN_WARNINGS = 20  # warnings kept for /clusters; all of them are counted
 ERROR_CHARS = 4000
@@ -41,6 +51,10 @@ class ClusterPoll(models.Model):
     unavailable = models.JSONField(default=dict, blank=True)
     poll_lock_until = models.DateTimeField(null=True, blank=True)
     poll_lock_token = models.CharField(max_length=64, blank=True)
+    # When the poll that took the lock last began; no outcome of that time means it never ended.
+    poll_started_at = models.DateTimeField(null=True, blank=True)
+    # A poll that began then and ended without an outcome, until a poll succeeds (see above).
+    interrupted_at = models.DateTimeField(null=True, blank=True)
     # What the last full poll read (gitops.derive.unchanged), so an identical read can skip the rest.
     listing_digest = models.CharField(max_length=32, blank=True)
     listing_full_at = models.DateTimeField(null=True, blank=True)
@@ -53,28 +67,96 @@ class ClusterPoll(models.Model):
         return f"polls of cluster {self.cluster_id}"
 
     @classmethod
-    def acquire(cls, cluster_id: int, at: datetime, seconds: float) -> str | None:
+    def acquire(cls, cluster_id: int, at: datetime, seconds: float) -> Lock | None:
         """The cluster's poll lock until `at + seconds`, or None while another worker holds it:
         an atomic compare-and-set, so two workers (or a beat tick and a "poll now") never poll one
-        cluster at once. A cluster's first poll makes its row here, holding the lock."""
+        cluster at once. A cluster's first poll makes its row here, holding the lock.
+
+        Taking a lapsed lock whose poll left no outcome records that poll as interrupted, in the
+        same statement (idempotent: a second taker finds `last_poll_at` unchanged and the same
+        start, and writes the same time)."""
         token = uuid.uuid4().hex
         until = at + timedelta(seconds=seconds)
-        taken = cls.objects.filter(Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at),
-                                   pk=cluster_id).update(poll_lock_until=until, poll_lock_token=token)
+        free = Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at)
+        # Read first only to say whether this take recovers an interrupted poll (the metric);
+        # the update below decides, whatever another worker did in between.
+        before = cls.objects.filter(free, pk=cluster_id).values_list("poll_started_at", "last_poll_at").first()
+        taken = cls.objects.filter(free, pk=cluster_id).update(
+            poll_lock_until=until, poll_lock_token=token, poll_started_at=at,
+            interrupted_at=Case(When(_UNFINISHED, then=F("poll_started_at")), default=F("interrupted_at")),
+        )
         if taken:
-            return token
+            return Lock(token, recovered=_unfinished(*before) if before else None)
         if cls.objects.filter(pk=cluster_id).exists():
             return None
         try:
             with transaction.atomic():  # a savepoint: a worker that made the row first holds the lock
-                cls.objects.create(cluster_id=cluster_id, poll_lock_until=until, poll_lock_token=token)
+                cls.objects.create(cluster_id=cluster_id, poll_lock_until=until, poll_lock_token=token,
+                                   poll_started_at=at)
         except IntegrityError:
             return None
-        return token
+        return Lock(token)
+
+    @classmethod
+    def renew(cls, cluster_id: int, token: str, until: datetime) -> bool:
+        """Hold our lock until `until`; False when it is no longer ours (it lapsed and was taken)."""
+        return bool(cls.objects.filter(pk=cluster_id, poll_lock_token=token).update(poll_lock_until=until))
 
     @classmethod
     def release(cls, cluster_id: int, token: str) -> None:
         cls.objects.filter(pk=cluster_id, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
+
+    def state(self, now: datetime) -> PollState:
+        """What /clusters and the API say of the cluster's polls, most pressing first: a poll that
+        was interrupted (recorded, or its lease lapsed without an outcome), stale with an error,
+        a poll under way (not "ok": the data is as old as the last good poll), ok, never polled."""
+        unfinished = _unfinished(self.poll_started_at, self.last_poll_at)
+        lapsed = self.poll_lock_until is None or self.poll_lock_until <= now
+        if self.interrupted_at is not None:
+            return PollState(INTERRUPTED, self.interrupted_at)
+        if unfinished is not None and lapsed:
+            return PollState(INTERRUPTED, unfinished)
+        if self.stale_since is not None:
+            return PollState(STALE, self.stale_since)
+        if unfinished is not None:
+            return PollState(POLLING, unfinished)
+        if self.last_ok_at is not None:
+            return PollState(OK, self.last_ok_at)
+        return PollState(NEVER, None)
+
+
+NEVER, OK, POLLING, STALE, INTERRUPTED = "never", "ok", "polling", "stale", "interrupted"
+# A poll began after the last outcome was written (an outcome's time is its poll's start).
+_UNFINISHED = Q(poll_started_at__isnull=False) & (
+    Q(last_poll_at__isnull=True) | Q(last_poll_at__lt=F("poll_started_at")))
+
+
+def _unfinished(started_at: datetime | None, last_poll_at: datetime | None) -> datetime | None:
+    """The start of a poll that has written no outcome (the Python twin of `_UNFINISHED`)."""
+    if started_at is not None and (last_poll_at is None or last_poll_at < started_at):
+        return started_at
+    return None
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A poll's hold on its cluster: the token that renews and releases it, and the start of the
+    interrupted poll this one takes over from, if any."""
+
+    token: str
+    recovered: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PollState:
+    """One of NEVER, OK, POLLING, STALE, INTERRUPTED, and since when (None for NEVER)."""
+
+    kind: str
+    at: datetime | None
+
+    @property
+    def fresh(self) -> bool:
+        return self.kind == OK
 
 
 class ClusterObjectVersions(models.Model):
@@ -128,7 +210,7 @@ def record(cluster_id: int, outcome: Outcome) -> None:
             "stale_since": Coalesce("stale_since", models.Value(outcome.at, output_field=models.DateTimeField())),
         }
     else:
-        fields = {"last_ok_at": outcome.at, "last_error": "", "stale_since": None}
+        fields = {"last_ok_at": outcome.at, "last_error": "", "stale_since": None, "interrupted_at": None}
     fields.update(last_poll_at=outcome.at, last_poll_seconds=outcome.seconds)
     if outcome.unavailable is not None:
         fields["unavailable"] = outcome.unavailable
@@ -139,7 +221,15 @@ def record(cluster_id: int, outcome: Outcome) -> None:
     if outcome.warnings is not None:
         fields.update(poll_warning_count=len(outcome.warnings), poll_warnings=outcome.warnings[:SHOWN_WARNINGS])
     with transaction.atomic():
-        # The row exists: the poll holds its lock (`ClusterPoll.acquire`).
-        ClusterPoll.objects.filter(pk=cluster_id).update(**fields)
-        if outcome.versions is not None:
+        # Pages kept until the data changes (portal.kernel.changelog) do not see this table, which
+        # every poll writes; a poll that makes a cluster stale, or ends its being stale or
+        # interrupted, changes what they show and says so.
+        if outcome.error or ClusterPoll.objects.filter(
+                Q(stale_since__isnull=False) | Q(interrupted_at__isnull=False), pk=cluster_id).exists():
+            mark_changed()
+        # The row exists: the poll holds its lock (`ClusterPoll.acquire`). Never moved back in time:
+        # a poll presumed dead whose lease was taken over may still finish after its successor.
+        written = ClusterPoll.objects.filter(Q(last_poll_at__isnull=True) | Q(last_poll_at__lte=outcome.at),
+                                             pk=cluster_id).update(**fields)
+        if written and outcome.versions is not None:
             ClusterObjectVersions.keep(cluster_id, outcome.versions, outcome.trusted_until)

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from gitops import kinds
@@ -41,6 +44,7 @@ from gitops.listing import Listing, argocd_namespaces, list_capabilities, portal
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
+from gitops.pollease import Lease
 from gitops.pollplan import PARTIAL, UNCHANGED, Plan, plan
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
@@ -50,12 +54,19 @@ from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, 
 from gitops.store.write import StoreResult, write
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
 from portal.kernel.credentials import cluster_token
-from portal.kernel.metrics import POLL_FAILURES, POLL_SECONDS, reason_of
+from portal.kernel.metrics import (
+    POLL_FAILURES,
+    POLL_INTERRUPTED,
+    POLL_SECONDS,
+    POLL_SKIPPED,
+    SKIPPED_LOCKED,
+    SKIPPED_NOT_READ_HERE,
+    reason_of,
+)
 from portal.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
 
-LOCK_SECONDS = 300
 # Connections whose clusters this portal never reads itself.
 NOT_READ_HERE = {
     Cluster.Connection.NONE: "not read: an Argo CD instance reports its apps",
@@ -122,20 +133,55 @@ class _Run:
         return time.monotonic() - self.started
 
 
-def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None) -> PollReport:
+def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime | None = None,
+         lease: Lease | None = None) -> PollReport:
     """Read one cluster and store what changed, holding its lock (one worker at a time): through
     `source` when given (a pushed snapshot, a test's), else the cluster's own. Whatever happens, the
-    outcome is written: ok, or stale with a reason."""
+    outcome is written: ok, or stale with a reason. With a `lease` (the poll task's) the lock is
+    short and renewed while the poll runs (gitops.pollease); without, it is held for the longest a
+    poll may run."""
     run = _Run(cluster, at or timezone.now(), time.monotonic())
     if source is None and cluster.connection in NOT_READ_HERE:
+        POLL_SKIPPED.labels(reason=SKIPPED_NOT_READ_HERE).inc()
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped=NOT_READ_HERE[cluster.connection])
-    token = ClusterPoll.acquire(cluster.pk, run.at, LOCK_SECONDS)
-    if token is None:
+    lock = ClusterPoll.acquire(cluster.pk, run.at, lease.seconds if lease else lock_seconds())
+    if lock is None:
+        POLL_SKIPPED.labels(reason=SKIPPED_LOCKED).inc()
         return PollReport(cluster.name, ok=False, seconds=0.0, skipped="another worker is polling this cluster")
+    if lock.recovered is not None:
+        POLL_INTERRUPTED.labels(cluster=cluster.name).inc()
+        log.warning("the poll of %s begun at %s never ended (its worker stopped): polling it again",
+                    cluster.name, lock.recovered.isoformat(timespec="seconds"))
+    try:
+        with lease.kept(cluster.pk, lock.token, run.at) if lease else nullcontext():
+            return _poll_held(run, source)
+    finally:
+        try:
+            ClusterPoll.release(cluster.pk, lock.token)
+        except DatabaseError:
+            # The outcome may be written already; the lock lapses by itself (its lease, or the cap).
+            log.warning("could not release the poll lock of %s; it lapses by itself", cluster.name, exc_info=True)
+
+
+def lock_seconds() -> float:
+    """The longest a poll's lock lives: a little past the poll task's hard time limit, after which
+    no poll is running any more (Celery kills it)."""
+    return settings.PORTAL_POLL_TIME_LIMIT + settings.PORTAL_POLL_LEASE_SECONDS
+
+
+def _poll_held(run: _Run, source: ClusterSource | None) -> PollReport:
+    """The poll proper, its lock held."""
+    cluster = run.cluster
     try:
         if source is None and cluster.connection in PLATFORM_CONNECTIONS:
             return _poll_platform(run)
         return _poll_objects(run, source)
+    except SoftTimeLimitExceeded:
+        # Celery's soft limit: stop here, say so, and give the lock back before the hard limit.
+        log.warning("poll of %s stopped at its time limit", cluster.name)
+        limit = settings.PORTAL_POLL_SOFT_TIME_LIMIT
+        return _finish(run, Outcome(run.at, run.seconds(),
+                                    error=f"timeout: the poll ran past its time limit of {limit:g} s and was stopped"))
     except Exception as exc:  # noqa: BLE001 - deliberately broad, see below
         # Whatever stopped this poll (a bug, an object no collector foresaw, the
         # database), the cluster must show as stale with a reason, never as "ok".
@@ -144,8 +190,6 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
         credential = cluster_token(cluster)
         return _finish(run, Outcome(run.at, run.seconds(),
                                     error=redact(f"poll failed: {type(exc).__name__}: {exc}", [credential])))
-    finally:
-        ClusterPoll.release(cluster.pk, token)
 
 
 def _poll_objects(run: _Run, source: ClusterSource | None) -> PollReport:

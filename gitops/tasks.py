@@ -3,10 +3,19 @@
 A cluster whose poll is already queued or running is not queued again: `poll_all` takes a
 claim on the cluster (`portal.kernel.claims`) before it queues, and the poll gives it back
 when it ends. The message expires when the claim does, a little before the next tick, so
-under a backlog the next tick replaces a poll that never started instead of adding one."""
+under a backlog the next tick replaces a poll that never started instead of adding one.
+
+A worker that dies mid-poll does not hold its cluster for long: the running poll keeps its
+claim and its database lock as a short lease (gitops.pollease), so both lapse a lease after the
+worker stopped and the next tick queues the cluster again, its page saying "poll interrupted"
+meanwhile. Redelivery of the unacknowledged message is not the recovery path when the whole
+worker is gone: Redis gives it back only after the broker's visibility timeout, shared by every
+queue (forge work may hold a message for many minutes), while the tick's message expires within
+an interval; a late redelivery is dropped as expired, or polls once more, harmlessly."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from celery import shared_task
@@ -15,10 +24,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from gitops.models import AppProject, ClusterPoll, GitOpsApp
-from gitops.polling import LOCK_SECONDS, poll
+from gitops.pollease import Lease
+from gitops.polling import lock_seconds, poll
 from gitops.windowstate import app_target, verdict
 from portal.kernel.catalog.models import Cluster
-from portal.kernel.claims import claims
+from portal.kernel.claims import Claims, claims
+
+log = logging.getLogger(__name__)
 
 QUEUED_SHARE = 0.9  # of the poll interval: how long a queued poll stays claimed and valid
 
@@ -31,17 +43,30 @@ def queued_seconds() -> float:
     return settings.PORTAL_POLL_INTERVAL * QUEUED_SHARE
 
 
-@shared_task(name="gitops.poll_cluster")
+@shared_task(
+    name="gitops.poll_cluster",
+    # Acknowledged when it ends, and given back to the queue if its process dies (OOM, SIGKILL of
+    # a prefork child): another process polls the cluster at once. A poll run twice stores the
+    # same rows and an outcome that never moves back in time (gitops.clusterpoll.record).
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=settings.PORTAL_POLL_TIME_LIMIT,
+    soft_time_limit=settings.PORTAL_POLL_SOFT_TIME_LIMIT,
+)
 def poll_cluster(cluster_id: int, claim: str = "") -> dict:
     key = poll_claim_key(cluster_id)
+    store = claims()
+    seconds = settings.PORTAL_POLL_LEASE_SECONDS
     try:
         if claim:
-            # Queued -> running: the claim now covers the poll itself (at most its lock's time).
-            claims().extend(key, claim, LOCK_SECONDS)
+            # Queued -> running: the claim now lives as long as the poll's lease, renewed with it,
+            # so it lapses soon after a worker that dies mid-poll and the next tick queues again.
+            store.extend(key, claim, seconds)
         cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).select_related("environment").first()
         if cluster is None:
             return {"skipped": "no such enabled cluster"}
-        report = poll(cluster)
+        also = (lambda: store.extend(key, claim, seconds)) if claim else None
+        report = poll(cluster, lease=Lease(seconds, cap=lock_seconds(), also=also))
         return {
             "cluster": report.cluster,
             "ok": report.ok,
@@ -52,7 +77,23 @@ def poll_cluster(cluster_id: int, claim: str = "") -> dict:
         }
     finally:
         if claim:
-            claims().release(key, claim)
+            _give_back(store, key, claim)
+
+
+def _give_back(store: Claims, key: str, claim: str) -> None:
+    try:
+        store.release(key, claim)
+    except Exception:  # noqa: BLE001 - Redis away: the claim lapses with its lease
+        log.warning("could not release the claim %s; it lapses by itself", key, exc_info=True)
+
+
+def poll_soon(cluster_id: int) -> None:
+    """Queue a poll of one cluster now (a member's "Poll now", a cluster just added), valid for one
+    interval. The expiry matters because a poll whose process dies is given back to the queue
+    (reject_on_worker_lost): a cluster whose poll kills its process (out of memory) must not be
+    redelivered for ever, and a poll not started within an interval is the beat tick's to run."""
+    expires = timezone.now() + timedelta(seconds=settings.PORTAL_POLL_INTERVAL)
+    poll_cluster.apply_async((cluster_id,), expires=expires)
 
 
 @shared_task(name="gitops.poll_all")

@@ -365,6 +365,15 @@ PORTAL_METRICS_WORKER_PORT = int(os.environ.get("PORTAL_METRICS_WORKER_PORT", "0
 
 # Polling cadence (seconds).
 PORTAL_POLL_INTERVAL = int(os.environ.get("PORTAL_POLL_INTERVAL", "60"))
+# A poll's own time limits (Celery's, on gitops.poll_cluster): past the soft one it stops and its
+# cluster goes stale with a reason; at the hard one its process is killed. A poll's lock never
+# lives longer than the hard limit plus one lease (gitops.pollease).
+PORTAL_POLL_TIME_LIMIT = float(os.environ.get("PORTAL_POLL_TIME_LIMIT", "300"))
+PORTAL_POLL_SOFT_TIME_LIMIT = PORTAL_POLL_TIME_LIMIT * 0.9
+# How long a poll's lock and claim outlive its worker: the poll renews both every third of it,
+# so a worker killed mid-poll frees its cluster within this many seconds and the next beat tick
+# (one interval) queues it again. Shorter than the interval, longer than a database hiccup.
+PORTAL_POLL_LEASE_SECONDS = float(os.environ.get("PORTAL_POLL_LEASE_SECONDS", "20"))
 # The largest snapshot an in-cluster agent may push, uncompressed (gitops.sources.agent).
 PORTAL_AGENT_MAX_SNAPSHOT_BYTES = int(os.environ.get("PORTAL_AGENT_MAX_SNAPSHOT_MB", "256")) * 1024 * 1024
 # How long a state must last before it "needs attention" (minutes).

@@ -30,6 +30,15 @@ POLL_SECONDS = Histogram(
 POLL_FAILURES = Counter(
     "portal_poll_failures_total", "Polls that could not read their cluster, by reason.", ["cluster", "reason"]
 )
+POLL_SKIPPED = Counter(
+    "portal_poll_skipped_total", "Polls that did not read their cluster, by why: another worker was polling it "
+    "(locked) or the portal does not read it itself (not_read_here).", ["reason"],
+)
+SKIPPED_LOCKED, SKIPPED_NOT_READ_HERE = "locked", "not_read_here"  # every `reason` POLL_SKIPPED carries
+POLL_INTERRUPTED = Counter(
+    "portal_poll_interrupted_total", "Polls that took over a cluster whose previous poll never ended (its worker "
+    "died mid-poll): each is one interruption recovered.", ["cluster"],
+)
 FORGE_REQUESTS = Counter(
     "portal_forge_requests_total", "HTTP requests to forges, retries included, by host and status class.",
     ["host", "status"],

@@ -58,7 +58,8 @@ ITEM_FIELDS = {
     "health_status", "health_since", "health_since_exact", "needs_attention", "health_disagreement", "sync_blocked",
     "sync_blocked_until", "sync_window",
     "manual_sync",
-    "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since", "portal_url",
+    "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since",
+    "cluster_poll_interrupted_at", "portal_url",
     "api_url",
     # every other fact the store holds (issue 21)
     "uid", "destination", "sources", "multi_source", "synced_revisions", "source_revision", "last_attempted_revision",
@@ -97,6 +98,7 @@ def test_every_field_of_an_argo_application(api, catalog):
     assert item["git_pins"] is None
     assert item["after_change"] is None
     assert item["cluster_stale_since"] is None
+    assert item["cluster_poll_interrupted_at"] is None
     assert item["portal_url"] == "http://testserver/services/checkout"
     assert item["api_url"] == "http://testserver/api/v1/gitops/prod-eu-1/argocd/checkout-prod?kind=Application"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,22 @@ def test_a_change_committed_by_another_process_is_seen_by_this_one(client, users
     env = {"DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "portal.settings", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True, timeout=60)
     assert "checkout-moved" in client.get(reverse("gitops")).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_poll_moves_the_revision_only_when_it_changes_what_pages_show(catalog):
+    from django.utils import timezone
+
+    from gitops.clusterpoll import Outcome, record
+
+    ClusterPoll.objects.create(cluster=catalog.prod_eu)
+    at = timezone.now()
+    record(catalog.prod_eu.pk, Outcome(at, 0.5))
+    quiet = data_revision()
+    record(catalog.prod_eu.pk, Outcome(at + timedelta(seconds=60), 0.5))
+    assert data_revision() == quiet  # polled again, nothing new: pages stay kept
+    record(catalog.prod_eu.pk, Outcome(at + timedelta(seconds=120), 0.5, error="timeout: read timed out"))
+    stale = data_revision()
+    assert stale != quiet  # the cluster is stale now: its badge must show
+    record(catalog.prod_eu.pk, Outcome(at + timedelta(seconds=180), 0.5))
+    assert data_revision() != stale  # and no longer

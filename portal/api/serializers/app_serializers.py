@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
+from gitops.clusterpoll import INTERRUPTED
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, sync_held
 from portal.api.serializers.api_fields import DNS_NAME, OffsetDateTimeField, inline_enum
 from portal.delivery.rollbacks import CHART_KEY, preview_url
@@ -250,6 +251,10 @@ class AppSerializer(serializers.Serializer):
         source="cluster.poll.stale_since", allow_null=True,
         help_text="set when the cluster's last polls failed: the data is the last good one",
     )
+    cluster_poll_interrupted_at = serializers.SerializerMethodField(
+        help_text="set when a poll of the cluster began then and never ended (its worker stopped): the data is "
+        "not fresh, and the portal polls the cluster again; null once a poll succeeds",
+    )
     portal_url = serializers.SerializerMethodField(help_text="the service's page, or the filtered /gitops view")
     api_url = serializers.SerializerMethodField(help_text="this application in the API, with workloads and changes")
     uid = serializers.CharField(allow_blank=True, help_text="metadata.uid of the object")
@@ -333,6 +338,12 @@ class AppSerializer(serializers.Serializer):
     @extend_schema_field(OffsetDateTimeField(allow_null=True))
     def get_sync_blocked_until(self, app: GitOpsApp) -> str | None:
         return OffsetDateTimeField().to_representation(self._blocked_until(app)[1])
+
+    @extend_schema_field(OffsetDateTimeField(allow_null=True))
+    def get_cluster_poll_interrupted_at(self, app: GitOpsApp) -> str | None:
+        poll = getattr(app.cluster, "poll", None)  # gitops.ClusterPoll, selected with the cluster
+        state = poll.state(self._now()) if poll is not None else None
+        return OffsetDateTimeField().to_representation(state.at if state and state.kind == INTERRUPTED else None)
 
     @extend_schema_field(SyncWindowSerializer(allow_null=True))
     def get_sync_window(self, app: GitOpsApp) -> dict[str, Any] | None:

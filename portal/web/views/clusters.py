@@ -9,14 +9,17 @@ from its name, and create or revoke the token of a cluster's in-cluster agent (s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from gitops.clusterpoll import PollState
 from gitops.derive.topology import suggest_environment
 from gitops.models import GitOpsApp
 from portal.kernel.accounts.roles import Role, requires_role
@@ -27,11 +30,13 @@ from portal.kernel.catalog.models import AgentToken, Cluster, Environment, Servi
 
 @dataclass(frozen=True)
 class ClusterRow:
-    """A catalog cluster with what the page adds: its app count and its live agent tokens."""
+    """A catalog cluster with what the page adds: its app count, its live agent tokens and how its
+    polls stand (gitops.clusterpoll.ClusterPoll.state; None before its first poll)."""
 
     cluster: Cluster
     app_count: int
     agent_tokens: list[AgentToken] = field(default_factory=list)
+    poll_state: PollState | None = None
 
 
 @requires_role(Role.VIEWER)
@@ -44,7 +49,9 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     tokens: dict[int, list[AgentToken]] = {}
     for token in AgentToken.objects.filter(revoked_at__isnull=True, cluster__connection=Cluster.Connection.AGENT):
         tokens.setdefault(token.cluster_id, []).append(token)
-    rows = [ClusterRow(cluster, app_counts.get(cluster.id, 0), tokens.get(cluster.id, [])) for cluster in clusters]
+    now = timezone.now()
+    rows = [ClusterRow(cluster, app_counts.get(cluster.id, 0), tokens.get(cluster.id, []), _poll_state(cluster, now))
+            for cluster in clusters]
     by_env: dict[int, list[ClusterRow]] = {}
     discovered: list[tuple[ClusterRow, str]] = []
     names = [env.name for env in environments]
@@ -63,13 +70,18 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "web/clusters.html", context)
 
 
+def _poll_state(cluster: Cluster, now: datetime) -> PollState | None:
+    poll = getattr(cluster, "poll", None)  # gitops.ClusterPoll, made by the first poll
+    return poll.state(now) if poll is not None else None
+
+
 @require_POST
 @requires_role(Role.MEMBER)
 def poll_now(request: HttpRequest, name: str) -> HttpResponse:
-    from gitops.tasks import poll_cluster
+    from gitops.tasks import poll_soon
 
     cluster = get_object_or_404(Cluster, name=name)
-    poll_cluster.delay(cluster.id)
+    poll_soon(cluster.id)
     record(request.user, "cluster.poll_requested", cluster.name)
     messages.info(request, f"A poll of {cluster.name} is queued; this page shows its result when it lands.")
     return redirect("clusters")
@@ -108,10 +120,10 @@ def add_discovered(request: HttpRequest, name: str) -> HttpResponse:
            destination=cluster.destination_label)
     # Its apps run services only once it has an environment: the next poll of the Argo CD
     # that reports them links them; ask for it now.
-    from gitops.tasks import poll_cluster
+    from gitops.tasks import poll_soon
 
     for read_from in set(cluster.apps.values_list("read_from_id", flat=True)):
-        poll_cluster.delay(read_from)
+        poll_soon(read_from)
     messages.info(request, f"{cluster.name} is in {environment.name}; its apps are filed there from the next poll.")
     return redirect("clusters")
 

@@ -65,10 +65,10 @@ def _poll_claimed(claimed: Iterable[Iterable[AppRef]]) -> None:
     that report them (and of their destinations, when read, for the workloads there): ask
     for it now, as adding a discovered cluster does."""
     from gitops.derive.destinations import reads_workloads
-    from gitops.tasks import poll_cluster
+    from gitops.tasks import poll_soon
 
     ids = [app.id for apps in claimed for app in apps]
     apps = GitOpsApp.objects.filter(id__in=ids).select_related("cluster")
     clusters = {app.read_from_id for app in apps} | {app.cluster_id for app in apps if reads_workloads(app.cluster)}
     for cluster_id in sorted(clusters):
-        poll_cluster.delay(cluster_id)
+        poll_soon(cluster_id)

@@ -38,7 +38,8 @@ from portal.delivery.change_builders import (
     change_forward,
     group_changes,
 )
-from portal.delivery.change_previews import open_change, preview_change
+from portal.delivery.change_previews import preview_change
+from portal.delivery.forge_jobs import queue_opens
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import KINDS, ROLLBACK, UPGRADE, Change
 from portal.delivery.pull_requests import DEMO_REFUSAL
@@ -251,12 +252,13 @@ def pr_open(request: HttpRequest) -> HttpResponse:
     except (RequestError, ChangeError) as error:
         messages.error(request, str(error))
         return redirect("updates")
-    opened: list[int] = []
-    for group in pull_requests_for(built.changes, mode):
-        result = open_change(group, request.user, confirm_default_branch=confirmed(request.POST))
-        if result.pull_request is not None and result.ok:
-            opened.append(result.pull_request.pk)
-        (messages.success if result.ok else messages.error)(request, result.message)
+    # Queued as jobs on the forge queue; the follow page shows each one's steps as it runs.
+    results = queue_opens(pull_requests_for(built.changes, mode), request.user,
+                          confirm_default_branch=confirmed(request.POST))
+    opened = [result.pull_request.pk for result in results if result.pull_request is not None]
+    for result in results:
+        if not result.ok:
+            messages.error(request, result.message)
     url = reverse("pr-opened")
     if opened:
         url += "?" + urlencode([("id", pk) for pk in opened])
@@ -267,10 +269,23 @@ def pr_open(request: HttpRequest) -> HttpResponse:
 @requires_role(Role.VIEWER)
 def pr_opened(request: HttpRequest) -> HttpResponse:
     ids = [int(i) for i in request.GET.getlist("id") if i.isdigit()][:MAX_CHANGES_PER_PR]
+    return render(request, "web/opened.html", _opened_context(request, ids))
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_opened_rows(request: HttpRequest) -> HttpResponse:
+    """The follow page's rows alone (htmx polls it while a job runs)."""
+    ids = [int(i) for i in request.GET.getlist("id") if i.isdigit()][:MAX_CHANGES_PER_PR]
+    return render(request, "web/opened_rows.html", _opened_context(request, ids))
+
+
+def _opened_context(request: HttpRequest, ids: list[int]) -> dict[str, object]:
     rows = list(PullRequest.objects.filter(pk__in=ids).select_related("opened_by").order_by("id"))
     for row in rows:
         row.safe_url = safe_http_url(row.url)
-    return render(request, "web/opened.html", {"pull_requests": rows})
+    return {"pull_requests": rows, "running": any(r.state == PullRequest.State.OPENING for r in rows),
+            "query": request.GET.urlencode()}
 
 
 def _safe_next(request: HttpRequest, target: str | None) -> str:

@@ -91,8 +91,9 @@ def open_now(
 ) -> OpenResult:
     """The same job, claimed and run in this process (automatic pull requests, already on the
     forge queue). A rate limit still queues the next run rather than sleeping here."""
-    row, answer = claim_job(changes, user, automatic=automatic, confirm_default_branch=confirm_default_branch,
-                            forge=forge)
+    row, answer = claim_job(
+        changes, user, automatic=automatic, confirm_default_branch=confirm_default_branch, forge=forge
+    )
     if answer is not None:
         return answer
     assert row is not None
@@ -119,12 +120,19 @@ def claim_job(
     except ForgeError as error:
         return None, _refused(user, str(error), group[0].repository, branch, automatic)
     job = {"changes": CHANGES.dump_python(group, mode="json"), "confirm": confirm_default_branch}
-    row, answer = claim(forge.kind, forge.repo.web_url, branch, title_for(group), combined(group), user, automatic,
-                        job)
+    row, answer = claim(forge.kind, forge.repo.web_url, branch, title_for(group), combined(group), user, automatic, job)
     if answer is not None:
         target = row.url or f"{row.repository} {row.branch}"
-        record(user, f"pull_request.{answer.status}", target[:300], repository=group[0].repository,
-               branch=branch, message=answer.message, number=row.number, automatic=automatic)
+        record(
+            user,
+            f"pull_request.{answer.status}",
+            target[:300],
+            repository=group[0].repository,
+            branch=branch,
+            message=answer.message,
+            number=row.number,
+            automatic=automatic,
+        )
         return None, OpenResult(answer.status, answer.message, row)
     PullRequest.objects.filter(pk=row.pk).update(run=F("run") + 1)
     row.refresh_from_db()
@@ -157,8 +165,9 @@ def run(
     except ForgeError as error:
         fail(row, str(error), refused=True)
         return OpenResult(REFUSED, str(error), row)
-    delivery = preview_change(changes, forge=forge, automatic=row.automatic,
-                              confirm_default_branch=bool(row.job.get("confirm")), now=now)
+    delivery = preview_change(
+        changes, forge=forge, automatic=row.automatic, confirm_default_branch=bool(row.job.get("confirm")), now=now
+    )
     refusal = _refusal(delivery)
     if refusal or delivery.preview is None:
         fail(row, refusal or delivery.error, refused=True)
@@ -167,8 +176,16 @@ def run(
     row.base_branch, row.title = preview.change.base_branch, preview.title[:300]
     row.save(update_fields=["base_branch", "title"])
     try:
-        return advance(forge, row, preview, reviewers=delivery.reviewers, labels=delivery.labels, now=now,
-                       on_step=_stepper(row, now), waits_outside=True)
+        return advance(
+            forge,
+            row,
+            preview,
+            reviewers=delivery.reviewers,
+            labels=delivery.labels,
+            now=now,
+            on_step=_stepper(row, now),
+            waits_outside=True,
+        )
     except RateLimited as error:
         return _wait(row, forge, error, now)
 
@@ -178,8 +195,10 @@ def _refusal(delivery: object) -> str:
     if preview is None:
         return getattr(delivery, "error", "") or "The repository could not be read."
     if getattr(delivery, "needs_confirmation", False):
-        return (f"Not opened: the application follows {getattr(delivery, 'follows', '')}, not a branch; confirm "
-                f"in the preview to propose the change on {preview.change.base_branch}.")
+        return (
+            f"Not opened: the application follows {getattr(delivery, 'follows', '')}, not a branch; confirm "
+            f"in the preview to propose the change on {preview.change.base_branch}."
+        )
     if not preview.can_open:
         return f"{NOTHING_TO_OPEN}: {'; '.join(preview.problems) or 'nothing to change'}"
     return ""
@@ -202,8 +221,9 @@ def _wait(row: PullRequest, forge: Forge, error: RateLimited, now: Callable[[], 
     seconds = error.wait if error.wait is not None else 60.0 * max(1, row.attempts)
     name = FORGE_NAMES.get(forge.kind, forge.repo.host)
     if row.waited + seconds > settings.PORTAL_FORGE_JOB_MAX_WAIT:
-        return resolve(row, f"{name}'s rate limit would hold it past {settings.PORTAL_FORGE_JOB_MAX_WAIT:.0f} s",
-                       forge=forge)
+        return resolve(
+            row, f"{name}'s rate limit would hold it past {settings.PORTAL_FORGE_JOB_MAX_WAIT:.0f} s", forge=forge
+        )
     until = now() + timedelta(seconds=seconds)
     row.step, row.progress = WAITING, f"waiting for {name}'s rate limit until {until:%H:%M:%S} UTC"
     row.waiting_until, row.waited = until, row.waited + seconds
@@ -235,7 +255,9 @@ def reconcile(now: Callable[[], datetime] = timezone.now) -> dict[str, int]:
         if row.job.get("changes") and row.attempts < settings.PORTAL_FORGE_JOB_ATTEMPTS:
             # Atomically against a second reconciler: only one of them sends the next run.
             resumed = PullRequest.objects.filter(pk=row.pk, state=PullRequest.State.OPENING, run=row.run).update(
-                run=F("run") + 1, lease_until=at + lease(), step=RESUMED,
+                run=F("run") + 1,
+                lease_until=at + lease(),
+                step=RESUMED,
                 progress="resumed: the run opening it stopped before it finished",
             )
             if resumed:
@@ -276,6 +298,13 @@ def _repository_of(row: PullRequest) -> str:
 
 
 def _refused(user: object | None, message: str, repository: str, branch: str, automatic: bool) -> OpenResult:
-    record(user, f"pull_request.{REFUSED}", f"{repository} {branch}"[:300], repository=repository, branch=branch,
-           message=message, automatic=automatic)
+    record(
+        user,
+        f"pull_request.{REFUSED}",
+        f"{repository} {branch}"[:300],
+        repository=repository,
+        branch=branch,
+        message=message,
+        automatic=automatic,
+    )
     return OpenResult(REFUSED, message)

@@ -119,8 +119,14 @@ def test_the_reconciler_resumes_a_row_past_its_lease(memory_broker, github: Harn
 @pytest.mark.parametrize("pull", [True, False])
 def test_the_reconciler_resolves_a_row_with_no_job_on_the_forge(github: Harness, pull: bool) -> None:
     # What a claim made before jobs existed leaves: `opening`, no lease, no changes recorded.
-    row = PullRequest.objects.create(kind="upgrade", repository=github.repository.removesuffix(".git"),
-                                     forge_kind="github", title="t", branch=BRANCH, base_branch="main")
+    row = PullRequest.objects.create(
+        kind="upgrade",
+        repository=github.repository.removesuffix(".git"),
+        forge_kind="github",
+        title="t",
+        branch=BRANCH,
+        base_branch="main",
+    )
     PullRequest.objects.filter(pk=row.pk).update(lease_until=None)
     github.model.branches[BRANCH] = github.model.branches["main"]
     if pull:

@@ -72,17 +72,32 @@ class Processes:
     def __init__(self, tmp: Path, harness: Harness) -> None:
         url = os.environ["REDIS_URL"]
         self.tmp = tmp
-        self.env = {**os.environ, **harness.environ, "DATABASE_URL": database_url(), "REDIS_URL": url,
-                    "CELERY_BROKER_URL": url, "PORTAL_VAR_DIR": str(tmp), "DJANGO_SETTINGS_MODULE": "portal.settings",
-                    "PORTAL_BRANCH_PREFIX": "portal/", "PORTAL_FORGE_JOB_LEASE": str(LEASE),
-                    "PORTAL_FORGE_RECONCILE_INTERVAL": str(RECONCILE), "PORTAL_FORGE_JOB_INLINE_WAIT": "1"}
+        self.env = {
+            **os.environ,
+            **harness.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": url,
+            "CELERY_BROKER_URL": url,
+            "PORTAL_VAR_DIR": str(tmp),
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PORTAL_BRANCH_PREFIX": "portal/",
+            "PORTAL_FORGE_JOB_LEASE": str(LEASE),
+            "PORTAL_FORGE_RECONCILE_INTERVAL": str(RECONCILE),
+            "PORTAL_FORGE_JOB_INLINE_WAIT": "1",
+        }
         self.env.pop("PORTAL_DEMO", None)
         self.running: list[subprocess.Popen] = []
 
     def start(self, name: str, *command: str) -> subprocess.Popen:
         log = (self.tmp / f"{name}.log").open("a")
-        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", *command], cwd=ROOT,
-                                   env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", *command],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.running.append(process)
         return process
 
@@ -107,8 +122,9 @@ class Processes:
                     process.wait()
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-25:])
-                         for p in sorted(self.tmp.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-25:]) for p in sorted(self.tmp.glob("*.log"))
+        )
 
 
 @pytest.fixture
@@ -151,10 +167,13 @@ def until(condition, processes: Processes, seconds: float = SETTLE) -> None:
         time.sleep(0.2)  # waiting for a condition, not for time to pass
 
 
-@pytest.mark.parametrize(("killed_after", "path", "outcome"), [
-    ("the branch", r"/git/refs$", "opened #1"),
-    ("the pull request", PR_CREATE["github"], "linked #1"),
-])
+@pytest.mark.parametrize(
+    ("killed_after", "path", "outcome"),
+    [
+        ("the branch", r"/git/refs$", "opened #1"),
+        ("the pull request", PR_CREATE["github"], "linked #1"),
+    ],
+)
 def test_a_worker_killed_while_opening_is_resumed_without_a_second_branch_or_pull_request(
     github: Harness, processes: Processes, client, users, killed_after: str, path: str, outcome: str
 ) -> None:

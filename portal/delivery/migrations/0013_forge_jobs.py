@@ -6,55 +6,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('delivery', '0012_delivery_events_plain_secrets'),
+        ("delivery", "0012_delivery_events_plain_secrets"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='pullrequest',
-            name='attempts',
+            model_name="pullrequest",
+            name="attempts",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='job',
-            field=models.JSONField(blank=True, default=dict, help_text='the changes, as the job re-previews them'),
+            model_name="pullrequest",
+            name="job",
+            field=models.JSONField(blank=True, default=dict, help_text="the changes, as the job re-previews them"),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='lease_until',
+            model_name="pullrequest",
+            name="lease_until",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='progress',
+            model_name="pullrequest",
+            name="progress",
             field=models.CharField(blank=True, max_length=500),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='run',
+            model_name="pullrequest",
+            name="run",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='step',
+            model_name="pullrequest",
+            name="step",
             field=models.CharField(blank=True, max_length=32),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='waited',
-            field=models.FloatField(default=0.0, help_text='seconds waited on rate limits so far'),
+            model_name="pullrequest",
+            name="waited",
+            field=models.FloatField(default=0.0, help_text="seconds waited on rate limits so far"),
         ),
         migrations.AddField(
-            model_name='pullrequest',
-            name='waiting_until',
+            model_name="pullrequest",
+            name="waiting_until",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='pullrequest',
-            name='state',
-            field=models.CharField(choices=[('opening', 'Opening'), ('open', 'Open'), ('merged', 'Merged'), ('closed', 'Closed'), ('failed', 'Failed')], db_index=True, default='opening', max_length=16),
+            model_name="pullrequest",
+            name="state",
+            field=models.CharField(
+                choices=[
+                    ("opening", "Opening"),
+                    ("open", "Open"),
+                    ("merged", "Merged"),
+                    ("closed", "Closed"),
+                    ("failed", "Failed"),
+                ],
+                db_index=True,
+                default="opening",
+                max_length=16,
+            ),
         ),
     ]

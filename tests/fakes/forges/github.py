@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.fakes.forges.base import (
-    Fault,
     FakeServer,
+    Fault,
     GitModel,
     Pull,
     ReleaseEntry,

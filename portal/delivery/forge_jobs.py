@@ -41,6 +41,7 @@ from portal.delivery.models import PullRequest
 from portal.delivery.planner import Change, branch_name, combined, group_of, title_for
 from portal.delivery.pull_requests import (
     DEMO_REFUSAL,
+    FAILED,
     IN_PROGRESS,
     LINKED,
     NOTHING_TO_OPEN,
@@ -289,7 +290,7 @@ def resolve(row: PullRequest, why: str, *, forge: Forge | None = None) -> OpenRe
     except ForgeError as error:
         left = f"; the forge could not be asked what it left ({error}): opening it again finds and continues it"
     fail(row, f"Not opened: {why}{left}.")
-    return OpenResult(REFUSED if row.step == REFUSED else "failed", row.progress, row)
+    return OpenResult(FAILED, row.progress, row)
 
 
 def _repository_of(row: PullRequest) -> str:

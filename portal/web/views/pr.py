@@ -10,7 +10,8 @@ A chart version change names the chart instead of a service: `item=12:chart=noti
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
-the change's repository to show the exact diff. Opening previews again, then writes.
+the change's repository to show the exact diff. Opening queues a job per pull request on the
+forge queue (portal.delivery.forge_jobs: it previews again, then writes); pr-opened follows them.
 """
 
 from __future__ import annotations

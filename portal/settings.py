@@ -330,6 +330,8 @@ CELERY_TASK_ROUTES = {
     "delivery.open_automatic_prs": {"queue": FORGE_QUEUE},
     "delivery.scan_outside_prs": {"queue": FORGE_QUEUE},
     "delivery.summarise_release_notes": {"queue": FORGE_QUEUE},  # an outside endpoint, slow: forge work
+    "delivery.open_pull_request": {"queue": FORGE_QUEUE},
+    "delivery.reconcile_pull_requests": {"queue": FORGE_QUEUE},
     "delivery.*": {"queue": NOTIFY_QUEUE},
     "notifications.*": {"queue": NOTIFY_QUEUE},
 }
@@ -442,6 +444,17 @@ PORTAL_LLM_TIMEOUT = float(os.environ.get("PORTAL_LLM_TIMEOUT", "60"))  # second
 PERIODIC_EXPIRY = 0.9  # of the period
 
 
+# Opening a pull request is a job on the forge queue (portal.delivery.forge_jobs). A run holds its
+# row for the lease (renewed at each step); past it, the reconciler (every interval) resumes the
+# job, at most ATTEMPTS runs, then resolves it on the forge. A rate limit longer than INLINE_WAIT
+# is waited out by queueing the next run for its end, up to MAX_WAIT seconds in all.
+PORTAL_FORGE_JOB_LEASE = float(os.environ.get("PORTAL_FORGE_JOB_LEASE", "300"))
+PORTAL_FORGE_RECONCILE_INTERVAL = float(os.environ.get("PORTAL_FORGE_RECONCILE_INTERVAL", "120"))
+PORTAL_FORGE_JOB_ATTEMPTS = int(os.environ.get("PORTAL_FORGE_JOB_ATTEMPTS", "5"))
+PORTAL_FORGE_JOB_INLINE_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_INLINE_WAIT", "10"))
+PORTAL_FORGE_JOB_MAX_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_MAX_WAIT", "3600"))
+
+
 def periodic(task: str, seconds: float) -> dict:
     return {"task": task, "schedule": float(seconds), "options": {"expires": float(seconds) * PERIODIC_EXPIRY}}
 
@@ -469,6 +482,8 @@ CELERY_BEAT_SCHEDULE = {
     "sync-git-findings": periodic("findings.sync_git", 60),
     # The matrix's read model is kept by every write; this only mends what no writer announced.
     "refresh-placements": periodic("delivery.refresh_placements", 3600),
+    # Pull requests still `opening` past their lease (a worker died): resumed or resolved on the forge.
+    "reconcile-pull-requests": periodic("delivery.reconcile_pull_requests", PORTAL_FORGE_RECONCILE_INTERVAL),
     "open-automatic-prs": periodic(
         "delivery.open_automatic_prs", float(os.environ.get("PORTAL_AUTO_PR_INTERVAL", "1800"))
     ),

@@ -93,9 +93,9 @@ def with_after_change(apps: QuerySet[GitOpsApp]) -> QuerySet[GitOpsApp]:
 
 
 def pull_requests(params: dict[str, Any]) -> QuerySet[PullRequest]:
-    """Pull requests that exist on a forge (not a worker's `opening` claim), filtered."""
+    """Pull requests that exist on a forge (not a job still `opening`, nor one that failed), filtered."""
     pulls = (
-        PullRequest.objects.exclude(state=PullRequest.State.OPENING)
+        PullRequest.objects.exclude(state__in=[PullRequest.State.OPENING, PullRequest.State.FAILED])
         .select_related("opened_by")
         .annotate(sort_opened_at=Coalesce("opened_at", Value(_NEVER, output_field=DateTimeField())))
     )

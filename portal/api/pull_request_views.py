@@ -21,12 +21,12 @@ from portal.api.errors import ApiError, bad_request, conflict
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers.error_serializers import ErrorSerializer
 from portal.api.serializers.pull_request_serializers import (
+    PullRequestJobSerializer,
     PullRequestOpenSerializer,
     PullRequestQuerySerializer,
     PullRequestSerializer,
 )
 from portal.delivery.change_builders import ChangeError
-from portal.delivery.change_previews import open_change
 from portal.delivery.change_requests import (
     RequestError,
     build_changes,
@@ -35,6 +35,7 @@ from portal.delivery.change_requests import (
     pull_requests_for,
     services_of,
 )
+from portal.delivery.forge_jobs import queue_opens
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, has_role
 from portal.kernel.accounts.teams import refused
@@ -71,12 +72,13 @@ class PullRequestListView(PortalAPIView):
         summary="Open the pull requests for a change, as the preview page's button does",
         description="Members only, with a personal API token or the session and its CSRF token. The change is "
         "named as on the preview page; with team scope on, a member may change only services their teams own "
-        "(403, code `team_scope`, the owning team in `details.team`). Opening again links the pull request "
-        "already open. 201 with the pull requests opened or linked; 409 when none could be (the reasons in "
-        "`details.messages`).",
+        "(403, code `team_scope`, the owning team in `details.team`). Opening is a job on the portal's forge "
+        "queue, as on the page: 202 with one row per pull request, `state` `opening` while its job runs (then "
+        "`open`, or `failed` with the reason in `step_message`), or already `open` when one was open for the "
+        "change. 409 when none could be queued (the reasons in `details.messages`).",
         request=PullRequestOpenSerializer,
         responses={
-            201: PullRequestSerializer(many=True),
+            202: PullRequestJobSerializer(many=True),
             403: OpenApiResponse(
                 ErrorSerializer,
                 description="Without the member role, or (code `team_scope`) a service outside the caller's teams.",
@@ -105,13 +107,11 @@ class PullRequestListView(PortalAPIView):
                 outside.message,
                 {"team": outside.team, "service": outside.service},
             )
-        opened: list[int] = []
-        messages: list[str] = []
-        for group in pull_requests_for(built.changes, mode):
-            result = open_change(group, request.user, confirm_default_branch=asked["confirm"])
-            messages.append(result.message)
-            if result.ok and result.pull_request is not None:
-                opened.append(result.pull_request.pk)
+        # No request waits on a forge: each pull request is a job on the forge queue (forge_jobs).
+        results = queue_opens(pull_requests_for(built.changes, mode), request.user,
+                              confirm_default_branch=asked["confirm"])
+        messages = [result.message for result in results]
+        opened = [result.pull_request.pk for result in results if result.ok and result.pull_request is not None]
         if not opened:
             raise conflict(
                 "not_opened",
@@ -119,5 +119,5 @@ class PullRequestListView(PortalAPIView):
                 {"messages": messages, "left_out": built.left_out},
             )
         rows = PullRequest.objects.filter(pk__in=opened).select_related("opened_by").order_by("id")
-        data = PullRequestSerializer(rows, many=True, context=self.get_serializer_context()).data
-        return Response(data, status=status.HTTP_201_CREATED)
+        data = PullRequestJobSerializer(rows, many=True, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)

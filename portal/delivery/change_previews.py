@@ -30,7 +30,7 @@ from gitops.windowstate import held_until
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, ChangeError, group_key
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, SUSPENDED_WORDS, Change, Preview, group_of, plan
-from portal.delivery.pull_requests import REFUSED, OpenResult, open_planned
+from portal.delivery.pull_requests import OpenResult
 from portal.kernel.timestamps import utc_stamp
 
 FREEZE_DECISION = "Opening now is a decision to change during it."
@@ -294,35 +294,15 @@ def open_change(
     confirm_default_branch: bool = False,
     now: Callable[[], datetime] = timezone.now,
 ) -> OpenResult:
-    """Preview afresh, then open (or link) the pull request. `user` None acts as "system".
+    """Claim and run the job that opens (or links) the pull request here and now
+    (portal.delivery.forge_jobs: it previews afresh, then writes). `user` None acts as "system".
 
     An application that follows a tag gets a pull request on the default branch only when
     `confirm_default_branch` says a person chose it (never automatically)."""
-    changes = group_of(change)
-    try:
-        forge = forge or forge_for(changes[0].repository)
-    except ForgeError as error:
-        return OpenResult(REFUSED, str(error))
-    delivery = preview_change(
-        changes, forge=forge, automatic=automatic, confirm_default_branch=confirm_default_branch, now=now
-    )
-    if delivery.preview is None:
-        return OpenResult(REFUSED, delivery.error)
-    if delivery.needs_confirmation:
-        return OpenResult(
-            REFUSED,
-            f"Not opened: the application follows {delivery.follows}, not a branch; confirm in the preview "
-            f"to propose the change on {delivery.change.base_branch}.",
-        )
-    return open_planned(
-        forge,
-        delivery.preview,
-        user=user,
-        automatic=automatic,
-        reviewers=delivery.reviewers,
-        labels=delivery.labels,
-        now=now,
-    )
+    from portal.delivery.forge_jobs import open_now  # the job previews through this module
+
+    return open_now(change, user, automatic=automatic, forge=forge, confirm_default_branch=confirm_default_branch,
+                    now=now)
 
 
 def _reviewers_and_labels(changes: Sequence[Change]) -> tuple[list[str], list[str]]:

@@ -189,6 +189,9 @@ class PullRequest(models.Model):
         OPEN = "open"
         MERGED = "merged"
         CLOSED = "closed"
+        # The job opening it gave up (the forge refused or failed, or it was refused before any
+        # write): `progress` says why; a new open takes the row back, as after a close.
+        FAILED = "failed"
 
     class Checks(models.TextChoices):
         PASS = "pass"
@@ -227,6 +230,18 @@ class PullRequest(models.Model):
     image = models.CharField(max_length=300, blank=True)
     last_error = models.TextField(blank=True)
     tracked_at = models.DateTimeField(null=True, blank=True)
+    # The job that opens it (portal.delivery.forge_jobs), while `opening` and after: what it
+    # does now, in words for the page; which run of the job may work on it (a message carrying
+    # another run is stale and dropped); until when the running one holds it (past that, the
+    # reconciler resumes or resolves it); until when it waits on a rate limit; what it opens.
+    step = models.CharField(max_length=32, blank=True)
+    progress = models.CharField(max_length=500, blank=True)
+    run = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    waiting_until = models.DateTimeField(null=True, blank=True)
+    waited = models.FloatField(default=0.0, help_text="seconds waited on rate limits so far")
+    job = models.JSONField(default=dict, blank=True, help_text="the changes, as the job re-previews them")
 
     class Meta:
         db_table = "forges_pullrequest"  # moved from forges; the table kept its name

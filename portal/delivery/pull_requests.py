@@ -8,8 +8,11 @@ Order of events, and why:
    that already does this (ours from an earlier attempt, or one whose title `names_change`
    recognises: Renovate, Dependabot, a person), else opens one and never leaves a
    half-made branch behind.
-3. The row takes the forge's answer; when the forge failed, the claim is released so a
-   retry may open it. Every outcome is audited once (here or by the forge write).
+3. The row takes the forge's answer; when the forge failed, the row says so (state
+   `failed`, `progress` the reason) and a retry takes it back. Every outcome is audited once
+   (here or by the forge write).
+The row is also the durable record of the job that opens it (portal.delivery.forge_jobs):
+`claim` is what a request does, `advance` what the job does, re-entrantly, on its forge queue.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +32,7 @@ from forges import opening
 from forges.forge import Forge, PullRequestInfo
 from portal.delivery.change_requests import services_of
 from portal.delivery.models import PullRequest
-from portal.delivery.planner import Preview
+from portal.delivery.planner import Change, Preview
 from portal.delivery.prtitles import names_change
 from portal.kernel.accounts.teams import team_of
 from portal.kernel.audit.models import record
@@ -70,7 +73,7 @@ def open_planned(
     labels: Sequence[str] = (),
     now: Callable[[], datetime] = timezone.now,
 ) -> OpenResult:
-    """Open (or link) the pull request `preview` describes. Never raises for forge errors."""
+    """Open (or link) the pull request `preview` describes, here and now. Never raises for forge errors."""
     repository = forge.repo.web_url
     if getattr(settings, "DEMO_MODE", False):
         return _audited(user, REFUSED, DEMO_REFUSAL, f"{repository} {preview.branch}", preview, automatic=automatic)
@@ -79,35 +82,79 @@ def open_planned(
         target = f"{repository} {preview.branch}"
         return _audited(user, REFUSED, f"{NOTHING_TO_OPEN}: {reason}", target, preview, automatic=automatic)
     with _branch_lock(repository, preview.branch):
-        row, refused = _claim(forge, preview, repository, user, automatic)
+        row, refused = claim(forge.kind, repository, preview.branch, preview.title, preview.change, user, automatic)
         if refused is not None:
-            return refused
-        change = preview.change
-        outcome = opening.open_pull_request(
-            forge,
-            repository,
-            change.base_branch,
-            preview.branch,
-            preview.title,
-            preview.description,
-            preview.edits,
-            reviewers,
-            labels,
-            commit_message=preview.commit_message,
-            same_change=lambda title: names_change(title, change),
-            actor=user,
-            details=_details(preview, automatic),
-        )
-        if outcome.pull is None:
-            row.delete()  # the claim is released: a retry may open it
-            PULL_REQUESTS.labels(kind=change.kind, outcome="failed").inc()
-            return OpenResult(outcome.status, outcome.message)
-        # The row keeps our branch name as its key, so the next open of this change finds it.
-        _fill(row, outcome.pull, now(), opened_outside=outcome.outside)
-        PULL_REQUESTS.labels(kind=change.kind, outcome="opened").inc()
-        row.last_error = "; ".join(f"{name}: {why}" for name, why in outcome.skipped.items())
-        row.save()
-        return OpenResult(outcome.status, outcome.message, row, outcome.skipped)
+            return _audit_claim(refused, row, user, preview, automatic)
+        return advance(forge, row, preview, reviewers=reviewers, labels=labels, now=now)
+
+
+def advance(
+    forge: Forge,
+    row: PullRequest,
+    preview: Preview,
+    *,
+    reviewers: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    now: Callable[[], datetime] = timezone.now,
+    on_step: Callable[[str], None] = lambda step: None,
+    waits_outside: bool = False,
+) -> OpenResult:
+    """The forge write of a claimed row, re-entrant (forges.opening finds what an earlier run
+    made); the row takes the outcome. `RateLimited` is raised only when `waits_outside`."""
+    change = preview.change
+    user = row.opened_by
+    outcome = opening.open_pull_request(
+        forge,
+        row.repository,
+        change.base_branch,
+        preview.branch,
+        preview.title,
+        preview.description,
+        preview.edits,
+        reviewers,
+        labels,
+        commit_message=preview.commit_message,
+        same_change=lambda title: names_change(title, change),
+        actor=user,
+        details=_details(preview, row.automatic),
+        on_step=on_step,
+        waits_outside=waits_outside,
+    )
+    if outcome.pull is None:
+        fail(row, outcome.message, refused=outcome.status == REFUSED)
+        return OpenResult(outcome.status, outcome.message, row)
+    # The row keeps our branch name as its key, so the next open of this change finds it.
+    _fill(row, outcome.pull, now(), opened_outside=outcome.outside)
+    PULL_REQUESTS.labels(kind=change.kind, outcome="opened").inc()
+    row.last_error = "; ".join(f"{name}: {why}" for name, why in outcome.skipped.items())
+    row.step, row.progress, row.lease_until, row.waiting_until = outcome.status, outcome.message[:500], None, None
+    row.save()
+    return OpenResult(outcome.status, outcome.message, row, outcome.skipped)
+
+
+def adopt(row: PullRequest, pull: PullRequestInfo, message: str, now: Callable[[], datetime] = timezone.now) -> None:
+    """The row takes a pull request an earlier run opened on its branch (the reconciler found it)."""
+    _fill(row, pull, now(), opened_outside=False)
+    row.step, row.progress, row.lease_until, row.waiting_until = LINKED, message[:500], None, None
+    row.save()
+    PULL_REQUESTS.labels(kind=row.kind, outcome="opened").inc()
+    record(row.opened_by, f"pull_request.{LINKED}", row.url[:300], repository=row.repository, branch=row.branch,
+           message=message, number=row.number, automatic=row.automatic)
+
+
+def lease() -> timedelta:
+    """How long a run holds its row before the reconciler takes it as dead (each step renews it)."""
+    return timedelta(seconds=settings.PORTAL_FORGE_JOB_LEASE)
+
+
+def fail(row: PullRequest, message: str, *, refused: bool = False) -> None:
+    """The row's job gave up: it says why, and a new open takes it back."""
+    row.state = PullRequest.State.FAILED
+    row.step = REFUSED if refused else FAILED
+    row.progress = message[:500]
+    row.lease_until = row.waiting_until = None
+    row.save()
+    PULL_REQUESTS.labels(kind=row.kind, outcome="refused" if refused else "failed").inc()
 
 
 _locks: dict[tuple[str, str], threading.Lock] = {}
@@ -125,18 +172,24 @@ def _branch_lock(repository: str, branch: str) -> Iterator[None]:
         yield
 
 
-def _claim(
-    forge: Forge, preview: Preview, repository: str, user: object | None, automatic: bool
-) -> tuple[PullRequest, OpenResult | None]:
-    """The claimed row, or the row that is already there and the answer it gives."""
-    change = preview.change
+def claim(
+    forge_kind: str,
+    repository: str,
+    branch: str,
+    title: str,
+    change: Change,
+    user: object | None,
+    automatic: bool,
+    job: dict[str, Any] | None = None,
+) -> tuple[PullRequest, Claimed | None]:
+    """The claimed row (state `opening`), or the row that is already there and what it answers."""
     fields = {
         "kind": change.kind,
         "services": list(change.services),
         "environment": change.environment,
         "clusters": list(change.clusters),
-        "forge_kind": forge.kind,
-        "title": preview.title,
+        "forge_kind": forge_kind,
+        "title": title[:300],
         "base_branch": change.base_branch,
         "state": PullRequest.State.OPENING,
         "opened_by": user if getattr(user, "is_authenticated", False) else None,
@@ -144,18 +197,25 @@ def _claim(
         "from_version": change.from_version,
         "to_version": change.to_version,
         "image": change.image,
+        "step": QUEUED,
+        "progress": "",
+        "attempts": 0,
+        "waited": 0.0,
+        "waiting_until": None,
+        "lease_until": timezone.now() + lease(),
+        "job": job or {},
     }
     try:
         with transaction.atomic():
-            return PullRequest.objects.create(repository=repository, branch=preview.branch, **fields), None
+            return PullRequest.objects.create(repository=repository, branch=branch, **fields), None
     except IntegrityError:
         pass
-    row = PullRequest.objects.get(repository=repository, branch=preview.branch)
-    refused = _answer_of(row, user, automatic, preview)
+    row = PullRequest.objects.get(repository=repository, branch=branch)
+    refused = _answer_of(row, automatic)
     if refused is not None:
         return row, refused
-    # A person asks again after a close: take the row back, atomically against a racer.
-    taken = PullRequest.objects.filter(pk=row.pk, state=PullRequest.State.CLOSED).update(
+    # Asked again after a close or a failure: take the row back, atomically against a racer.
+    taken = PullRequest.objects.filter(pk=row.pk, state__in=TAKEN_BACK).update(
         number=None,
         url="",
         merged_at=None,
@@ -169,30 +229,43 @@ def _claim(
         **fields,
     )
     if not taken:
-        return row, _in_progress(user, row, preview, automatic)
+        return row, Claimed(IN_PROGRESS, IN_PROGRESS_MESSAGE)
     row.refresh_from_db()
     return row, None
 
 
-def _answer_of(row: PullRequest, user: object | None, automatic: bool, preview: Preview) -> OpenResult | None:
-    """What an existing row says to a new open; None when a person may take a closed one back."""
+QUEUED = "queued"
+IN_PROGRESS_MESSAGE = "This pull request is being opened already."
+TAKEN_BACK = (PullRequest.State.CLOSED, PullRequest.State.FAILED)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What an existing row answers a new open: its status and message."""
+
+    status: str
+    message: str
+
+
+def _audit_claim(
+    answer: Claimed, row: PullRequest, user: object | None, preview: Preview, automatic: bool
+) -> OpenResult:
     target = row.url or f"{row.repository} {row.branch}"
+    return _audited(user, answer.status, answer.message, target, preview, row, automatic)
+
+
+def _answer_of(row: PullRequest, automatic: bool) -> Claimed | None:
+    """What an existing row says to a new open; None when it may be taken back (closed or
+    failed: by a person; failed: automatically too, at the attempt's next retry)."""
     if row.state == PullRequest.State.OPENING:
-        return _in_progress(user, row, preview, automatic)
+        return Claimed(IN_PROGRESS, IN_PROGRESS_MESSAGE)
     if row.state == PullRequest.State.OPEN:
-        return _audited(user, LINKED, f"Already open: #{row.number}", target, preview, row, automatic)
+        return Claimed(LINKED, f"Already open: #{row.number}")
     if row.state == PullRequest.State.MERGED:
-        message = f"This change was merged already (#{row.number})."
-        return _audited(user, REFUSED, message, target, preview, row, automatic)
-    if automatic:
-        message = f"#{row.number} was closed without merging; it is not reopened automatically."
-        return _audited(user, REFUSED, message, target, preview, row, automatic)
+        return Claimed(REFUSED, f"This change was merged already (#{row.number}).")
+    if automatic and row.state == PullRequest.State.CLOSED:
+        return Claimed(REFUSED, f"#{row.number} was closed without merging; it is not reopened automatically.")
     return None
-
-
-def _in_progress(user: object | None, row: PullRequest, preview: Preview, automatic: bool = False) -> OpenResult:
-    target = row.url or f"{row.repository} {row.branch}"
-    return _audited(user, IN_PROGRESS, "This pull request is being opened already.", target, preview, row, automatic)
 
 
 def _fill(row: PullRequest, info: PullRequestInfo, at: datetime, opened_outside: bool) -> None:

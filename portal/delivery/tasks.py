@@ -97,6 +97,25 @@ def open_automatic_prs() -> dict:
     return {"opened": len(report.opened), "held": len(report.held), "failed": len(report.failed)}
 
 
+@shared_task(name="delivery.open_pull_request", acks_late=True, reject_on_worker_lost=True)
+def open_pull_request(pk: int, run: int) -> str:
+    """One run of the job opening a pull request (portal.delivery.forge_jobs). Acknowledged only
+    once done and put back when its worker process dies, so a killed run is run again; its
+    forge steps are re-entrant, so running again adopts or continues what it made."""
+    from portal.delivery.forge_jobs import run as run_job
+
+    result = run_job(pk, run)
+    return result.status if result is not None else "stale"
+
+
+@shared_task(name="delivery.reconcile_pull_requests")
+def reconcile_pull_requests() -> dict[str, int]:
+    """Every pull request still `opening` past its lease: resumed, or resolved on its forge."""
+    from portal.delivery.forge_jobs import reconcile
+
+    return reconcile()
+
+
 @shared_task(name="delivery.summarise_release_notes")
 def summarise_release_notes() -> int:
     """Release-note summaries of every upgrade on offer (the Updates page's lines), each asked

@@ -48,7 +48,9 @@ FORGE_RATE_LIMIT_REMAINING = Gauge(
     ["host"], multiprocess_mode="mostrecent",
 )
 PULL_REQUESTS = Counter(
-    "portal_pull_requests_total", "Pull requests the portal opened or failed to open, by kind.", ["kind", "outcome"]
+    "portal_pull_requests_total",
+    "Pull requests the portal opened, failed to open, or refused to open (outcome), by kind.",
+    ["kind", "outcome"],
 )
 NOTIFICATIONS = Counter(
     "portal_notifications_total", "Notifications sent or failed, by channel kind.", ["channel", "outcome"]

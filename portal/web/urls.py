@@ -42,4 +42,5 @@ urlpatterns = [
     path("pr/preview", pr.pr_preview, name="pr-preview"),
     path("pr/open", pr.pr_open, name="pr-open"),
     path("pr/opened", pr.pr_opened, name="pr-opened"),
+    path("pr/opened/rows", pr.pr_opened_rows, name="pr-opened-rows"),
 ]

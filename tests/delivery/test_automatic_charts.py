@@ -18,7 +18,8 @@ from tests.delivery.test_chart_upgrades import RELEASE, notifications, release_a
 from tests.delivery.test_pin_location import demo_files
 from tests.fakes.forges.harness import FILES, KINDS, Harness, serving
 
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 
 @pytest.fixture(params=KINDS)

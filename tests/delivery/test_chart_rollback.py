@@ -164,6 +164,7 @@ def loaded(app: GitOpsApp) -> GitOpsApp:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("eager_celery")  # opening queues a job: run it in the request here
 def test_a_failing_helmrelease_is_offered_its_previous_chart_version_and_the_pr_changes_only_that_line(
     client, users, catalog, notifications, at_0_3_2
 ):

@@ -21,7 +21,8 @@ from tests.delivery.test_pin_location import CHARTS, NOTIFICATIONS, demo_files, 
 from tests.fakes.forges.harness import FILES, KINDS, Harness, serving
 from tests.fixtures.seed import seed_app
 
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 RELEASE = f"{NOTIFICATIONS}/helmrelease.yaml"
 

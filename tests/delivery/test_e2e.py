@@ -32,7 +32,8 @@ from tests.fakes.forges.harness import serving  # noqa: E402
 from tests.fakes.oci_registry import BASE_TIME, Registry, push_image  # noqa: E402
 
 pytest_plugins = ["tests.fakes.oci_registry"]
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "PORTAL_TEST_KUBE_TOKEN"

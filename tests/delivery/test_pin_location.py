@@ -29,7 +29,8 @@ from portal.kernel.catalog.models import Service
 from tests.fakes.forges.harness import FILES, KINDS, PROD, Harness, serving
 from tests.fixtures.seed import seed_app
 
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "gitops-repo"

@@ -19,7 +19,8 @@ from portal.kernel.catalog.models import Service
 from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.seed import seed_app, seed_pin
 
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 PROD = "apps/checkout/overlays/prod"
 BRANCH = "portal/checkout-1.7.0-prod"

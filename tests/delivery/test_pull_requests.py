@@ -97,7 +97,9 @@ def test_a_failure_after_the_branch_exists_removes_the_branch(forge: Harness, db
     assert "Validation Failed" in result.message
     assert BRANCH not in forge.model.branches
     assert forge.model.pulls == []
-    assert not PullRequest.objects.exists()  # the claim is released: a retry may open it
+    row = PullRequest.objects.get()  # the row says why, and a retry takes it back
+    assert (row.state, row.step) == (PullRequest.State.FAILED, FAILED)
+    assert "Validation Failed" in row.progress
     assert AuditLog.objects.filter(action="pull_request.failed").count() == 1
     assert open_planned(forge.forge, plan).status == OPENED
 

@@ -22,7 +22,8 @@ from portal.kernel.accounts import tokens
 from portal.kernel.catalog.models import Service
 from tests.journeys.walk import Offers, judge, partials, template_leaks
 
-pytestmark = pytest.mark.django_db
+# Opening through the page queues a job; here it runs in the request (these tests are not about the job).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_celery")]
 
 PAGES = ["/", "/matrix", "/updates", "/delivery", "/security", "/gitops", "/findings", "/clusters"]
 

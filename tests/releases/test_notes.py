@@ -490,6 +490,7 @@ def test_the_promotion_preview_shows_the_notes_escaped(client, users, app, catal
     assert "<script>alert(" not in html
 
 
+@pytest.mark.usefixtures("eager_celery")  # opening queues a job: run it in the request here
 def test_services_ticked_together_share_the_room_for_notes(client, users, app, catalog, gitops) -> None:
     add_releases(catalog.payments, "3.0.0", "3.1.0",
                  notes={"3.1.0": ("https://github.example/acme/payments/releases/tag/v3.1.0", "- Refunds")})

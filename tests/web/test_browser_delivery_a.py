@@ -17,7 +17,8 @@ from tests.fixtures.browser import screenshot
 from tests.fixtures.fleet import make_catalog
 from tests.fixtures.seed import seed_app, seed_pin
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Opening queues a job; here it runs inside the POST (the job's own workers: test_forge_jobs_workers.py).
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]
 
 PROD = "apps/checkout/overlays/prod"
 
@@ -81,6 +82,7 @@ def test_updates_page_then_preview_then_open(page, seeded, github):
 
     page.click("button:has-text('Open pull request')")
     page.wait_for_url("**/pr/opened?**")
+    page.wait_for_selector("tr[data-pr][data-state=open] td.progress:has-text('opened #1')")  # followed to the end
     link = page.locator("tr[data-pr] a")
     assert link.inner_text().startswith("#1 Update checkout to 1.7.0 in prod")
     assert PullRequest.objects.get().state == "open" and len(github.model.pulls) == 1

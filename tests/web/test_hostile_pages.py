@@ -107,7 +107,7 @@ def test_the_finder_finds_what_escaping_prevents():
 TIMED_PAGES = ("overview", "matrix", "gitops", "clusters", "updates", "delivery", "api-gitops")
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "body"}
 ONCE = (
-    "pr-preview", "pr-opened", "pr-open", "updates-put-off", "freeze-create", "freeze-end",
+    "pr-preview", "pr-opened", "pr-opened-rows", "pr-open", "updates-put-off", "freeze-create", "freeze-end",
     "api-pull-requests", "api-docs", "notifications", "notification-channel-form", "notification-rule-form",
     "notification-channel-test", "notification-channel-delete", "notification-rule-delete", "login", "profile",
     "security", "api-security",

@@ -58,7 +58,8 @@ def test_a_grouped_change_is_refused_when_any_service_in_it_is_another_teams(cli
 
 
 @scoped
-def test_a_member_opens_their_teams_change_and_the_audit_row_names_user_and_team(client, users, team_fleet):
+def test_a_member_opens_their_teams_change_and_the_audit_row_names_user_and_team(eager_celery, client, users,
+                                                                                 team_fleet):
     client.force_login(users["member"])
     assert "Open pull request" in preview(client, team_fleet, team_fleet.checkout_app, "1.7.0").content.decode()
     client.post(reverse("pr-open"), {"kind": "upgrade", "item": team_fleet.item(team_fleet.checkout_app, "1.7.0")})

@@ -46,6 +46,22 @@ class PullRequestSerializer(serializers.ModelSerializer):
         return pull.url or None
 
 
+JOB_STATES = ["opening", *PULL_REQUEST_STATES, "failed"]
+
+
+class PullRequestJobSerializer(PullRequestSerializer):
+    """A pull request as asking to open it answers: its job on the forge queue may still run
+    (`opening`), or have failed, saying why in `progress`."""
+
+    state = inline_enum(JOB_STATES)(choices=JOB_STATES)
+    progress = serializers.CharField(help_text="what its job does now (\"waiting for GitHub's rate limit until "
+                                               "…\"), or why it failed")
+    waiting_until = OffsetDateTimeField(allow_null=True, help_text="until when its job waits on a rate limit")
+
+    class Meta(PullRequestSerializer.Meta):
+        fields = [*PullRequestSerializer.Meta.fields, "progress", "waiting_until"]
+
+
 class PullRequestQuerySerializer(serializers.Serializer):
     state = inline_enum(PULL_REQUEST_STATES)(choices=PULL_REQUEST_STATES, required=False)
     kind = inline_enum(PULL_REQUEST_KINDS)(choices=PULL_REQUEST_KINDS, required=False)

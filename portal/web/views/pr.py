@@ -10,7 +10,8 @@ A chart version change names the chart instead of a service: `item=12:chart=noti
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
 The preview is the one page that reads a forge while a person waits: it reads the files of
-the change's repository to show the exact diff. Opening previews again, then writes.
+the change's repository to show the exact diff. Opening queues a job per pull request on the
+forge queue (portal.delivery.forge_jobs: it previews again, then writes); pr-opened follows them.
 With team scope on, a member outside a changed service's owning team sees the preview with the
 refusal instead of the button, and opening is refused with it (portal.kernel.accounts.teams).
 The parsing lives in portal.delivery.change_requests, shared with the API and MCP.
@@ -30,7 +31,7 @@ from django.views.decorators.http import require_GET
 
 from forges.pins.parsecache import kept_parses
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, ChangeError
-from portal.delivery.change_previews import open_change, preview_change
+from portal.delivery.change_previews import preview_change
 from portal.delivery.change_requests import (  # noqa: F401 - Item, Built: the names pages and tests knew here
     Built,
     Item,
@@ -41,6 +42,7 @@ from portal.delivery.change_requests import (  # noqa: F401 - Item, Built: the n
     pull_requests_for,
     services_of,
 )
+from portal.delivery.forge_jobs import queue_opens
 from portal.delivery.models import PullRequest
 from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.kernel.accounts.roles import Role, has_role, requires_role
@@ -110,12 +112,13 @@ def pr_open(request: HttpRequest) -> HttpResponse:
     if refused is not None:
         messages.error(request, f"Not opened: {refused}")
         return redirect(reverse("pr-preview") + "?" + _spec(kind, items, mode))
-    opened: list[int] = []
-    for group in pull_requests_for(built.changes, mode):
-        result = open_change(group, request.user, confirm_default_branch=confirmed(request.POST))
-        if result.pull_request is not None and result.ok:
-            opened.append(result.pull_request.pk)
-        (messages.success if result.ok else messages.error)(request, result.message)
+    # Queued as jobs on the forge queue; the follow page shows each one's steps as it runs.
+    results = queue_opens(pull_requests_for(built.changes, mode), request.user,
+                          confirm_default_branch=confirmed(request.POST))
+    opened = [result.pull_request.pk for result in results if result.pull_request is not None]
+    for result in results:
+        if not result.ok:
+            messages.error(request, result.message)
     url = reverse("pr-opened")
     if opened:
         url += "?" + urlencode([("id", pk) for pk in opened])
@@ -126,10 +129,23 @@ def pr_open(request: HttpRequest) -> HttpResponse:
 @requires_role(Role.VIEWER)
 def pr_opened(request: HttpRequest) -> HttpResponse:
     ids = [int(i) for i in request.GET.getlist("id") if i.isdigit()][:MAX_CHANGES_PER_PR]
+    return render(request, "web/opened.html", _opened_context(request, ids))
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_opened_rows(request: HttpRequest) -> HttpResponse:
+    """The follow page's rows alone (htmx polls it while a job runs)."""
+    ids = [int(i) for i in request.GET.getlist("id") if i.isdigit()][:MAX_CHANGES_PER_PR]
+    return render(request, "web/opened_rows.html", _opened_context(request, ids))
+
+
+def _opened_context(request: HttpRequest, ids: list[int]) -> dict[str, object]:
     rows = list(PullRequest.objects.filter(pk__in=ids).select_related("opened_by").order_by("id"))
     for row in rows:
         row.safe_url = safe_http_url(row.url)
-    return render(request, "web/opened.html", {"pull_requests": rows})
+    return {"pull_requests": rows, "running": any(r.state == PullRequest.State.OPENING for r in rows),
+            "query": request.GET.urlencode()}
 
 
 def _safe_next(request: HttpRequest, target: str | None) -> str:

@@ -165,6 +165,18 @@ class Fault:
     times: int = 1
 
 
+@dataclass
+class Hold:
+    """After applying the next request that matches, hold its answer until `release` is set
+    (`reached` says it was applied): a client killed meanwhile never learns what happened."""
+
+    method: str
+    path: str  # regex searched in the path
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    used: bool = False
+
+
 Route = tuple[str, re.Pattern[str], Callable[..., Response]]
 
 
@@ -177,6 +189,7 @@ class FakeServer(abc.ABC):
         self.model = model
         self.token = token
         self.faults: list[Fault] = []
+        self.holds: list[Hold] = []
         self.log: list[tuple[str, str, int]] = []  # method, path, status answered
         # Listings of pull requests per repository ("owner/name"): a call is its first page,
         # however many pages follow, so "one list call per repository" is counted as written.
@@ -252,7 +265,14 @@ class FakeServer(abc.ABC):
         with self.lock:
             response = self._dispatch(request)
             self.log.append((request.method, request.path, response.status))
-            return response
+            hold = next((h for h in self.holds if not h.used and h.method == request.method
+                         and re.search(h.path, request.path)), None)
+            if hold is not None:
+                hold.used = True
+        if hold is not None:  # outside the lock: other clients are served meanwhile
+            hold.reached.set()
+            hold.release.wait(timeout=120)
+        return response
 
     def _dispatch(self, request: Request) -> Response:
         for fault in self.faults:

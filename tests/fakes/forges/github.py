@@ -7,7 +7,33 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakes.forges.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, git_sha, iso
+from tests.fakes.forges.base import (
+    FakeServer,
+    Fault,
+    GitModel,
+    Pull,
+    ReleaseEntry,
+    Request,
+    Response,
+    git_sha,
+    iso,
+)
+
+# GitHub's answer to a secondary rate limit, as its REST API sends it (docs.github.com, "Rate
+# limits for the REST API": 403 or 429, this message, and `retry-after` when it says how long).
+SECONDARY_LIMIT_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach "
+    "out to GitHub Support for help, please include the request ID 0C9E:2B5F:1D4A3C:1E9B7F:6774D2A1."
+)
+
+
+def secondary_rate_limit(method: str, path: str, retry_after: int, times: int = 1) -> Fault:
+    """The next `times` matching requests answered with GitHub's secondary rate limit."""
+    body = {"message": SECONDARY_LIMIT_MESSAGE,
+            "documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"}
+    headers = {"retry-after": str(retry_after), "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4987",
+               "x-ratelimit-used": "13", "x-ratelimit-resource": "core"}
+    return Fault(method, path, 403, headers=headers, body=body, times=times)
 
 
 class FakeGitHub(FakeServer):

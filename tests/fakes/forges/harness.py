@@ -84,6 +84,10 @@ class Harness:
     def new_forge(self) -> Forge:
         return forge_for(self.repository, self.environ, policy=self.policy(), demo=False)
 
+    def new_forge_with(self, policy: RetryPolicy) -> Forge:
+        """A client for the fake with another retry policy (the job's, which raises long waits)."""
+        return forge_for(self.repository, self.environ, policy=policy, demo=False)
+
     def policy(self) -> RetryPolicy:
         return RetryPolicy(max_attempts=4, max_wait=600, sleeper=self.sleeps.append, clock=lambda: NOW)
 

@@ -14,6 +14,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
+from portal.settingvalues import base_url_of_address, team_groups
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
 
@@ -32,17 +34,6 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def base_url_of_address(address: str) -> str:
-    """The URL people open for an address `manage.py runserver` serves ("8000", "0.0.0.0:8080",
-    "[::]:8000", "portal.lan:8000"): the embedded run's default PORTAL_BASE_URL, so that links in
-    alerts point where it serves. A wildcard names no host to open: the loopback of its family."""
-    host, _, port = address.strip().rpartition(":")
-    if not port.isdigit():
-        host, port = address.strip(), "8000"  # runserver's own default port
-    host = {"": "127.0.0.1", "0": "127.0.0.1", "0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)  # noqa: S104 - read, not bound
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # a bare IPv6 address in a URL takes brackets
-    return f"http://{host}:{port}"
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -208,19 +199,6 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 # PORTAL_OIDC_TEAM_GROUPS maps identity-provider groups to teams, "idp-group=team" pairs
 # separated by commas ("payments-devs=payments,sre=platform"); each sign-in refreshes a user's
 # teams from it. Only listed groups map: a group named like a team is not a team by itself.
-def team_groups(text: str) -> dict[str, str]:
-    """The mapping parsed once here, so a typo stops the start instead of mapping nothing."""
-    pairs: dict[str, str] = {}
-    for item in text.split(","):
-        group, sep, team = item.partition("=")
-        if not item.strip():
-            continue
-        if not sep or not group.strip() or not team.strip():
-            raise ValueError(f"PORTAL_OIDC_TEAM_GROUPS: {item.strip()!r} is not idp-group=team")
-        pairs[group.strip()] = team.strip()
-    return pairs
-
-
 PORTAL_OIDC_TEAM_GROUPS = team_groups(os.environ.get("PORTAL_OIDC_TEAM_GROUPS", ""))
 # On: a member acts (opens pull requests, puts off, mutes) only on services of their teams.
 PORTAL_TEAM_SCOPED_ACTIONS = env_bool("PORTAL_TEAM_SCOPED_ACTIONS", False)
@@ -508,6 +486,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_SETTINGS": {"docExpansion": "full", "defaultModelsExpandDepth": 2, "defaultModelExpandDepth": 2},
+    # Several fields are named `kind` (a pull request's, an app's, a window's): each set its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "PullRequestKindEnum": "portal.api.serializers.pull_request_serializers.PULL_REQUEST_KINDS",
+    },
 }
 
 # The console's format: "plain" (a person at a terminal, the embedded run's default) or "json"

@@ -83,3 +83,21 @@ def _no_shared_page_from_another_test():
     from django.core.cache import caches
 
     caches["pages"].clear()
+
+
+@pytest.fixture(autouse=True)
+def _counted_queries_draw_pages_anew(monkeypatch):
+    """A test that counts a page's queries (CaptureQueriesContext) means the drawing of the page,
+    whose count must not grow with the fleet; a body kept from an earlier request of the same test
+    would count nothing and pass for any code. tests/web/test_shared_pages.py counts a kept body's
+    queries its own way."""
+    from django.core.cache import caches
+    from django.test.utils import CaptureQueriesContext
+
+    enter = CaptureQueriesContext.__enter__
+
+    def entering(self):
+        caches["pages"].clear()
+        return enter(self)
+
+    monkeypatch.setattr(CaptureQueriesContext, "__enter__", entering)

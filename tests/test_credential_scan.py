@@ -248,10 +248,14 @@ def test_no_credential_leaves_the_portal_when_every_server_echoes_it(
         github.server.faults.append(Fault("POST", PR_CREATE["github"], 500, body={"message": "boom"}, times=50))
         refused = open_change(change_for_upgrade(app, catalog.checkout, "1.8.0"), users["member"], forge=github.forge)
         assert not refused.ok
-    row = PullRequest.objects.get()
+    row = PullRequest.objects.get(state=PullRequest.State.OPEN)
     assert row.last_error, "tracking stored the forge's error"
+    # A failed open keeps its row, with the reason the follow page shows (forge_jobs).
+    failed_open = PullRequest.objects.get(state=PullRequest.State.FAILED)
+    assert failed_open.progress or failed_open.last_error
     forge_texts = {"refresh error": row.last_error, "read error": str(read_error.value),
-                   "open refused": refused.message}
+                   "open refused": refused.message,
+                   "failed open": f"{failed_open.progress} {failed_open.last_error}"}
 
     # --- registry --------------------------------------------------------------------
     service = Service.objects.create(name="scanned", image_repository=f"{echo_registry.host}/{REPOSITORY}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client, override_settings
-from django.urls import path
+from django.urls import path, set_urlconf
 
 from portal import requestids
 from portal.celery import app as celery_app
@@ -76,6 +76,15 @@ def captured(formatter: logging.Formatter) -> Iterator[Console]:
     finally:
         root.removeHandler(console.handler)
         root.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _this_threads_urlconf_put_back() -> Iterator[None]:
+    """A request sets its thread's URL conf (this module's, under override_settings) and only a
+    finished response puts it back; a test whose view raises leaves it set, and later tests in
+    this worker would resolve and reverse against this module's three URLs."""
+    yield
+    set_urlconf(None)
 
 
 @pytest.fixture(params=["json", "plain"])

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from portal.kernel.accounts.teams import refusal, refused, sync_teams, team_of, teams_of
 from portal.kernel.audit.models import record
-from portal.settings import team_groups
+from portal.settingvalues import team_groups
 from tests.fixtures.teams import join
 
 pytestmark = pytest.mark.django_db

@@ -34,7 +34,7 @@ from portal.notifications.models import Channel
 from portal.notifications.samples import MADE_UP, SAMPLE_NAMES, sample
 from portal.notifications.senders import sample_event, send_test
 from portal.notifications.statechanges import emit_gitops_events
-from portal.settings import base_url_of_address
+from portal.settingvalues import base_url_of_address
 from tests.fakes.forges.harness import FILES, PROD, serving
 from tests.fakes.receivers import HttpReceiver
 from tests.fixtures.seed import seed_app, seed_pin

@@ -332,6 +332,7 @@ CELERY_TASK_ROUTES = {
     "delivery.summarise_release_notes": {"queue": FORGE_QUEUE},  # an outside endpoint, slow: forge work
     "delivery.open_pull_request": {"queue": FORGE_QUEUE},
     "delivery.reconcile_pull_requests": {"queue": FORGE_QUEUE},
+    "delivery.preview_pull_requests": {"queue": FORGE_QUEUE},
     "delivery.*": {"queue": NOTIFY_QUEUE},
     "notifications.*": {"queue": NOTIFY_QUEUE},
 }
@@ -453,6 +454,9 @@ PORTAL_FORGE_RECONCILE_INTERVAL = float(os.environ.get("PORTAL_FORGE_RECONCILE_I
 PORTAL_FORGE_JOB_ATTEMPTS = int(os.environ.get("PORTAL_FORGE_JOB_ATTEMPTS", "5"))
 PORTAL_FORGE_JOB_INLINE_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_INLINE_WAIT", "10"))
 PORTAL_FORGE_JOB_MAX_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_MAX_WAIT", "3600"))
+# A pull request preview is computed on the forge queue (portal.delivery.preview_jobs) and kept
+# this many seconds: the page asked again within them answers from it without a forge read.
+PORTAL_PREVIEW_KEEP_SECONDS = float(os.environ.get("PORTAL_PREVIEW_KEEP_SECONDS", "300"))
 
 
 def periodic(task: str, seconds: float) -> dict:

@@ -44,7 +44,7 @@ def preview_url(app, to="1.7.0", service="checkout", kind="upgrade") -> str:
     return reverse("pr-preview") + "?" + urlencode({"kind": kind, "service": service, "app": app.pk, "to": to})
 
 
-def test_the_preview_shows_files_changed_lines_branch_title_and_description(eager_celery, client, users, app, github):
+def test_the_preview_shows_files_changed_lines_branch_title_and_description(client, users, app, github):
     client.force_login(users["viewer"])
     response = client.get(preview_url(app))
     html = response.content.decode()
@@ -70,7 +70,7 @@ def test_a_viewer_gets_403_on_open_and_nothing_is_written(client, users, app, gi
     assert github.model.pulls == [] and not PullRequest.objects.exists()
 
 
-def test_a_member_opens_the_pull_request_once(eager_celery, client, users, app, github):
+def test_a_member_opens_the_pull_request_once(client, users, app, github):
     client.force_login(users["member"])
     assert "Open pull request" in client.get(preview_url(app)).content.decode()
 
@@ -104,7 +104,7 @@ def test_the_preview_starts_from_what_git_pins(app, catalog, github):
     assert preview_change(change).can_open
 
 
-def test_a_freeze_warns_first_and_the_pull_request_says_so(eager_celery, client, users, app, catalog, github):
+def test_a_freeze_warns_first_and_the_pull_request_says_so(client, users, app, catalog, github):
     now = timezone.now()
     freeze = ChangeFreeze.objects.create(starts_at=now - timedelta(hours=1), ends_at=now + timedelta(days=1),
                                          reason="quarter close")
@@ -140,7 +140,7 @@ def test_a_rollback_carries_no_freeze_note(app, catalog, github):
     assert "crash loop" in delivery.preview.description
 
 
-def test_sync_window_and_manual_sync_warnings(eager_celery, client, users, app, github):
+def test_sync_window_and_manual_sync_warnings(client, users, app, github):
     app.sync_blocked = True
     app.sync_blocked_until = timezone.now() + timedelta(hours=3)
     app.manual_sync = True
@@ -189,7 +189,7 @@ def test_ticked_services_one_pull_request_each(client, users, app, catalog, gith
     assert PullRequest.objects.count() == 2
 
 
-def test_a_change_no_file_pins_cannot_be_opened(eager_celery, client, users, app, github):
+def test_a_change_no_file_pins_cannot_be_opened(client, users, app, github):
     client.force_login(users["member"])
     app.running = {"checkout": ["1.2.0"]}
     app.save()

@@ -444,7 +444,6 @@ PORTAL_LLM_TIMEOUT = float(os.environ.get("PORTAL_LLM_TIMEOUT", "60"))  # second
 # queue backed up) is dropped for the next one instead of piling up behind it.
 PERIODIC_EXPIRY = 0.9  # of the period
 
-
 # Opening a pull request is a job on the forge queue (portal.delivery.forge_jobs). A run holds its
 # row for the lease (renewed at each step); past it, the reconciler (every interval) resumes the
 # job, at most ATTEMPTS runs, then resolves it on the forge. A rate limit longer than INLINE_WAIT
@@ -454,9 +453,6 @@ PORTAL_FORGE_RECONCILE_INTERVAL = float(os.environ.get("PORTAL_FORGE_RECONCILE_I
 PORTAL_FORGE_JOB_ATTEMPTS = int(os.environ.get("PORTAL_FORGE_JOB_ATTEMPTS", "5"))
 PORTAL_FORGE_JOB_INLINE_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_INLINE_WAIT", "10"))
 PORTAL_FORGE_JOB_MAX_WAIT = float(os.environ.get("PORTAL_FORGE_JOB_MAX_WAIT", "3600"))
-# A pull request preview is computed on the forge queue (portal.delivery.preview_jobs) and kept
-# this many seconds: the page asked again within them answers from it without a forge read.
-PORTAL_PREVIEW_KEEP_SECONDS = float(os.environ.get("PORTAL_PREVIEW_KEEP_SECONDS", "300"))
 
 
 def periodic(task: str, seconds: float) -> dict:

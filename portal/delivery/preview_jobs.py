@@ -1,7 +1,7 @@
 """Pull request previews computed on the forge queue, so no page waits on a forge read.
 
 A preview reads the change's repository (branch head, tree, files: 1-3.7 s in the demo). The
-page asks `previews_for(spec)`: a result kept from the last `PORTAL_PREVIEW_KEEP_SECONDS` is
+page asks `previews_for(spec)`: a result kept from the last `KEEP_SECONDS` (5 minutes) is
 shown at once; otherwise one task `delivery.preview_pull_requests` is queued per spec (its row,
 state `queued`, is the claim: ten clicks make one job) and the page shows what is being read and
 polls until the result is there. With eager Celery (tests) the task runs inside `.delay()`, so
@@ -25,7 +25,6 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import QueryDict
 from django.utils import timezone
@@ -42,6 +41,9 @@ from portal.delivery.planner import Change
 log = logging.getLogger(__name__)
 
 PREVIEWS = TypeAdapter(list[DeliveryPreview])
+# A result is shown for this long: a few minutes, as long as a person looks at one preview; opening
+# previews afresh anyway (portal.delivery.forge_jobs), so a late one never makes a wrong PR.
+KEEP_SECONDS = 300.0
 # A queued preview stays claimed this long: a worker that died holding it is replaced after it.
 CLAIM_SECONDS = 120.0
 
@@ -104,8 +106,10 @@ def compute(spec: str) -> None:
         kind, items, mode = parse_items(params)
         built = build_changes(kind, items)
         with kept_parses():  # the files of a commit previewed before are not parsed again either
-            previews = [preview_change(group, confirm_default_branch=confirmed(params))
-                        for group in pull_requests_for(built.changes, mode)]
+            previews = [
+                preview_change(group, confirm_default_branch=confirmed(params))
+                for group in pull_requests_for(built.changes, mode)
+            ]
     except Exception as error:  # the page shows it instead of polling for ever
         log.warning("preview %s failed: %s", key[:12], error, exc_info=True)
         _store(key, state=PreviewResult.FAILED, error=f"The preview failed: {error}"[:2000])
@@ -129,7 +133,7 @@ def _older(row: PreviewResult, seconds: float) -> bool:
 
 def _shown(row: PreviewResult, again: bool) -> bool:
     """A kept result the page shows as it is (else it is computed anew)."""
-    if row.state == PreviewResult.QUEUED or _older(row, settings.PORTAL_PREVIEW_KEEP_SECONDS):
+    if row.state == PreviewResult.QUEUED or _older(row, KEEP_SECONDS):
         return False
     return not again or (row.state == PreviewResult.DONE and not row.read_error)
 
@@ -145,9 +149,17 @@ def _outcome(row: PreviewResult) -> Outcome:
 
 def _store(key: str, **values: object) -> None:
     now = timezone.now()
-    PreviewResult.objects.update_or_create(key=key, defaults={"computed_at": now, "state": PreviewResult.DONE,
-                                                              "previews": [], "error": "", "read_error": False,
-                                                              **values})
+    PreviewResult.objects.update_or_create(
+        key=key,
+        defaults={
+            "computed_at": now,
+            "state": PreviewResult.DONE,
+            "previews": [],
+            "error": "",
+            "read_error": False,
+            **values,
+        },
+    )
     # Results past twice their keep time are nobody's any more: the table stays a few rows.
-    stale = now - timedelta(seconds=2 * max(settings.PORTAL_PREVIEW_KEEP_SECONDS, CLAIM_SECONDS))
+    stale = now - timedelta(seconds=2 * max(KEEP_SECONDS, CLAIM_SECONDS))
     PreviewResult.objects.filter(computed_at__lt=stale).delete()

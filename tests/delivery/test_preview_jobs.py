@@ -21,7 +21,7 @@ from tests.fixtures.seed import seed_app
 pytestmark = pytest.mark.django_db
 
 PROD = "apps/checkout/overlays/prod"
-DIFF = '+    newTag: &quot;1.7.0&quot; # bumped by the portal'
+DIFF = "+    newTag: &quot;1.7.0&quot; # bumped by the portal"
 
 
 @pytest.fixture
@@ -32,8 +32,14 @@ def github(monkeypatch):
 
 @pytest.fixture
 def query(catalog, github) -> str:
-    app = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0",
-                   repo_url=github.repository, path=PROD)
+    app = seed_app(
+        catalog.prod_eu,
+        "checkout-prod",
+        service=catalog.checkout,
+        version="1.6.0",
+        repo_url=github.repository,
+        path=PROD,
+    )
     return urlencode({"kind": "upgrade", "service": "checkout", "app": app.pk, "to": "1.7.0"})
 
 
@@ -90,8 +96,9 @@ def test_ten_requests_for_one_change_queue_one_task(memory_broker, client, users
 def test_a_forge_error_in_the_task_is_shown_by_the_result_view(memory_broker, client, users, github, query):
     client.force_login(users["viewer"])
     client.get(reverse("pr-preview") + "?" + query)
-    github.server.faults.append(Fault("GET", "/branches/|/git/|/contents/|/repos/acme/gitops$", 500,
-                                      body={"message": "Server Error"}, times=50))
+    github.server.faults.append(
+        Fault("GET", "/branches/|/git/|/contents/|/repos/acme/gitops$", 500, body={"message": "Server Error"}, times=50)
+    )
     run_queued(memory_broker)
     shown = client.get(reverse("pr-preview-result") + "?" + query).content.decode()
     assert "Could not read the repository" in shown and "hx-get=" not in shown
@@ -102,8 +109,9 @@ def test_a_forge_error_in_the_task_is_shown_by_the_result_view(memory_broker, cl
     assert len(memory_broker.take("forge")) == 1
 
 
-def test_a_task_that_fails_says_why_instead_of_polling_for_ever(memory_broker, client, users, github, query,
-                                                                monkeypatch):
+def test_a_task_that_fails_says_why_instead_of_polling_for_ever(
+    memory_broker, client, users, github, query, monkeypatch
+):
     client.force_login(users["viewer"])
     client.get(reverse("pr-preview") + "?" + query)
 

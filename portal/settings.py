@@ -310,6 +310,7 @@ CELERY_TASK_ROUTES = {
     "delivery.summarise_release_notes": {"queue": FORGE_QUEUE},  # an outside endpoint, slow: forge work
     "delivery.open_pull_request": {"queue": FORGE_QUEUE},
     "delivery.reconcile_pull_requests": {"queue": FORGE_QUEUE},
+    "delivery.preview_pull_requests": {"queue": FORGE_QUEUE},
     "delivery.*": {"queue": NOTIFY_QUEUE},
     "notifications.*": {"queue": NOTIFY_QUEUE},
 }
@@ -420,7 +421,6 @@ PORTAL_LLM_TIMEOUT = float(os.environ.get("PORTAL_LLM_TIMEOUT", "60"))  # second
 # Every one expires before its next tick: a tick that waited a whole period (a worker down, a
 # queue backed up) is dropped for the next one instead of piling up behind it.
 PERIODIC_EXPIRY = 0.9  # of the period
-
 
 # Opening a pull request is a job on the forge queue (portal.delivery.forge_jobs). A run holds its
 # row for the lease (renewed at each step); past it, the reconciler (every interval) resumes the

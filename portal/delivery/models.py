@@ -451,3 +451,22 @@ class DeliveryEvent(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class PreviewResult(models.Model):
+    """The previews of one change request (portal.delivery.preview_jobs), as the forge worker
+    computed them: kept in the database because the web and the worker are different processes
+    and the `default` cache is per process unless CACHE_URL is set."""
+
+    QUEUED, DONE, FAILED = "queued", "done", "failed"
+    STATES = [(QUEUED, "Queued"), (DONE, "Done"), (FAILED, "Failed")]
+
+    key = models.CharField(max_length=64, unique=True)  # sha256 of the request's spec
+    state = models.CharField(max_length=10, choices=STATES, default=DONE)
+    previews = models.JSONField(default=list, blank=True)  # list[DeliveryPreview] as JSON
+    error = models.TextField(blank=True)  # why the task failed (state `failed`)
+    read_error = models.BooleanField(default=False)  # a repository could not be read: shown once, read again
+    computed_at = models.DateTimeField(db_index=True)  # or queued at (state `queued`: the claim's age)
+
+    def __str__(self) -> str:
+        return self.key

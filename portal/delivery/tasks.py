@@ -166,3 +166,13 @@ def track_deployments() -> dict[str, int]:
     from portal.delivery.deployments import track
 
     return asdict(track())
+
+
+@shared_task(name="delivery.preview_pull_requests")
+def preview_pull_requests(spec: str) -> str:
+    """The previews of one change request, stored for the page (portal.delivery.preview_jobs):
+    the forge reads the preview page used to make while a person waited."""
+    from portal.delivery.preview_jobs import compute
+
+    compute(spec)
+    return "stored"

@@ -40,6 +40,7 @@ urlpatterns = [
     path("delivery", delivery.delivery, name="delivery"),
     path("security", security.security, name="security"),
     path("pr/preview", pr.pr_preview, name="pr-preview"),
+    path("pr/preview/result", pr.pr_preview_result, name="pr-preview-result"),
     path("pr/open", pr.pr_open, name="pr-open"),
     path("pr/opened", pr.pr_opened, name="pr-opened"),
     path("pr/opened/rows", pr.pr_opened_rows, name="pr-opened-rows"),

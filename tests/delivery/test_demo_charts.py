@@ -77,7 +77,7 @@ def test_the_demo_offers_the_notifications_chart_upgrade_and_it_changes_only_the
     assert delivery.change.base_branch == "main"
 
 
-def test_the_demo_offers_the_notifications_chart_promotion_to_prod(demo, client, django_user_model):
+def test_the_demo_offers_the_notifications_chart_promotion_to_prod(eager_celery, demo, client, django_user_model):
     from portal.kernel.accounts.roles import Role, grant
 
     release = prod_release()

@@ -240,8 +240,8 @@ def test_the_argo_and_flux_histories_offer_the_rollback_everywhere(history_demo,
     (payments_staging, "payments", "2.5.0", "2.4.0", "staging"),
     (orders_prod_us, "orders", "3.2.0", "3.1.2", "prod"),
 ], ids=["argo", "flux"])
-def test_following_the_offer_gives_a_clean_preview_of_the_older_version(history_demo, client, users, app, service,
-                                                                      current, previous, environment):
+def test_following_the_offer_gives_a_clean_preview_of_the_older_version(eager_celery, history_demo, client, users, app,
+                                                                      service, current, previous, environment):
     announce_rollbacks(timezone.now())
     [offer] = offers_for_apps([app()])[app().pk]
     client.force_login(users["member"])
@@ -254,7 +254,7 @@ def test_following_the_offer_gives_a_clean_preview_of_the_older_version(history_
 
 
 @pytest.mark.django_db
-def test_the_demo_as_make_run_builds_it_offers_both_rollbacks(settings, tmp_path, client, users):
+def test_the_demo_as_make_run_builds_it_offers_both_rollbacks(eager_celery, settings, tmp_path, client, users):
     """The demo repository holds the commits its clusters' histories name
     (examples/gitops-repo-history.yaml), so `make run`'s own demo offers both rollbacks, as soon
     as the worker's first pin read of the repository is done (not at the deployment pass)."""

@@ -109,7 +109,8 @@ def poll_hub(at) -> None:
     assert report.ok, report.error
 
 
-def test_a_hub_app_degraded_after_a_version_change_is_offered_a_rollback(hub, kube_emulator, client, users):
+def test_a_hub_app_degraded_after_a_version_change_is_offered_a_rollback(eager_celery, hub, kube_emulator, client,
+                                                                         users):
     now = timezone.now()
     serve_app(kube_emulator, hub, "1.6.0")
     poll_hub(now - timedelta(hours=2))
@@ -156,7 +157,8 @@ def test_a_hub_app_degraded_after_a_version_change_is_offered_a_rollback(hub, ku
     assert "mgmt-hub" not in event.title and "on prod-sa-1" in event.title
 
 
-def test_a_hub_app_behind_upstream_gets_an_upgrade_pr_preview(hub, kube_emulator, client, users, open_registry):
+def test_a_hub_app_behind_upstream_gets_an_upgrade_pr_preview(eager_celery, hub, kube_emulator, client, users,
+                                                              open_registry):
     push_image(open_registry.url, REPOSITORY, "1.7.0", BASE_TIME)
     serve_app(kube_emulator, hub, "1.7.0")
     poll_hub(timezone.now())

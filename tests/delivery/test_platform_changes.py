@@ -136,7 +136,7 @@ def test_without_labels_or_for_a_rollback_the_reason_is_said(monkeypatch):
         change_for_workload(ROLLBACK, unlabelled, service, "1.16.0")
 
 
-def test_the_service_page_offers_the_upgrade_where_git_pins_it_and_the_lines_where_nothing_does(
+def test_the_service_page_offers_the_upgrade_where_git_pins_it_and_the_lines_where_nothing_does(eager_celery,
     client, users, monkeypatch
 ):
     from django.urls import reverse

@@ -57,7 +57,7 @@ def row_of(page: str, name: str) -> str:
     return row[: row.index("</tr>")]
 
 
-def test_updates_lists_a_workload_outside_gitops_with_its_open_pr_or_why_not(client, users, vault):
+def test_updates_lists_a_workload_outside_gitops_with_its_open_pr_or_why_not(eager_celery, client, users, vault):
     client.force_login(users["member"])
     page = client.get(reverse("updates")).content.decode()
 
@@ -159,7 +159,8 @@ def test_a_merged_pr_for_a_workload_counts_as_deployed_when_the_workload_runs_it
     assert pr.running_at is not None
 
 
-def test_delivery_offers_a_promotion_into_the_production_workloads_labelled_file(client, users, vault, github):
+def test_delivery_offers_a_promotion_into_the_production_workloads_labelled_file(eager_celery, client, users, vault,
+                                                                                 github):
     """vault 1.18.0 runs on a staging Nomad cluster, 1.17.2 in the production job: the Delivery
     page's Open PR → prod previews the change of the production job file; the unlabelled
     production workload says why it gets none."""

@@ -83,7 +83,7 @@ def preview_url(app_id: int) -> str:
                                                     "to": "1.7.0"})
 
 
-def test_the_preview_lists_the_reviewers_and_labels_opening_will_ask_for(setup, forge, client, users):
+def test_the_preview_lists_the_reviewers_and_labels_opening_will_ask_for(eager_celery, setup, forge, client, users):
     client.force_login(users["viewer"])
     response = client.get(preview_url(setup["staging"].pk))
     assert response.status_code == 200
@@ -95,7 +95,7 @@ def test_the_preview_lists_the_reviewers_and_labels_opening_will_ask_for(setup, 
     assert forge.model.pulls == []  # a preview writes nothing
 
 
-def test_a_preview_without_a_policy_says_nobody_is_asked(catalog, forge, client, users):
+def test_a_preview_without_a_policy_says_nobody_is_asked(eager_celery, catalog, forge, client, users):
     app = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.6.0",
                    repo_url=forge.repository, path=PROD)
     client.force_login(users["viewer"])

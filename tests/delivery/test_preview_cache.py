@@ -2,7 +2,8 @@
 real HTTP, through the page a person opens: the branch's head is asked (one call), and the tree
 and texts of that commit come from forges.treecache. A new commit on the branch is read again,
 its unchanged files not; with the cache off (PORTAL_FORGE_TREE_CACHE_BYTES=0) every preview
-reads everything, as before."""
+reads everything, as before. The page's own kept result (portal.delivery.preview_jobs) is dropped
+before each page here, so every page runs the task's reads, which is what these tests look at."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
+from portal.delivery.models import PreviewResult
 from tests.fakes.forges.harness import KINDS, serving
 from tests.fixtures.seed import seed_app
 
@@ -42,6 +44,7 @@ def reads(forge, what: dict[str, str]) -> list[str]:
 
 
 def preview(client, url: str) -> str:
+    PreviewResult.objects.all().delete()
     response = client.get(url)
     assert response.status_code == 200
     html = response.content.decode()
@@ -49,7 +52,7 @@ def preview(client, url: str) -> str:
     return html
 
 
-def test_a_second_preview_of_the_same_commit_reads_no_tree_and_no_file(client, users, forge, url):
+def test_a_second_preview_of_the_same_commit_reads_no_tree_and_no_file(eager_celery, client, users, forge, url):
     client.force_login(users["viewer"])
     first = preview(client, url)
     trees, files, heads = len(reads(forge, TREE)), len(reads(forge, FILE)), len(reads(forge, HEAD))
@@ -62,7 +65,7 @@ def test_a_second_preview_of_the_same_commit_reads_no_tree_and_no_file(client, u
     assert second.split("<h1>", 1)[1] == first.split("<h1>", 1)[1], "the same preview"
 
 
-def test_a_new_commit_is_read_again_and_only_its_changed_files(client, users, forge, url):
+def test_a_new_commit_is_read_again_and_only_its_changed_files(eager_celery, client, users, forge, url):
     client.force_login(users["viewer"])
     preview(client, url)
     trees, files = len(reads(forge, TREE)), reads(forge, FILE)
@@ -80,7 +83,7 @@ def test_a_new_commit_is_read_again_and_only_its_changed_files(client, users, fo
     assert len(new_files) == 1 and "values.yaml" in new_files[0], new_files
 
 
-def test_with_the_cache_off_every_preview_reads_everything(client, users, forge, url, settings):
+def test_with_the_cache_off_every_preview_reads_everything(eager_celery, client, users, forge, url, settings):
     settings.PORTAL_FORGE_TREE_CACHE_BYTES = 0
     client.force_login(users["viewer"])
     preview(client, url)

@@ -142,7 +142,7 @@ def github(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_the_preview_says_it_rolls_back_what_went_wrong_and_since_when(client, users, catalog, github):
+def test_the_preview_says_it_rolls_back_what_went_wrong_and_since_when(eager_celery, client, users, catalog, github):
     broken = seed_broken(catalog, repo_url=github.repository, path=PROD)
     client.force_login(users["member"])
     offer = offers_for_apps([GitOpsApp.objects.select_related("cluster__environment").get(pk=broken.pk)])[broken.pk][0]

@@ -479,7 +479,7 @@ def test_an_automatic_pull_request_carries_the_notes(app, catalog, gitops) -> No
     assert "**Automatic**" in pull.body and "> - Faster checkout" in pull.body
 
 
-def test_the_promotion_preview_shows_the_notes_escaped(client, users, app, catalog) -> None:
+def test_the_promotion_preview_shows_the_notes_escaped(eager_celery, client, users, app, catalog) -> None:
     client.force_login(users["viewer"])
     query = urlencode({"kind": "promotion", "service": "checkout", "app": app.pk, "to": "1.7.0"})
 

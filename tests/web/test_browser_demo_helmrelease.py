@@ -30,7 +30,7 @@ def demo(live_server, settings, tmp_path):
     return live_server
 
 
-def test_delivery_open_pr_to_prod_for_the_helmrelease_previews_its_values_in_git(page, demo):
+def test_delivery_open_pr_to_prod_for_the_helmrelease_previews_its_values_in_git(eager_celery, page, demo):
     page.goto(f"{demo.url}/accounts/login/")
     page.fill("input[name=username]", "mara")
     page.fill("input[name=password]", "mara-pass-123")
@@ -57,7 +57,7 @@ def test_delivery_open_pr_to_prod_for_the_helmrelease_previews_its_values_in_git
 CHART_RELEASE = "apps/notifications/overlays/prod/helmrelease.yaml"
 
 
-def test_updates_and_delivery_offer_the_demo_chart_version_and_preview_only_its_line(page, demo):
+def test_updates_and_delivery_offer_the_demo_chart_version_and_preview_only_its_line(eager_celery, page, demo):
     page.goto(f"{demo.url}/accounts/login/")
     page.fill("input[name=username]", "mara")
     page.fill("input[name=password]", "mara-pass-123")

@@ -71,7 +71,7 @@ def test_service_panel_names_the_hub_argo_cd(page, hub_demo):
     screenshot(page, "hub-service-via")
 
 
-def test_updates_lists_hub_apps_behind_under_their_destination_and_previews_the_upgrade(page, hub_demo):
+def test_updates_lists_hub_apps_behind_under_their_destination_and_previews_the_upgrade(eager_celery, page, hub_demo):
     login(page, hub_demo)
     page.goto(f"{hub_demo.url}/updates")
     row = page.locator("tr[data-service=checkout][data-app=checkout-prod-sa-1]")

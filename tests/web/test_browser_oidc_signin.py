@@ -86,7 +86,7 @@ def test_an_admin_group_user_is_an_admin(page, portal, provider):
     screenshot(page, "oidc-admin")
 
 
-def test_a_member_group_user_can_open_a_pull_request_from_the_preview(page, portal, provider):
+def test_a_member_group_user_can_open_a_pull_request_from_the_preview(eager_celery, page, portal, provider):
     sign_in(page, portal, provider, MARA)
     page.goto(f"{portal.url}/updates")
     page.click("tr[data-app=checkout-prod] a.open-pr")

@@ -1,9 +1,10 @@
-"""Following an offer says at once that the repository is being read: the preview answers only
-once it has read the files (a second or more on a large repository), and until then the page the
-person clicked on must not look as if nothing happened. The test stops the click's navigation
-after the portal's own click handler has run (a listener of its own, added after the portal's),
-so it sees the page in the wait itself, however fast the fake would answer; then it follows the
-link and the preview clears the progress line."""
+"""Following an offer says at once that the repository is being read. The click's own line shows
+until the preview page answers; the page answers at once (portal.delivery.preview_jobs) with what
+the forge worker is reading, and fills in by itself (htmx polling pr-preview-result) once the
+worker stored the previews. The first test stops the click's navigation after the portal's own
+click handler has run (a listener of its own, added after the portal's), so it sees the page in
+the wait itself; the second keeps the task queued (in-memory broker) until the test runs it as
+the forge worker would, so it sees the progress block, then the page filling in."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from portal.delivery import tasks
 from portal.delivery.models import ServicePolicy
 from portal.kernel.accounts.roles import Role, grant
 from portal.releases.models import Release
@@ -38,7 +40,7 @@ def seeded(live_server, monkeypatch):
         yield live_server
 
 
-def test_an_offer_shows_progress_while_the_preview_reads_the_repository(page, seeded):
+def test_an_offer_shows_progress_while_the_preview_reads_the_repository(eager_celery, page, seeded):
     from playwright.sync_api import expect
 
     submit_login(page, seeded.url, "mara", "mara-pass-123")
@@ -58,3 +60,23 @@ def test_an_offer_shows_progress_while_the_preview_reads_the_repository(page, se
     page.goto(seeded.url + (page.locator("tr[data-app=checkout-prod] a.open-pr").get_attribute("href") or ""))
     expect(page.locator("section.preview")).to_be_visible()
     expect(page.locator("#forge-progress")).to_be_hidden()
+
+
+def test_the_preview_shows_what_it_reads_and_fills_in_when_the_worker_is_done(memory_broker, page, seeded):
+    from playwright.sync_api import expect
+
+    submit_login(page, seeded.url, "mara", "mara-pass-123")
+    page.goto(f"{seeded.url}/updates")
+    href = page.locator("tr[data-app=checkout-prod] a.open-pr").get_attribute("href") or ""
+    page.goto(seeded.url + href)
+    block = page.locator("#preview-body.preview-progress")
+    expect(block).to_be_visible()
+    expect(block).to_contain_text("/acme/gitops.git at main…")
+    expect(page.locator("section.preview")).to_have_count(0)
+
+    [queued] = memory_broker.take("forge")
+    assert queued.task == "delivery.preview_pull_requests"
+    tasks.preview_pull_requests(*queued.args, **queued.kwargs)  # as the forge worker would
+    expect(page.locator("section.preview")).to_be_visible(timeout=10_000)
+    expect(page.locator("#preview-body.preview-progress")).to_have_count(0)
+    expect(page.locator("button:has-text('Open pull request')")).to_be_enabled()

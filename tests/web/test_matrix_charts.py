@@ -32,7 +32,9 @@ def cell_of(html: str, service: str) -> str:
     return row[: row.index("</tr>")]
 
 
-def test_a_cell_pinning_a_chart_behind_shows_the_chart_offer(client, users, catalog, notifications, github):  # noqa: F811
+def test_a_cell_pinning_a_chart_behind_shows_the_chart_offer(
+    eager_celery, client, users, catalog, notifications, github  # noqa: F811
+):
     app = release_applied_from(github, catalog, notifications)
 
     client.force_login(users["member"])

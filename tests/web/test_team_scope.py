@@ -31,7 +31,8 @@ def forge_writes(fleet) -> list:
 
 
 @scoped
-def test_a_member_sees_the_refusal_instead_of_the_button_on_another_teams_service(client, users, team_fleet):
+def test_a_member_sees_the_refusal_instead_of_the_button_on_another_teams_service(eager_celery, client, users,
+                                                                                  team_fleet):
     client.force_login(users["member"])
     html = preview(client, team_fleet, team_fleet.payments_app, "3.1.0").content.decode()
     assert REFUSAL in html and "Open pull request" not in html
@@ -71,8 +72,8 @@ def test_a_member_opens_their_teams_change_and_the_audit_row_names_user_and_team
 
 
 @scoped
-def test_a_service_no_team_owns_is_refused_to_members_and_says_an_admin_can_set_one(client, users, team_fleet,
-                                                                                  catalog):
+def test_a_service_no_team_owns_is_refused_to_members_and_says_an_admin_can_set_one(eager_celery, client, users,
+                                                                                  team_fleet, catalog):
     catalog.checkout.team = ""
     catalog.checkout.save()
     client.force_login(users["member"])
@@ -82,7 +83,7 @@ def test_a_service_no_team_owns_is_refused_to_members_and_says_an_admin_can_set_
 
 
 @scoped
-def test_an_admin_acts_on_every_teams_service(client, users, team_fleet):
+def test_an_admin_acts_on_every_teams_service(eager_celery, client, users, team_fleet):
     client.force_login(users["admin"])  # on no team at all
     assert "Open pull request" in preview(client, team_fleet, team_fleet.checkout_app, "1.7.0").content.decode()
     client.post(reverse("pr-open"), {"kind": "upgrade", "item": team_fleet.item(team_fleet.checkout_app, "1.7.0")})

@@ -13,7 +13,7 @@ reads a new revision before the data it names, and two writers committing in any
 Old rows are pruned as new ones come, so the read stays a few hundred rows.
 
 Not watched: the bookkeeping every poll writes even when nothing changed (the poll's outcome row,
-the object versions it remembers, registry and feed poll times). What pages derive from those is
+the object versions it remembers, registry and feed poll times), and kept previews. What pages derive from those is
 worded against the clock, which the shared pages' key bounds to the minute; a poll that changes an
 outcome pages show calls `mark_changed` itself.
 """
@@ -32,6 +32,8 @@ _WRITE = re.compile(
 UNWATCHED = frozenset({
     "gitops_clusterpoll", "gitops_clusterobjectversions", "catalog_catalogrevision", "catalog_agenttoken",
     "delivery_registrypoll", "releases_chartpoll", "releases_feedstatus",
+    # Kept previews of pull requests (portal.delivery.preview_jobs): no kept page shows them.
+    "delivery_previewresult",
 })
 TABLE = "changelog_datachange"
 PRUNE_EVERY = 256  # rows; the read then sums at most about twice this many

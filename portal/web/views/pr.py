@@ -9,9 +9,11 @@ The change travels in the URL, so any page can link to its preview:
 A chart version change names the chart instead of a service: `item=12:chart=notifications:0.4.0`.
 `confirm=1` says the person chose the default branch for an application that follows a tag
 (the preview asks first; opening carries it).
-The preview is the one page that reads a forge while a person waits: it reads the files of
-the change's repository to show the exact diff. Opening queues a job per pull request on the
-forge queue (portal.delivery.forge_jobs: it previews again, then writes); pr-opened follows them.
+The preview shows the exact diff from the files of the change's repository, read on the forge
+queue (portal.delivery.preview_jobs): the page answers at once, from a result kept a few minutes
+or with what is being read, and htmx asks pr-preview-result until it fills in. Opening queues
+a job per pull request on the forge queue (portal.delivery.forge_jobs: it previews again, then
+writes); pr-opened follows them.
 With team scope on, a member outside a changed service's owning team sees the preview with the
 refusal instead of the button, and opening is refused with it (portal.kernel.accounts.teams).
 The parsing lives in portal.delivery.change_requests, shared with the API and MCP.
@@ -29,9 +31,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from forges.pins.parsecache import kept_parses
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, ChangeError
-from portal.delivery.change_previews import preview_change
 from portal.delivery.change_requests import (  # noqa: F401 - Item, Built: the names pages and tests knew here
     Built,
     Item,
@@ -44,6 +44,7 @@ from portal.delivery.change_requests import (  # noqa: F401 - Item, Built: the n
 )
 from portal.delivery.forge_jobs import queue_opens
 from portal.delivery.models import PullRequest
+from portal.delivery.preview_jobs import previews_for, reading
 from portal.delivery.pull_requests import DEMO_REFUSAL
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.accounts.teams import refusal
@@ -70,18 +71,45 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         built = build_changes(kind, items)
     except (RequestError, ChangeError) as error:
         return render(request, "web/preview.html", {"error": str(error)}, status=400)
+    return render(request, "web/preview.html", _preview_context(request, kind, items, mode, built, again=True))
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_preview_result(request: HttpRequest) -> HttpResponse:
+    """The preview's body once the forge worker stored it, else the progress block again (htmx polls)."""
+    try:
+        kind, items, mode = parse_items(request.GET)
+        built = build_changes(kind, items)
+    except (RequestError, ChangeError) as error:
+        return render(request, "web/_preview_body.html", {"task_error": str(error), "ready": True,
+                                                           "next": _safe_next(request, request.GET.get("next"))})
+    context = _preview_context(request, kind, items, mode, built, again=False)
+    return render(request, "web/_preview_body.html" if context["ready"] else "web/_preview_progress.html", context)
+
+
+def _preview_context(
+    request: HttpRequest, kind: str, items: list[Item], mode: str, built: Built, *, again: bool
+) -> dict[str, object]:
+    """What the page shows: the previews computed on the forge queue (stored, or being read),
+    with this request's own form, team refusal and confirmation around them."""
     confirm = confirmed(request.GET)
     can_act = has_role(request.user, Role.MEMBER)
     # A member outside the owning team sees the diff, and why they cannot open it.
     team_refusal = refusal(request.user, services_of(built.changes)) if can_act else None
-    with kept_parses():  # the files of a commit previewed before are not parsed again either
-        previews = [preview_change(group, confirm_default_branch=confirm)
-                    for group in pull_requests_for(built.changes, mode)]
-    context = {
+    spec = _spec(kind, items, mode)
+    groups = pull_requests_for(built.changes, mode)
+    found = previews_for(spec + ("&confirm=1" if confirm else ""), again=again)
+    previews = found.previews or []
+    return {
         "kind": kind,
         "mode": mode,
+        "ready": found.ready,
+        "task_error": found.error,
+        "reading": reading(groups),
+        "query": request.GET.urlencode(),
         "previews": previews,
-        "spec": _spec(kind, items, mode),
+        "spec": spec,
         "items": items,
         "left_out": built.left_out,
         "can_act": can_act and team_refusal is None,
@@ -93,7 +121,6 @@ def pr_preview(request: HttpRequest) -> HttpResponse:
         "to_confirm": [p for p in previews if p.needs_confirmation],
         "next": _safe_next(request, request.GET.get("next")),
     }
-    return render(request, "web/preview.html", context)
 
 
 @requires_role(Role.MEMBER)

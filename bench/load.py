@@ -152,7 +152,7 @@ def _sessions(count: int) -> list[str]:
         grant(user, Role.MEMBER)  # members see every offer a page makes
         session = SessionStore()
         session[SESSION_KEY] = str(user.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]  # the portal's own
         session[HASH_SESSION_KEY] = user.get_session_auth_hash()
         session.create()
         cookies.append(f"{settings.SESSION_COOKIE_NAME}={session.session_key}")
@@ -217,6 +217,9 @@ def main() -> None:
                         samples, errors, elapsed = asyncio.run(_load(port, cookies[:count], args.seconds))
                         floor_rate = sum(len(v) for v in f_samples.values()) / f_elapsed
                         rate = sum(len(v) for v in samples.values()) / elapsed
+                        if errors:
+                            raise SystemExit(f"the portal answered errors, the figures would mean nothing: "
+                                             f"{errors[:5]}")
                         _report(f"{count} users, portal (gunicorn {args.workers}x{args.threads})", samples, errors,
                                 elapsed)
                         print(f"  floor (same client, pre-serialised bytes): {floor_rate:.0f} requests/s; "

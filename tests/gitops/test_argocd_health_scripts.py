@@ -27,7 +27,9 @@ _JSONLikeLoader.yaml_implicit_resolvers = {
 
 
 def _load(path: Path) -> Any:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_JSONLikeLoader)  # noqa: S506 - a SafeLoader
+    # Like yaml.Unmarshal in Go: the first document of the file (some of Argo CD's hold more).
+    documents = yaml.load_all(path.read_text(encoding="utf-8"), Loader=_JSONLikeLoader)  # noqa: S506 - a SafeLoader
+    return next(documents)
 
 
 def _field(mapping: dict[str, Any], name: str) -> Any:

@@ -102,13 +102,18 @@ class FindingListView(PortalAPIView):
         responses={200: FindingListSerializer, **errors(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
-        params = self.query(request)
-        found = _filtered(params)
-        counts = dict(found.order_by().values_list("rule").annotate(n=Count("id")).values_list("rule", "n"))
-        start = params.get("offset", 0)
-        rows = (found.select_related("app", "app__cluster", "app__cluster__environment")
-                .only("rule", "message", "at", "app__tool", "app__kind", "app__namespace", "app__name",
-                      "app__cluster__name", "app__cluster__environment__name")
-                .order_by("rule", "app__cluster__name", "app__name", "id")[start:start + params.get("limit", 200)])
-        data = FindingSerializer(rows, many=True, context={"request": request}).data
-        return Response({"count": sum(counts.values()), "counts": counts, "results": data})
+        return Response(answer(self.query(request), {"request": request}))
+
+
+def answer(params: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """The answer to checked query parameters (FindingQuerySerializer): the view's, and the
+    MCP `findings` tool's (portal.api.mcp.api_pages), so both say the same."""
+    found = _filtered(params)
+    counts = dict(found.order_by().values_list("rule").annotate(n=Count("id")).values_list("rule", "n"))
+    start = params.get("offset", 0)
+    rows = (found.select_related("app", "app__cluster", "app__cluster__environment")
+            .only("rule", "message", "at", "app__tool", "app__kind", "app__namespace", "app__name",
+                  "app__cluster__name", "app__cluster__environment__name")
+            .order_by("rule", "app__cluster__name", "app__name", "id")[start:start + params.get("limit", 200)])
+    data = FindingSerializer(rows, many=True, context=context).data
+    return {"count": sum(counts.values()), "counts": counts, "results": data}

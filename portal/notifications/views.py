@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_safe
 
 from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
 from portal.kernel.audit.models import record
@@ -40,6 +41,7 @@ def _object(request: HttpRequest, model: type[Model]) -> Model | None:
         raise Http404("no such object")
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def index(request: HttpRequest) -> HttpResponse:
     deliveries = Delivery.objects.select_related("episode", "rule", "channel")[:RECENT_DELIVERIES]

@@ -14,7 +14,7 @@ from django.utils import timezone
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gitops.models import GitOpsApp
+from gitops.models import Finding, GitOpsApp
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts import tokens
 from portal.releases.models import Release
@@ -23,7 +23,7 @@ from tests.fixtures.seed import seed_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"gitops", "pull_requests", "why_not_deployed", "service", "preview_pull_request"}
+TOOLS = {"gitops", "pull_requests", "why_not_deployed", "service", "preview_pull_request", "findings", "security"}
 
 
 def mcp_session(url: str, token: str | None, work: Any) -> Any:
@@ -48,13 +48,17 @@ def structured(result: Any) -> dict:
 @pytest.fixture
 def fleet(catalog):
     now = timezone.now()
-    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.4.0", sync="OutOfSync",
+    blocked = seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, version="2.4.0", sync="OutOfSync",
              sync_blocked=True, sync_blocked_until=now + timedelta(hours=5), project="payments",
              sync_window={"kind": "deny", "description": "Change freeze", "schedule": "0 0 * * *",
                           "duration": "24h", "time_zone": "UTC"})
     seed_app(catalog.prod_us, "payments-prod-us", service=catalog.payments, version="2.4.1")
-    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.4.2",
-             health="Degraded", since=timedelta(hours=1))
+    degraded = seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.4.2",
+                        health="Degraded", since=timedelta(hours=1))
+    for app, rule, message in ((blocked, "self-heal-off", "automated sync without selfHeal"),
+                               (blocked, "default-project", "Application in the default AppProject"),
+                               (degraded, "self-heal-off", "automated sync without selfHeal")):
+        Finding.objects.create(app=app, rule=rule, message=message)
     for tag in ("2.4.0", "2.4.1"):
         Release.objects.create(service=catalog.payments, tag=tag, version=tag, seen_at=now)
     PullRequest.objects.create(kind="upgrade", services=["payments"], environment="prod",
@@ -86,6 +90,88 @@ def test_tools_are_listed_read_only_with_schemas(live_server, fleet, viewer_toke
     properties = gitops.input_schema["properties"]
     assert {"cluster", "environment", "service", "sync", "health", "status", "attention", "cursor",
             "page_size"} <= set(properties)
+    # Every schema says what the server enforces: no argument beyond those listed.
+    assert all(tool.input_schema["additionalProperties"] is False for tool in listed)
+
+
+def test_unknown_arguments_are_refused_naming_the_allowed_ones(live_server, fleet, viewer_token):
+    """`gitops({"needs_attention": true})` used to answer the unfiltered list, which read like a real
+    answer; now each tool refuses an argument its schema does not declare, as a tool error."""
+    _, plain = viewer_token
+
+    async def work(client):
+        return {
+            "gitops": await client.call_tool("gitops", {"needs_attention": True}),
+            "findings": await client.call_tool("findings", {"rule": "self-heal-off", "app": "x", "bogus": 1}),
+            "security": await client.call_tool("security", {"service": "payments"}),
+            "right": await client.call_tool("gitops", {"attention": True}),
+        }
+
+    answers = mcp_session(f"{live_server.url}/mcp", plain, work)
+    refused = answers["gitops"]
+    assert refused.is_error is True
+    assert refused.content[0].text == (
+        "gitops takes no argument 'needs_attention'; its arguments are: attention, cluster, cursor, environment, "
+        "health, page_size, project, q, service, status, sync, tool")
+    assert answers["findings"].is_error is True
+    assert "findings takes no argument 'app', 'bogus'; its arguments are: cluster, cursor, environment, " \
+           "page_size, rule" in answers["findings"].content[0].text
+    assert answers["security"].is_error is True
+    assert "its arguments are: cursor, environment, exploited, page_size, severity, team" in \
+           answers["security"].content[0].text
+    # The argument it meant filters, as the API's `attention` does.
+    api = httpx2.get(f"{live_server.url}/api/v1/gitops", params={"attention": "true"},
+                     headers={"Authorization": f"Bearer {plain}"}).json()["results"]
+    meant = [a["app"] for a in structured(answers["right"])["apps"]]
+    assert meant == [f"{a['cluster']}/{a['namespace']}/{a['name']}" for a in api]
+    assert "staging-eu-1/argocd/checkout-staging" in meant and len(meant) < 3
+
+
+def test_findings_and_security_tools_answer_what_the_api_serves(live_server, fleet, viewer_token):
+    _, plain = viewer_token
+
+    async def work(client):
+        return {
+            "all": structured(await client.call_tool("findings", {"page_size": 2})),
+            "rule": structured(await client.call_tool("findings", {"rule": "self-heal-off", "environment": "prod"})),
+            "bad": await client.call_tool("findings", {"rule": "no-such-rule"}),
+            "security": structured(await client.call_tool("security", {"environment": "prod"})),
+        }
+
+    answers = mcp_session(f"{live_server.url}/mcp", plain, work)
+
+    def rest(path: str, params: dict) -> dict:
+        response = httpx2.get(f"{live_server.url}{path}", params=params, headers={"Authorization": f"Bearer {plain}"})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    api = rest("/api/v1/findings", {})
+    first = answers["all"]
+    assert first["counts"] == api["counts"] == {"default-project": 1, "self-heal-off": 2}
+    assert [(f["rule"], f["app"]) for f in first["findings"]] == [
+        (r["rule"], f"{r['cluster']}/{r['namespace']}/{r['name']}") for r in api["results"][:2]]
+    assert first["findings"][0]["fix"] == api["results"][0]["fix"] and first["findings"][0]["fix"]
+    assert first["next_cursor"] == "2" and first["summary"].startswith("3 open findings")
+
+    async def rest_of(client):
+        return structured(await client.call_tool("findings", {"page_size": 2, "cursor": first["next_cursor"]}))
+
+    rest_page = mcp_session(f"{live_server.url}/mcp", plain, rest_of)
+    assert [f["app"] for f in rest_page["findings"]] == [
+        f"{r['cluster']}/{r['namespace']}/{r['name']}" for r in api["results"][2:]]
+    assert rest_page["next_cursor"] is None
+
+    [prod] = answers["rule"]["findings"]
+    assert (prod["rule"], prod["app"]) == ("self-heal-off", "prod-eu-1/argocd/payments-prod")
+    assert prod["api_url"] == rest("/api/v1/findings", {"rule": "self-heal-off", "environment": "prod"})[
+        "results"][0]["app_url"]
+    assert answers["bad"].is_error is True and "no-such-rule" in answers["bad"].content[0].text
+
+    security = answers["security"]
+    api_security = rest("/api/v1/security", {"environment": "prod"})
+    assert security["exposures"] == api_security["exposures"] == []  # nothing vulnerable in this fleet
+    assert security["not_checked"] == api_security["not_checked"]
+    assert security["osv"] == api_security["osv"] and security["next_cursor"] is None
 
 
 def test_each_tool_answers_what_the_api_serves(live_server, fleet, viewer_token):
@@ -179,6 +265,8 @@ def test_no_tool_writes_anything(live_server, fleet, viewer_token):
             ("pull_requests", {"state": "merged", "kind": "upgrade", "environment": "prod"}),
             ("why_not_deployed", {"app": "prod-eu-1/argocd/payments-prod"}),
             ("service", {"name": "payments", "offers": 5}),
+            ("findings", {"rule": "self-heal-off", "environment": "prod", "cluster": "prod-eu-1"}),
+            ("security", {"severity": "high", "exploited": True, "team": "payments", "environment": "prod"}),
         ]
         return [await client.call_tool(name, args) for name, args in calls]
 

@@ -38,7 +38,8 @@ def test_a_local_assistant_reads_the_fleet_over_stdio(catalog, users):
             return names, result
 
     names, result = in_own_thread(main)
-    assert names == {"gitops", "pull_requests", "why_not_deployed", "service", "preview_pull_request"}
+    assert names == {"gitops", "pull_requests", "why_not_deployed", "service", "preview_pull_request", "findings",
+                     "security"}
     assert not result.is_error, result.content
     answer = result.structured_content.get("result", result.structured_content)
     assert [app["app"] for app in answer["apps"]] == ["prod-eu-1/argocd/payments-prod"]

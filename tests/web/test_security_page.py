@@ -257,3 +257,26 @@ def test_the_assistants_service_tool_carries_the_same_facts(users, fleet) -> Non
     assert prod["worst"][0] == {"id": "CVE-2023-44487", "severity": prod["worst"][0]["severity"], "exploited": True}
     assert (prod["newest_acceptable"], prod["fixed_by_newest_acceptable"]) == ("1.7.0", 2)
     assert "prod 1.6.0: 3 (1 exploited), 2 fixed by 1.7.0" in answer["summary"]
+
+
+def test_the_assistants_security_tool_carries_the_apis_facts(client, users, fleet) -> None:
+    """The MCP `security` tool reads /api/v1/security with the same filters: the same exposures,
+    compact, and what is not checked."""
+    from portal.api.mcp import tools
+    from portal.api.mcp.api_pages import Caller
+    from portal.kernel.accounts import tokens
+
+    _, plain = tokens.issue(users["viewer"], "assistant")
+    client.force_login(users["viewer"])
+    api = client.get("/api/v1/security?environment=prod").json()
+    answer = tools.security(Caller(token=plain, host="testserver"), {"environment": "prod"})
+    [exposure] = answer["exposures"]
+    assert (exposure["service"], exposure["environment"], exposure["version"]) == ("checkout", "prod", "1.6.0")
+    assert [v["id"] for v in exposure["worst"]] == [v["id"] for v in api["exposures"][0]["vulnerabilities"]]
+    assert (exposure["count"], exposure["exploited"], exposure["fixed_by_newest_acceptable"]) == (3, 1, 2)
+    assert answer["not_checked"] == api["not_checked"] and answer["osv"] == api["osv"]
+    assert answer["summary"].startswith("1 running versions with known vulnerabilities (1 with one exploited")
+    exploited = tools.security(Caller(token=plain, host="testserver"), {"exploited": True}, page_size=1)
+    assert [e["environment"] for e in exploited["exposures"]] == ["prod"] and exploited["next_cursor"] == "1"
+    second = tools.security(Caller(token=plain, host="testserver"), {"exploited": True}, cursor="1", page_size=1)
+    assert [e["environment"] for e in second["exposures"]] == ["staging"] and second["next_cursor"] is None

@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework import exceptions
 
 from gitops.appfilter import GitOpsAppFilter
-from portal.api import filters, gitops_views, pull_request_views, security_views, service_views
+from portal.api import filters, finding_views, gitops_views, pull_request_views, security_views, service_views
 from portal.api.auth import BearerTokenAuthentication, HasViewerRole
 from portal.api.base_views import checked, filtered
 from portal.api.errors import error_message
@@ -82,10 +82,18 @@ def services(caller: Caller, params: dict[str, Any]) -> Items:
         return Items(service_views.service_items(page.rows, context), _text_of(page.next))
 
 
-def security(caller: Caller) -> dict[str, Any]:
-    """GET /api/v1/security, unfiltered."""
+def security(caller: Caller, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """GET /api/v1/security with these filters (SecurityQuerySerializer's); none: unfiltered."""
     with _as(caller):
-        return security_views.report(checked(security_views.SecurityQuerySerializer, {}))
+        query = _query(params or {})
+        return security_views.report(checked(security_views.SecurityQuerySerializer, query.dict()))
+
+
+def findings(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/findings with these filters and limit/offset (FindingQuerySerializer's)."""
+    with _as(caller) as context:
+        query = checked(finding_views.FindingQuerySerializer, _query(params).dict())
+        return finding_views.answer(query, context)
 
 
 def user_of(caller: Caller) -> Any:

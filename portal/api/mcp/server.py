@@ -1,4 +1,4 @@
-"""The portal's MCP server (the official `mcp` SDK): five read-only tools, served over
+"""The portal's MCP server (the official `mcp` SDK): seven read-only tools, served over
 streamable HTTP at /mcp and over stdio (`manage.py mcp --stdio`).
 
 How HTTP is served, and why: the portal runs under WSGI (runserver in portal.embedded,
@@ -24,13 +24,15 @@ import contextvars
 from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from portal.api.mcp import tools
 from portal.api.mcp.api_pages import Caller, ReadError
+from portal.delivery.exposures import FILTER_SEVERITIES
+from portal.findings.discipline import RULES
 
 # Who is calling, set per request (HTTP) or per process (stdio).
 current_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("current_caller")
@@ -43,8 +45,9 @@ INSTRUCTIONS = (
     "versions they run, sync windows, and the pull requests that change them. Read-only. Start with "
     "`why_not_deployed` for 'why is X not running in Y', `service` for 'what runs where / what can be upgraded', "
     "`gitops` for lists and filters over apps, `pull_requests` for PR state, checks and lead times, "
-    "`preview_pull_request` for the diff a change would make and whether you may open it. Answers are "
-    "paged: pass `cursor` back for more."
+    "`preview_pull_request` for the diff a change would make and whether you may open it, `findings` for "
+    "GitOps discipline findings, `security` for running versions with known vulnerabilities. Answers are "
+    "paged: pass `cursor` back for more. Unknown arguments are refused, naming the ones a tool takes."
 )
 
 Sync = Literal["Synced", "OutOfSync", "Unknown"]
@@ -72,8 +75,30 @@ async def _run(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise ToolError(str(exc)) from exc
 
 
+class StrictServer(MCPServer):
+    """The SDK's server, refusing arguments a tool does not declare. The SDK's argument models
+    drop unknown keys silently, so `gitops({"needs_attention": true})` would answer the unfiltered
+    list, which reads like a real answer; refused, the assistant learns the names it may use."""
+
+    def add_tool(self, *args: Any, **kwargs: Any) -> None:
+        super().add_tool(*args, **kwargs)
+        for tool in self._tool_manager.list_tools():
+            tool.parameters["additionalProperties"] = False  # the published schema says it too
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            allowed = sorted(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments) - set(allowed))
+            if unknown:
+                raise ToolError(f"{name} takes no argument {', '.join(repr(u[:40]) for u in unknown[:10])}; "
+                                f"its arguments are: {', '.join(allowed) or 'none'}")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server() -> MCPServer:
-    server = MCPServer(name="gitops-portal", title="GitOps portal", instructions=INSTRUCTIONS, version="1")
+    server = StrictServer(name="gitops-portal", title="GitOps portal", instructions=INSTRUCTIONS, version="1")
 
     @server.tool(annotations=READ_ONLY, description=(
         "List GitOps apps (Argo CD Applications, Flux Kustomizations and HelmReleases) across every cluster, with "
@@ -142,7 +167,45 @@ def build_server() -> MCPServer:
         return await _run(tools.service, name, offers)
 
     _add_preview_tool(server)
+    _add_report_tools(server)
     return server
+
+
+def _add_report_tools(server: MCPServer) -> None:
+    """The /findings and /security pages' facts, read through the same API views."""
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "Open GitOps discipline findings (/api/v1/findings; muted ones left out): per app, the rule, what is wrong, "
+        "why the rule matters and what to change; counts per rule over everything matching. Filters (AND): rule, "
+        "environment, cluster. Paged."))
+    async def findings(
+        rule: Annotated[Literal[tuple(sorted(RULES))] | None,  # type: ignore[valid-type]
+                        Field(description="one rule's findings")] = None,
+        environment: Annotated[Name | None, Field(description="environment name, e.g. prod")] = None,
+        cluster: Annotated[Name | None, Field(description="cluster name")] = None,
+        cursor: Cursor = None,
+        page_size: PageSize = tools.DEFAULT_PAGE,
+    ) -> dict[str, Any]:
+        filters = {"rule": rule, "environment": environment, "cluster": cluster}
+        return await _run(tools.findings, {k: v for k, v in filters.items() if v is not None}, cursor, page_size)
+
+    @server.tool(annotations=READ_ONLY, description=(
+        "Running versions with known vulnerabilities (/api/v1/security, the /security page's facts): per service, "
+        "environment and version, how many (exploited in the wild counted), the worst ids, the newest acceptable "
+        "release and how many it fixes; the versions not checked and why; when OSV and KEV were last read. "
+        "Filters (AND): severity (at least), exploited, team, environment. Paged."))
+    async def security(
+        severity: Annotated[Literal[FILTER_SEVERITIES] | None,  # type: ignore[valid-type]
+                            Field(description="at least this severity")] = None,
+        exploited: Annotated[bool | None, Field(description="true: only those exploited in the wild (CISA KEV)")
+                             ] = None,
+        team: Annotated[str | None, Field(description="the owning team", max_length=100)] = None,
+        environment: Annotated[Name | None, Field(description="environment name, e.g. prod")] = None,
+        cursor: Cursor = None,
+        page_size: PageSize = tools.DEFAULT_PAGE,
+    ) -> dict[str, Any]:
+        filters = {"severity": severity, "exploited": exploited, "team": team, "environment": environment}
+        return await _run(tools.security, {k: v for k, v in filters.items() if v is not None}, cursor, page_size)
 
 
 def _add_preview_tool(server: MCPServer) -> None:

@@ -2,9 +2,9 @@
 
 Each tool reads what the REST API serves (portal.api.mcp.api_pages) and answers compactly,
 summary first, one page at a time (an assistant's context is small): `gitops`,
-`pull_requests`, `why_not_deployed` and `service`. The functions here are plain and
-synchronous (they take the Caller), so the HTTP endpoint, the stdio mode and the tests share
-them; portal.api.mcp.server registers them with the MCP SDK.
+`pull_requests`, `why_not_deployed`, `service`, `findings` and `security`. The functions here
+are plain and synchronous (they take the Caller), so the HTTP endpoint, the stdio mode and the
+tests share them; portal.api.mcp.server registers them with the MCP SDK.
 """
 
 from __future__ import annotations
@@ -262,18 +262,9 @@ def _security(caller: Caller, name: str) -> dict[str, Any]:
     running version, how many known vulnerabilities, how many exploited in the wild, the worst
     ids, and what the newest acceptable release fixes; the versions not checked and why."""
     report = api_pages.security(caller)
-    exposed = []
-    for e in report["exposures"]:
-        if e["service"] != name:
-            continue
-        vulns = e["vulnerabilities"]
-        exposed.append({
-            "environment": e["environment"], "version": e["version"], "clusters": e["clusters"],
-            "count": len(vulns), "exploited": sum(1 for v in vulns if v["exploited"]),
-            "worst": [{"id": v["id"], "severity": v["severity"], "exploited": v["exploited"]} for v in vulns[:5]],
-            "newest_acceptable": e["newest_acceptable"],
-            "fixed_by_newest_acceptable": len(e["fixed_by_newest_acceptable"]),
-        })
+    exposed = [compact_exposure(e) for e in report["exposures"] if e["service"] == name]
+    for e in exposed:
+        del e["service"], e["team"]
     return {
         "exposed": exposed,
         "not_checked": [u for u in report["not_checked"] if u["service"] == name],
@@ -281,7 +272,69 @@ def _security(caller: Caller, name: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["Caller", "ReadError", "gitops", "preview_pull_request", "pull_requests", "service", "why_not_deployed"]
+def compact_exposure(e: dict[str, Any]) -> dict[str, Any]:
+    """One /api/v1/security exposure as an assistant needs it: counts and the worst five ids."""
+    vulns = e["vulnerabilities"]
+    return {
+        "service": e["service"], "team": e["team"],
+        "environment": e["environment"], "version": e["version"], "clusters": e["clusters"],
+        "count": len(vulns), "exploited": sum(1 for v in vulns if v["exploited"]),
+        "worst": [{"id": v["id"], "severity": v["severity"], "exploited": v["exploited"]} for v in vulns[:5]],
+        "newest_acceptable": e["newest_acceptable"],
+        "fixed_by_newest_acceptable": len(e["fixed_by_newest_acceptable"]),
+    }
+
+
+def _offset(cursor: str | None) -> int:
+    """The findings and security answers page by position: the cursor is the next item's."""
+    if not cursor:
+        return 0
+    if not cursor.isdigit() or len(cursor) > 8:
+        raise ValueError("cursor is the next_cursor of a previous answer")
+    return int(cursor)
+
+
+def security(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
+             page_size: int | None = None) -> dict[str, Any]:
+    """GET /api/v1/security (the /security page's facts and filters), compact and paged."""
+    report = api_pages.security(caller, filters)
+    start, size = _offset(cursor), _page_size(page_size)
+    everything = report["exposures"]
+    shown = [compact_exposure(e) for e in everything[start:start + size]]
+    more = str(start + len(shown)) if start + len(shown) < len(everything) else None
+    checked_at, error = report["osv"]["last_ok_at"], report["osv"]["error"] or None
+    summary = (f"{len(everything)} running versions with known vulnerabilities "
+               f"({sum(1 for e in everything if any(v['exploited'] for v in e['vulnerabilities']))} with one "
+               f"exploited in the wild); {len(report['not_checked'])} versions not checked. "
+               + (f"OSV last read {checked_at}." if checked_at else "OSV has not been read yet: nothing is known.")
+               + (f" OSV's last error: {error}." if error else "")
+               + (" More: call again with this cursor." if more else ""))
+    return {
+        "summary": summary, "exposures": shown, "not_checked": report["not_checked"],
+        "osv": report["osv"], "kev": report["kev"], "next_cursor": more,
+    }
+
+
+def findings(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
+             page_size: int | None = None) -> dict[str, Any]:
+    """GET /api/v1/findings: open GitOps discipline findings (muted ones left out), paged."""
+    start, size = _offset(cursor), _page_size(page_size)
+    answer = api_pages.findings(caller, {**filters, "offset": start, "limit": size})
+    shown = [{
+        "rule": f["rule"], "title": f["title"], "message": f["message"], "fix": f["fix"],
+        "principle": f["principle"], "app": f"{f['cluster']}/{f['namespace']}/{f['name']}", "kind": f["kind"],
+        "tool": f["tool"], "environment": f["environment"], "group": f["group"], "at": f["at"],
+        "api_url": f["app_url"],
+    } for f in answer["results"]]
+    more = str(start + len(shown)) if shown and start + len(shown) < answer["count"] else None
+    by_rule = ", ".join(f"{n} {rule}" for rule, n in sorted(answer["counts"].items()))
+    summary = (f"{answer['count']} open findings" + (f" ({by_rule})" if by_rule else "") + "."
+               + (" More: call again with this cursor." if more else ""))
+    return {"summary": summary, "counts": answer["counts"], "findings": shown, "next_cursor": more}
+
+
+__all__ = ["Caller", "ReadError", "findings", "gitops", "preview_pull_request", "pull_requests", "security",
+           "service", "why_not_deployed"]
 
 
 def _since(app: dict[str, Any], which: str) -> str:

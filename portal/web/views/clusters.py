@@ -17,7 +17,7 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from gitops.clusterpoll import PollState
 from gitops.derive.topology import suggest_environment
@@ -39,6 +39,7 @@ class ClusterRow:
     poll_state: PollState | None = None
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def cluster_list(request: HttpRequest) -> HttpResponse:
     environments = list(Environment.objects.all())

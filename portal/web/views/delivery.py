@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from gitops.models import GitOpsApp, Workload
 from portal.delivery import leadtimes, promotions
@@ -278,6 +279,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     }
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def delivery(request: HttpRequest) -> HttpResponse:
     body = shared_body(request, "delivery", "web/_delivery_body.html",

@@ -13,7 +13,7 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from gitops.models import Finding, FindingMute, GitOpsApp
 from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES, FindingRule
@@ -70,6 +70,7 @@ def counts(rows: list[Finding]) -> dict[str, list[tuple[str, int]]]:
     }
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def findings(request: HttpRequest) -> HttpResponse:
     rule = request.GET.get("rule", "")

@@ -14,6 +14,7 @@ from django.db.models import Count, Q, QuerySet, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
@@ -94,6 +95,7 @@ def pull_requests_for(apps: list[GitOpsApp], now: datetime) -> dict[int, list[Pu
     return found
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def gitops_list(request: HttpRequest) -> HttpResponse:
     # The filters and the table are the same for every viewer of this query (sharedpages): an htmx

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.views.decorators.http import require_safe
 
 from gitops.models import RunningVersion
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
@@ -29,6 +30,7 @@ from portal.web.hotpath import folded_html, render_matrix
 from portal.web.sharedpages import shared_body
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def matrix(request: HttpRequest) -> HttpResponse:
     can_open = has_role(request.user, Role.MEMBER)
@@ -46,6 +48,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
     return render(request, "web/matrix.html", {"body": body})
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def matrix_cell(request: HttpRequest) -> HttpResponse:
     """The lines a folded cell keeps behind its disclosure (`Cell.fold`), for htmx to put in

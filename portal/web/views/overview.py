@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from portal.findings.mutes import open_findings
 from portal.kernel.accounts.roles import Role, requires_role
@@ -13,6 +14,7 @@ from portal.web.sharedpages import shared_body
 from portal.web.tiles import service_tiles
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def overview(request: HttpRequest) -> HttpResponse:
     body = shared_body(request, "overview", "web/_overview_body.html", _body_context,

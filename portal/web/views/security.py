@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from portal.delivery.exposures import FILTER_SEVERITIES, security_report
 from portal.kernel.accounts.roles import Role, has_role, requires_role
@@ -27,6 +28,7 @@ def filters(params) -> dict[str, str]:  # type: ignore[no-untyped-def]
     }
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def security(request: HttpRequest) -> HttpResponse:
     chosen = filters(request.GET)

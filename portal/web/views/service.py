@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
@@ -253,11 +254,13 @@ def _render(request: HttpRequest, name: str, template: str, *, form: PolicyForm 
     return render(request, template, context, status=status)
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def service_page(request: HttpRequest, name: str) -> HttpResponse:
     return _render(request, name, "web/service.html")
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def service_panels(request: HttpRequest, name: str) -> HttpResponse:
     """The panels alone, for the page's 30-second htmx refresh."""

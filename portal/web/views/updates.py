@@ -21,6 +21,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
 from portal.delivery.chart_upgrades import ChartBehind, charts_behind
@@ -86,6 +87,7 @@ def _filters(request: HttpRequest) -> tuple[dict[str, str], Service | None, str 
     return params, service, environment or None
 
 
+@require_safe
 @requires_role(Role.VIEWER)
 def updates(request: HttpRequest) -> HttpResponse:
     now = timezone.now()

@@ -163,8 +163,9 @@ def follow(client, url: str):
 
 @pytest.mark.parametrize("alert", list(KINDS))
 def test_each_alert_carries_its_action_links_on_every_channel_and_they_open_the_right_page(
-    alert, catalog, github, receiver, client, users
+    alert, catalog, github, receiver, client, users, eager_celery
 ):
+    # eager_celery: a preview the link opens is read by its forge-queue task at once (preview_jobs).
     event, expected = KINDS[alert](catalog, github)
     assert [link.label for link in event.links][: len(expected)] == list(expected)
     channels = {
@@ -236,7 +237,7 @@ def test_send_test_sends_each_sample_as_the_real_alert_looks_on_ntfy(name, recei
     assert request.body.decode().strip()
 
 
-def test_the_send_test_button_sends_the_chosen_alert(receiver, admin_client, catalog, github):
+def test_the_send_test_button_sends_the_chosen_alert(receiver, admin_client, catalog, github, eager_celery):
     _degraded(catalog, github)
     app = GitOpsApp.objects.get(name="checkout-prod")
     channel = Channel.objects.create(name="ops", kind=Channel.Kind.SLACK, url=receiver.url("/slack"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from gitops import kinds
 from gitops.collectors.custom_health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, wanted_kinds
 from gitops.models import HealthRule
+from gitops.rawobjects import as_dict, as_str
 from gitops.sources import ClusterSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
@@ -107,7 +108,9 @@ def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
     namespaces = sorted(set(ArgoCDInstance.objects.filter(cluster=cluster).values_list("namespace", flat=True)))
     if namespaces:
         return namespaces
-    return sorted({str((app.get("metadata") or {}).get("namespace") or "") for app in listing.objects["Application"]
+    # Read before the collectors' guards: an object whose metadata is not a mapping counts for
+    # nothing here, and the collectors name it in a warning.
+    return sorted({as_str(as_dict(app.get("metadata")).get("namespace")) for app in listing.objects["Application"]
                    if isinstance(app, dict)} - {""})[:5]
 
 
@@ -133,7 +136,8 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
             errors.append(message)
             continue
         for item in result.items:
-            if (item.get("metadata") or {}).get("name") == ARGOCD_CM and isinstance(item.get("data"), dict):
+            if (isinstance(item, dict) and as_dict(item.get("metadata")).get("name") == ARGOCD_CM
+                    and isinstance(item.get("data"), dict)):
                 cm_data = item["data"]
                 break
         if cm_data is not None:

@@ -46,6 +46,7 @@ from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
 from gitops.pollease import Lease
 from gitops.pollplan import PARTIAL, UNCHANGED, Plan, plan
+from gitops.rawobjects import as_dict, as_str
 from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
@@ -325,6 +326,13 @@ def collect_changed(cluster: Cluster, listing: Listing, changed: dict[str, set[s
     return state, snapshot
 
 
+def _namespace_name(obj: dict) -> tuple[str, str]:
+    """An object's namespace and name, read before the collectors' guards: "" for both when its
+    metadata is not a mapping (the collectors name such an object in a warning)."""
+    metadata = as_dict(obj.get("metadata"))
+    return as_str(metadata.get("namespace")), as_str(metadata.get("name"))
+
+
 def _claimed_rows(cluster: Cluster, listing: Listing, state: ClusterState, rows: list[AppRow]) -> list[WorkloadRow]:
     """Rows of the workloads stored as deployed by these apps, each marked as theirs."""
     keys = {state.apps[app_key(*row.key)].id: row.key for row in rows}
@@ -334,8 +342,7 @@ def _claimed_rows(cluster: Cluster, listing: Listing, state: ClusterState, rows:
     wanted = {kind for kind, _, _, _ in claimed}
     # Every workload of a claimed kind and what a Rollout's workloadRef may name, by (kind, namespace, name).
     referenced = {
-        (kind, str((obj.get("metadata") or {}).get("namespace") or ""), str((obj.get("metadata") or {}).get("name")
-                                                                            or "")): obj
+        (kind, *_namespace_name(obj)): obj
         for kind in WORKLOAD_KINDS if kind in wanted or ("Rollout" in wanted and kind != "Rollout")
         for obj in listing.objects.get(kind, []) if isinstance(obj, dict)
     }

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from gitops.kinds import KindSpec, selector_matches, split_api_version
-from gitops.rawobjects import dig
+from gitops.rawobjects import as_dict, dig
 from gitops.sources.base import NOT_FOUND, UNREACHABLE, ListResult, Obj, SourceError, fill_type, only_kept_data
 from gitops.sources.decoding import holds_cut, load_json, load_yaml, too_deep_warning
 
@@ -47,7 +47,7 @@ class ManifestSource:
             if not kind.matches(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))):
                 continue
             any_of_kind = True
-            if namespace is not None and (obj.get("metadata") or {}).get("namespace") != namespace:
+            if namespace is not None and as_dict(obj.get("metadata")).get("namespace") != namespace:
                 continue
             if kind.label_selector and not selector_matches(kind.label_selector, _labels(obj)):
                 continue

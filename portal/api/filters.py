@@ -26,6 +26,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, VersionChange
+from portal.api import app_address
 from portal.delivery.models import PullRequest
 
 # Pull requests not opened yet sort as the oldest possible instant, so every key has a value to page by.
@@ -44,7 +45,7 @@ def base_queryset() -> QuerySet[GitOpsApp]:
         # The whole object is not read: the few facts the API shows from it are picked out
         # by the database (RAW_FACTS), so a page costs the same queries and no big documents.
         .defer("raw", "health_rules")
-        .annotate(**RAW_FACTS)
+        .annotate(**RAW_FACTS, **app_address.twin_facts())
         .with_sort_keys()
     )
 

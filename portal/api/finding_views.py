@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, QuerySet
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gitops.models import Finding
+from portal.api import app_address
 from portal.api.base_views import PortalAPIView, errors
 from portal.findings.discipline import GROUPED, RULES, TOOL_NAMES
 from portal.findings.mutes import open_findings
@@ -69,8 +69,8 @@ class FindingSerializer(serializers.Serializer):
 
     def get_app_url(self, finding: Finding) -> str:
         app = finding.app
-        return self.context["request"].build_absolute_uri(reverse(
-            "api-gitops-detail", kwargs={"cluster": app.cluster.name, "namespace": app.namespace, "name": app.name}))
+        # The app's own address (portal.api.app_address), from the twin facts the view annotated.
+        return self.context["request"].build_absolute_uri(app_address.path(app, app_address.qualifiers(app, finding)))
 
 
 class FindingListSerializer(serializers.Serializer):
@@ -111,9 +111,10 @@ def answer(params: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     found = _filtered(params)
     counts = dict(found.order_by().values_list("rule").annotate(n=Count("id")).values_list("rule", "n"))
     start = params.get("offset", 0)
-    rows = (found.select_related("app", "app__cluster", "app__cluster__environment")
+    rows = (found.select_related("app", "app__cluster", "app__cluster__environment", "app__read_from")
             .only("rule", "message", "at", "app__tool", "app__kind", "app__namespace", "app__name",
-                  "app__cluster__name", "app__cluster__environment__name")
+                  "app__cluster__name", "app__cluster__environment__name", "app__read_from__name")
+            .annotate(**app_address.twin_facts("app__"))
             .order_by("rule", "app__cluster__name", "app__name", "id")[start:start + params.get("limit", 200)])
     data = FindingSerializer(rows, many=True, context=context).data
     return {"count": sum(counts.values()), "counts": counts, "results": data}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -14,9 +15,9 @@ from rest_framework.response import Response
 
 from gitops.appfilter import SLUG, GitOpsAppFilter
 from gitops.models import APP_SORTS, PROBLEMS_FIRST, GitOpsApp, StateChange
-from portal.api import filters
+from portal.api import app_address, filters
 from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
-from portal.api.errors import conflict, not_found
+from portal.api.errors import ApiError, conflict, not_found
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers.api_fields import DNS_NAME
 from portal.api.serializers.app_detail_serializers import AppDetailSerializer, GitOpsDetailQuerySerializer
@@ -84,6 +85,24 @@ class GitOpsListView(PortalAPIView):
         return Response(kept("api:gitops", (request.build_absolute_uri(),), answer, bucket_seconds=10))
 
 
+def ambiguous(request: Request, found: list[GitOpsApp], candidates: list[GitOpsApp], where: str) -> ApiError:
+    """The 409 for a path that names several apps: each candidate with every address (absolute)
+    that resolves it, so a caller can follow one instead of guessing a parameter."""
+    listed = [{
+        "kind": app.kind, "read_from": app.read_from.name,
+        "instance": app.argocd_instance.name if app.argocd_instance is not None else None,
+        "addresses": [request.build_absolute_uri(app_address.path(app, query))
+                      for query in app_address.addresses(app, candidates)],
+    } for app in found]
+    kinds = sorted({app.kind for app in found})
+    return conflict(
+        "ambiguous_name", f"Several applications are at {where} ({len(found)}: "
+        + ", ".join(f"{c['kind']} read from {c['read_from']}" for c in listed)
+        + "): add ?kind=, ?read_from= or ?instance= to choose one; details.candidates lists each one's addresses.",
+        {"kinds": kinds, "candidates": listed},
+    )
+
+
 class GitOpsDetailView(PortalAPIView):
     serializer_class = AppDetailSerializer
     query_serializer_class = GitOpsDetailQuerySerializer
@@ -91,8 +110,10 @@ class GitOpsDetailView(PortalAPIView):
     @extend_schema(
         operation_id="gitops_retrieve",
         summary="One GitOps application, with its workloads and recent state changes",
-        description="The list's fields plus workloads and the most recent state changes (newest first). A Flux "
-        "Kustomization and HelmRelease may share a name: then pass `kind`, or the answer is 409.",
+        description="The list's fields plus workloads and the most recent state changes (newest first). Several "
+        "apps may share the path (a Flux Kustomization and HelmRelease, or Applications of two Argo CD instances "
+        "deploying to one cluster): then pass `kind`, `read_from` or `instance` as the app's `api_url` does, or "
+        "the answer is 409 listing every candidate's addresses.",
         parameters=[
             GitOpsDetailQuerySerializer,
             OpenApiParameter("cluster", str, OpenApiParameter.PATH, pattern=SLUG, description="cluster name"),
@@ -104,18 +125,17 @@ class GitOpsDetailView(PortalAPIView):
     )
     def get(self, request: Request, cluster: str, namespace: str, name: str) -> Response:
         params = self.query(request)
-        named = apps().prefetch_related("workloads").filter(cluster__name=cluster, namespace=namespace, name=name)
-        if params.get("kind"):
-            named = named.filter(kind=params["kind"])
-        found = list(named.order_by("kind")[:3])
+        # Every app at the path (a few at most: kinds and Argo CD instances sharing a name), then
+        # those the qualifiers choose (portal.api.app_address).
+        candidates = list(apps().prefetch_related("workloads").filter(cluster__name=cluster, namespace=namespace,
+                                                                      name=name).order_by("kind", "read_from__name"))
+        chosen = {key: params[key] for key in app_address.QUALIFIERS if params.get(key)}
+        found = app_address.matching(candidates, chosen)
         if not found:
-            raise not_found(f"No GitOps application {name} in namespace {namespace} on cluster {cluster}.")
+            raise not_found(f"No GitOps application {name} in namespace {namespace} on cluster {cluster}"
+                            + (f" with {urlencode(chosen)}." if chosen else "."))
         if len(found) > 1:
-            kinds = [app.kind for app in found]
-            raise conflict(
-                "ambiguous_name", f"Several applications are named {namespace}/{name} on {cluster} "
-                f"({', '.join(kinds)}): add ?kind= to choose one.", {"kinds": kinds},
-            )
+            raise ambiguous(request, found, candidates, f"{namespace}/{name} on {cluster}")
         app = found[0]
         changes = StateChange.objects.filter(app=app).order_by("-at", "-id")[:RECENT_STATE_CHANGES]
         context = {

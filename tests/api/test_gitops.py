@@ -100,7 +100,7 @@ def test_every_field_of_an_argo_application(api, catalog):
     assert item["cluster_stale_since"] is None
     assert item["cluster_poll_interrupted_at"] is None
     assert item["portal_url"] == "http://testserver/services/checkout"
-    assert item["api_url"] == "http://testserver/api/v1/gitops/prod-eu-1/argocd/checkout-prod?kind=Application"
+    assert item["api_url"] == "http://testserver/api/v1/gitops/prod-eu-1/argocd/checkout-prod"  # no twin: no qualifier
 
 
 def test_flux_revision_helm_chart_and_unparseable_repo_give_the_right_commit_links(api, catalog):

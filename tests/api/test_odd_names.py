@@ -53,7 +53,7 @@ def test_the_api_lists_odd_apps_without_a_detail_link_and_keeps_the_others(api, 
         assert items[key]["api_url"] is None, key
         assert items[key]["portal_url"].startswith("http://testserver/services/"), key
     good = items[("argocd", "checkout-prod")]
-    assert good["api_url"] == "http://testserver/api/v1/gitops/prod-us-1/argocd/checkout-prod?kind=Application"
+    assert good["api_url"] == "http://testserver/api/v1/gitops/prod-us-1/argocd/checkout-prod"  # no twin: no qualifier
     detail = api(good["api_url"])
     assert detail.status_code == 200 and detail.json()["name"] == "checkout-prod"
 

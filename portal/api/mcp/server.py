@@ -150,8 +150,9 @@ def build_server() -> MCPServer:
         service: Annotated[str | None, Field(description="catalog service name, e.g. payments", max_length=100,
                                              pattern=r"^[-a-zA-Z0-9_]+$")] = None,
         environment: Annotated[Name | None, Field(description="environment name, e.g. prod")] = None,
-        app: Annotated[str | None, Field(description="one app as cluster/namespace/name, e.g. "
-                                                     "prod-eu-1/argocd/payments-prod", max_length=600)] = None,
+        app: Annotated[str | None, Field(description="one app as the gitops tool names it: cluster/namespace/name, "
+                                                     "e.g. prod-eu-1/argocd/payments-prod, with ?read_from=/?kind= "
+                                                     "where apps share the path", max_length=600)] = None,
     ) -> dict[str, Any]:
         return await _run(tools.why_not_deployed, service, environment, app)
 

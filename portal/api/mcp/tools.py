@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from portal.api.mcp import api_pages
 from portal.api.mcp.api_pages import Caller, ReadError
@@ -49,7 +50,7 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
     differs = bool(pinned) and any(sorted(v) != sorted(running.get(s, [])) for s, v in (pinned or {}).items())
     window = item.get("sync_window")
     return {
-        "app": f"{item['cluster']}/{item['namespace']}/{item['name']}",
+        "app": app_identity(item),
         "kind": item["kind"], "tool": item["tool"], "environment": item["environment"],
         "project": item["project"] or None,
         "sync": item["sync_status"], "sync_since": item["sync_since"], "sync_since_exact": item["sync_since_exact"],
@@ -70,6 +71,14 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
         "health_disagreement": item.get("health_disagreement") or None,
         "api_url": item.get("api_url"),
     }
+
+
+def app_identity(item: dict[str, Any]) -> str:
+    """cluster/namespace/name, with the API address's qualifiers (`?read_from=hub`, `?kind=`)
+    where a twin shares the path (portal.api.app_address): the app's one identity, which
+    why_not_deployed takes back."""
+    query = urlsplit(item.get("api_url") or "").query
+    return f"{item['cluster']}/{item['namespace']}/{item['name']}" + (f"?{query}" if query else "")
 
 
 def gitops(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
@@ -190,11 +199,14 @@ def reasons_for(app: dict[str, Any], merged: list[dict[str, Any]]) -> list[dict[
 def why_not_deployed(caller: Caller, service: str | None = None, environment: str | None = None,
                      app: str | None = None) -> dict[str, Any]:
     if app:
-        parts = app.split("/")
+        base, _, qualified = app.partition("?")
+        parts = base.split("/")
         if len(parts) != 3:
-            raise ValueError("app is cluster/namespace/name, e.g. prod-eu-1/argocd/payments-prod")
+            raise ValueError("app is cluster/namespace/name, e.g. prod-eu-1/argocd/payments-prod, with the "
+                             "`?read_from=`/`?kind=` the gitops tool shows where apps share it")
         listed = gitops(caller, {"cluster": parts[0], "q": parts[2]}, page_size=MAX_PAGE)["apps"]
-        apps = [a for a in listed if a["app"] == app]
+        # A bare path answers for every app at it, each under its own identity.
+        apps = [a for a in listed if a["app"] == app or (not qualified and a["app"].partition("?")[0] == base)]
         if not apps:
             raise ValueError(f"no GitOps app {app}")
     elif service:

@@ -8,6 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from gitops.appfilter import SLUG
 from gitops.models import GitOpsApp, StateChange, Workload
 from portal.api.serializers.api_fields import OffsetDateTimeField
 from portal.api.serializers.app_serializers import AppSerializer, ReadyConditionSerializer
@@ -78,5 +79,16 @@ class AppDetailSerializer(AppSerializer):
 class GitOpsDetailQuerySerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=["Application", "Kustomization", "HelmRelease"], required=False,
-        help_text="needed only when a Flux Kustomization and HelmRelease share the name",
+        help_text="needed only when apps of several kinds share the path (a Flux Kustomization and HelmRelease)",
+    )
+    # Issue 41: Applications of one namespace/name in two Argo CD instances deploying to one cluster.
+    read_from = serializers.RegexField(
+        SLUG, max_length=100, required=False,
+        help_text="the cluster whose poll reported the app (the list's `read_from`): needed only when apps of "
+        "one kind share the path, e.g. two Argo CD instances deploying to one cluster",
+    )
+    instance = serializers.RegexField(
+        SLUG, max_length=63, required=False,
+        help_text="the Argo CD instance that manages the app (the list's `argocd_instance`): an alternative "
+        "to read_from where the instance is registered",
     )

@@ -7,9 +7,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -17,6 +15,7 @@ from forges.weblinks import commit_url
 from gitops.appfilter import HEALTH_STATUSES, SLUG, SYNC_STATUSES
 from gitops.clusterpoll import INTERRUPTED
 from gitops.models import ATTENTION_HEALTH, GitOpsApp, sync_held
+from portal.api import app_address
 from portal.api.serializers.api_fields import DNS_NAME, OffsetDateTimeField, inline_enum
 from portal.delivery.rollbacks import CHART_KEY, preview_url
 from portal.kernel.links import app_page_path
@@ -400,9 +399,8 @@ class AppSerializer(serializers.Serializer):
         if not (re.fullmatch(SLUG, app.cluster.name) and re.fullmatch(DNS_NAME, app.namespace)
                 and re.fullmatch(DNS_NAME, app.name)):
             return None
-        path = reverse("api-gitops-detail", kwargs={"cluster": app.cluster.name, "namespace": app.namespace,
-                                                    "name": app.name})
-        return self.context["request"].build_absolute_uri(path + "?" + _query({"kind": app.kind}))
+        # Its own address: qualified only where a twin shares the path (portal.api.app_address).
+        return self.context["request"].build_absolute_uri(app_address.path(app))
 
 
     @extend_schema_field(DestinationSerializer)
@@ -484,6 +482,3 @@ def _as_int(value: Any) -> int | None:
     except ValueError:
         return None
 
-
-def _query(params: dict[str, str]) -> str:
-    return urlencode(params)

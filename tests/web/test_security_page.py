@@ -162,7 +162,9 @@ def gitops(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_the_security_page_in_a_browser(live_server, page, catalog, feeds: FeedFake, gitops) -> None:
+def test_the_security_page_in_a_browser(live_server, page, catalog, feeds: FeedFake, gitops,
+                                        eager_celery) -> None:
+    # eager_celery: the preview "Open PR" leads to is read by its forge-queue task at once (preview_jobs).
     from django.contrib.auth import get_user_model
 
     from portal.kernel.accounts.roles import Role, grant

@@ -85,6 +85,11 @@ class _LimitExceeded(BaseException):
 
 
 class _Budget:
+    """One rule's allowance, shared by its expressions (inProgress, failed, current) and the
+    object's conversion: the rule's time limit is the rule's, not each expression's. The clock is
+    read every 64 node visits: a visit can be slow (a string or list built anew), and reading it
+    costs far less than one."""
+
     def __init__(self, limits: CelLimits) -> None:
         self.steps_left = limits.max_steps
         self.deadline = time.monotonic() + limits.timeout_seconds
@@ -94,7 +99,11 @@ class _Budget:
         self.steps_left -= 1
         if self.steps_left < 0:
             raise _LimitExceeded(f"evaluation step limit exceeded ({self.max_steps})")
-        if self.steps_left % 1024 == 0 and time.monotonic() > self.deadline:
+        if self.steps_left % 64 == 0:
+            self.check_clock()
+
+    def check_clock(self) -> None:
+        if time.monotonic() > self.deadline:
             raise _LimitExceeded("time limit exceeded")
 
 
@@ -134,7 +143,8 @@ class CelRuleError(ValueError):
     """An expression that cannot be used: too long, not CEL, erroring, or not a boolean."""
 
 
-def _evaluate_boolean(name: str, expression: str, variables: dict[str, Any], limits: CelLimits) -> bool:
+def _evaluate_boolean(name: str, expression: str, variables: dict[str, Any], limits: CelLimits,
+                      budget: _Budget) -> bool:
     if len(expression) > limits.max_expression_chars:
         raise CelRuleError(f"expression {name} is longer than {limits.max_expression_chars} characters")
     try:
@@ -144,8 +154,9 @@ def _evaluate_boolean(name: str, expression: str, variables: dict[str, Any], lim
         where = f" at column {column}" if isinstance(column, int) and column > 0 else ""
         detail = "nested too deeply" if isinstance(exc, RecursionError) else f"syntax error{where}"
         raise CelRuleError(f"failed to parse the expression {name}: {detail}") from None
-    evaluator = _BoundedEvaluator(ast, runner.new_activation(), _Budget(limits))
+    evaluator = _BoundedEvaluator(ast, runner.new_activation(), budget)
     try:
+        budget.check_clock()  # what the expressions before this one spent counts
         value = evaluator.evaluate(variables)
     except _LimitExceeded as exc:
         raise CelRuleError(f"expression {name}: {exc}") from None
@@ -175,6 +186,7 @@ def evaluate_cel(rule: HealthCheckExprs, obj: Mapping[str, Any], *, limits: CelL
     """kstatus's word for ``obj`` under ``rule``, in Flux's order; "rule failed: …" on any error."""
     if not rule.current:
         return rule_failed("expression current not specified")
+    budget = _Budget(limits)
     try:
         document = plain_json(obj)
     except NotPlainJSON as exc:
@@ -196,7 +208,7 @@ def evaluate_cel(rule: HealthCheckExprs, obj: Mapping[str, Any], *, limits: CelL
         if not expression:
             continue
         try:
-            if _evaluate_boolean(name, expression, variables, limits):
+            if _evaluate_boolean(name, expression, variables, limits, budget):
                 return RuleOutcome(status, "", False)
         except CelRuleError as exc:
             return rule_failed(str(exc))

@@ -97,3 +97,21 @@ def test_from_spec_reads_the_kustomization_fields() -> None:
         "b",
         "c",
     )
+
+
+def test_the_time_limit_is_the_rules_not_each_expressions() -> None:
+    """inProgress, failed and current share one allowance: three expressions that each take
+    about 60 % of the limit stop the rule at the limit, not at 180 % of it (Flux's timeout covers
+    the health check, not each of its expressions)."""
+    slow = _nested(4) + " && false"  # 10,000 evaluations, then false: the next expression runs
+    started = time.monotonic()
+    alone = evaluate_cel(exprs(slow), OBJ, limits=CelLimits(max_steps=10**9, timeout_seconds=600))
+    one = time.monotonic() - started
+    assert not alone.failed
+    limit = one / 0.6
+    started = time.monotonic()
+    outcome = evaluate_cel(exprs(slow, failed=slow, in_progress=slow), OBJ,
+                           limits=CelLimits(max_steps=10**9, timeout_seconds=limit))
+    elapsed = time.monotonic() - started
+    assert outcome.failed and outcome.message.endswith("time limit exceeded"), outcome.message
+    assert elapsed < limit + 0.25 * one + 0.2, (elapsed, limit)

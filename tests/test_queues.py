@@ -21,7 +21,7 @@ from django.conf import settings
 from portal.celery import app
 from portal.embedded import worker_commands
 from tests.dburl import database_url
-from tests.fixtures.celery_state import MemoryBroker
+from tests.fixtures.celery_state import MemoryBroker, production_broker_url
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUES = {"poll", "forge", "registry", "notify"}
@@ -164,11 +164,7 @@ def _stop(process: subprocess.Popen) -> None:
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_a_forge_backlog_of_ten_thousand_tasks_does_not_delay_a_poll(tmp_path: Path):
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        pytest.skip("REDIS_URL not set: the real workers need the production broker")
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-        pytest.skip("the worker processes share the test database: PostgreSQL (DATABASE_URL) only")
+    url = production_broker_url()
     import redis
 
     from gitops.tasks import poll_cluster

@@ -30,6 +30,7 @@ from tests.dburl import database_url
 from tests.fakes.forges.base import Hold
 from tests.fakes.forges.github import secondary_rate_limit
 from tests.fakes.forges.harness import BRANCH, PR_CREATE, Harness, serving
+from tests.fixtures.celery_state import production_broker_url
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE, RECONCILE = 3, 2
@@ -40,11 +41,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def broker() -> Iterator[object]:
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        pytest.skip("REDIS_URL not set: the real workers need the production broker")
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-        pytest.skip("the worker processes share the test database: PostgreSQL (DATABASE_URL) only")
+    url = production_broker_url()
     import redis
 
     client = redis.Redis.from_url(url)

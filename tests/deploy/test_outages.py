@@ -46,6 +46,7 @@ def _through(url: str, proxy: CuttableProxy) -> str:
 def portal_behind_proxies(tmp_path) -> Iterator[tuple[str, CuttableProxy, CuttableProxy]]:
     database = database_url()
     if database.startswith("sqlite"):
+        # conftest refuses a CI run (PORTAL_REQUIRE_SERVICES=1) on SQLite before any test starts.
         pytest.skip("an outage needs a database server to cut: runs on PostgreSQL (CI's `bash .ci/run`)")
     redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     db_parts, redis_parts = urlsplit(database), urlsplit(redis_url)

@@ -30,6 +30,7 @@ from gitops.tasks import poll_all
 from portal.kernel.catalog.models import Cluster, Environment
 from tests.dburl import database_url
 from tests.fakes.kube_emulator import Fault, KubeEmulator
+from tests.fixtures.celery_state import production_broker_url
 from tests.gitops.test_poll import TOKEN_ENV, demo_objects
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,11 +117,7 @@ def served_cluster(kube_emulator: KubeEmulator, monkeypatch) -> Cluster:
 def test_a_poll_worker_killed_mid_poll_is_polled_again_within_an_interval_and_never_fresh_meanwhile(
     served_cluster: Cluster, kube_emulator: KubeEmulator, client, users, tmp_path: Path, settings
 ):
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        pytest.skip("REDIS_URL not set: the real workers need the production broker")
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-        pytest.skip("the worker processes share the test database: PostgreSQL (DATABASE_URL) only")
+    url = production_broker_url()
     import redis
 
     settings.PORTAL_POLL_INTERVAL = INTERVAL  # poll_all's claims and message expiry follow it

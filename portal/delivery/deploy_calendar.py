@@ -28,6 +28,9 @@ SUSPENDED = "suspended"
 MANUAL = "manual"
 # The lanes that hold a deploy: what a calendar app shows as busy.
 BUSY = (DENY, INVALID, FREEZE)
+KIND_WORDS = {DENY: "deny window", ALLOW: "allow window", OUTSIDE_ALLOW: "outside allow windows",
+              INVALID: "invalid sync window", FREEZE: "change freeze", SUSPENDED: "suspended",
+              MANUAL: "manual sync only"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,14 @@ class Lane:
     window: dict = field(default_factory=dict)  # the spec.syncWindows entry, as the cluster holds it
     window_index: int | None = None
     note: str = ""  # why the lane has no bands, or what its bands leave out
+    freeze_id: int | None = None
+
+    @property
+    def key(self) -> str:
+        """What the lane is, the same from one day to the next: for a feed's event identities."""
+        if self.freeze_id is not None:
+            return f"freeze/{self.freeze_id}"
+        return "/".join([self.kind, self.project_cluster, self.project, str(self.window_index or 0)])
 
     @property
     def services(self) -> list[str]:
@@ -65,6 +76,10 @@ class Lane:
     @property
     def open_ended(self) -> bool:
         return self.kind in (SUSPENDED, MANUAL)
+
+    @property
+    def kind_words(self) -> str:
+        return KIND_WORDS[self.kind]
 
     @property
     def busy(self) -> bool:
@@ -89,7 +104,7 @@ def environment_calendar(holds: DeployHolds, environment: str, start: datetime, 
     for freeze in holds.freezes_of(environment):
         if freeze.starts_at < end and freeze.ends_at > start and apps:
             lanes.append(Lane(FREEZE, freeze.reason, [Band(max(freeze.starts_at, start), min(freeze.ends_at, end))],
-                              apps, note="upgrades and promotions wait; rollbacks do not"))
+                              apps, note="upgrades and promotions wait; rollbacks do not", freeze_id=freeze.pk))
     suspended = [app for app in apps if app.suspended]
     if suspended:
         lanes.append(Lane(SUSPENDED, "suspended (spec.suspend: true)", [Band(start, end)], suspended,

@@ -173,3 +173,19 @@ def test_the_service_page_says_when_it_can_next_deploy(viewer_client, fleet):
     assert f'{reverse("calendar")}?environment=prod&amp;service=payments' in html
     html = viewer_client.get(reverse("service", args=["checkout"])).content.decode()
     assert '<p class="next-deploy" data-environment="staging">' in html
+
+
+def test_the_calendar_reads_a_fixed_number_of_queries(viewer_client, fleet):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer_client.get(reverse("calendar"), {"environment": "prod"}).status_code == 200
+        return len(captured)
+
+    before = queries()
+    for n in range(6):
+        seed_app(fleet.prod_eu, f"checkout-canary-{n}", service=fleet.checkout, project="shop",
+                 destination_namespace="shop")
+    assert queries() == before

@@ -189,3 +189,13 @@ def test_the_calendar_reads_a_fixed_number_of_queries(viewer_client, fleet):
         seed_app(fleet.prod_eu, f"checkout-canary-{n}", service=fleet.checkout, project="shop",
                  destination_namespace="shop")
     assert queries() == before
+
+
+def test_a_window_description_cannot_add_events_to_a_feed(viewer_client, client, fleet):
+    hostile = {**NOON_DENY, "description": "noon\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nSUMMARY:fake"}
+    AppProject.objects.filter(cluster=fleet.prod_eu).update(sync_windows=[hostile, BERLIN_ALLOW])
+    env_url, _ = _new_feed(viewer_client)
+    body = client.get(env_url).content
+    events = list(icalendar.Calendar.from_ical(body).walk("VEVENT"))
+    assert len(events) == 15 and not any(str(e["summary"]) == "fake" for e in events)
+    assert len(ics.Calendar(body.decode()).events) == 15

@@ -70,7 +70,8 @@ class NextDeploySerializer(serializers.Serializer):
     badges' sync-window verdicts, change freezes and Flux suspensions), and what holds it."""
 
     at = OffsetDateTimeField(allow_null=True, help_text="the first instant every GitOps app deploying the service "
-                             "there may sync with no change freeze in force; null when a hold has no end in sight")
+                             "there may sync with no change freeze in force; null when it can deploy now (`now`) "
+                             "or when a hold has no end in sight")
     now = serializers.BooleanField(help_text="nothing holds it at the time of the request")
     reason = serializers.CharField(help_text="what holds it until then, in words (\"nothing holds it\" if nothing)")
     holds = serializers.ListField(child=serializers.CharField(), help_text="each hold it waits for, in order")
@@ -81,7 +82,8 @@ class NextDeploySerializer(serializers.Serializer):
 def next_deploy_data(answer: NextDeploy | None) -> dict[str, Any] | None:
     if answer is None:
         return None
-    return NextDeploySerializer({"at": answer.at, "now": answer.now, "reason": answer.reason,
+    # "Now" is the request's own instant: said by `now`, not as a time that differs at each read.
+    return NextDeploySerializer({"at": None if answer.now else answer.at, "now": answer.now, "reason": answer.reason,
                                  "holds": answer.holds, "caveats": answer.caveats}).data
 
 

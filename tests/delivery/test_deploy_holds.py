@@ -119,3 +119,19 @@ def test_an_invalid_window_is_a_busy_lane_for_the_whole_stretch(fleet):
     [lane] = [lane for lane in calendar.lanes if lane.kind == "invalid"]
     assert lane.busy and lane.bands[0].start == MONDAY and lane.bands[0].end == MONDAY + timedelta(days=2)
     assert "cannot parse duration" in lane.note
+
+
+def test_an_app_without_automated_sync_is_judged_for_a_manual_sync_and_noted(fleet):
+    catalog, checkout, _ = fleet
+    manual_deny = {**LUNCH_DENY, "manualSync": True}
+    AppProject.objects.filter(name="shop").update(sync_windows=[manual_deny, OFFICE_ALLOW])
+    type(checkout).objects.filter(pk=checkout.pk).update(manual_sync=True)
+    # Inside the lunch deny, which lets manual syncs through: nothing holds a manual-only app.
+    answer = holds().next_deploy("checkout", "prod", MONDAY.replace(hour=11, minute=30))
+    assert answer.now
+    assert answer.caveats == ["checkout-prod has no automated sync: it deploys when someone syncs it"]
+    calendar = deploy_calendar.environment_calendar(holds(), "prod", MONDAY, days=1)
+    [manual] = [lane for lane in calendar.lanes if lane.kind == "manual"]
+    assert manual.open_ended and [app.name for app in manual.apps] == ["checkout-prod"]
+    deny = next(lane for lane in calendar.lanes if lane.kind == "deny")
+    assert deny.manual_sync_allowed and not deny.open_ended

@@ -22,28 +22,44 @@ in `pkg/apis/application/v1alpha1/types.go`, v3.5/v3.6 development line):
 Everything here is pure: plain dicts in, frozen dataclasses out, no clock, no database.
 One idea per module: `cron` (robfig/cron schedules), `durations` (Go durations), `globs`
 (gobwas/glob patterns), `windows` (one window compiled and matched to an app),
-`timeline` (when windows are active, their edges), `verdict` (`evaluate`, `next_edge`)
+`timeline` (when windows are active, their edges, `occurrences` for a calendar), `verdict`
+(`evaluate`, `next_edge`, and `verdict_spans`: the verdict over a stretch of time)
 and `explain` (every window's part, in words). The public contract is `evaluate`.
 """
 
 from gitops.syncwindows.durations import parse_go_duration
 from gitops.syncwindows.explain import Explanation, WindowExplanation, explain, format_explanation
 from gitops.syncwindows.globs import compile_glob, glob_match
-from gitops.syncwindows.timeline import DEFAULT_HORIZON
-from gitops.syncwindows.verdict import SyncWindowVerdict, evaluate, next_edge
-from gitops.syncwindows.windows import window_label
+from gitops.syncwindows.timeline import DEFAULT_HORIZON, TooDense, occurrences
+from gitops.syncwindows.verdict import (
+    SyncWindowVerdict,
+    VerdictSpan,
+    evaluate,
+    matching_windows,
+    next_edge,
+    verdict_spans,
+)
+from gitops.syncwindows.windows import Window, compile_window, match_app, window_label
 
 __all__ = [
     "DEFAULT_HORIZON",
     "Explanation",
     "SyncWindowVerdict",
+    "TooDense",
+    "VerdictSpan",
+    "Window",
     "WindowExplanation",
     "compile_glob",
+    "compile_window",
     "evaluate",
     "explain",
     "format_explanation",
     "glob_match",
+    "match_app",
+    "matching_windows",
     "next_edge",
+    "occurrences",
     "parse_go_duration",
+    "verdict_spans",
     "window_label",
 ]

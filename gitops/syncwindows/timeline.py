@@ -150,3 +150,12 @@ def search_spans(start_ns: int, horizon_ns: int) -> Iterable[int]:
         if days * _ONE_DAY_NS < horizon_ns:
             yield start_ns + days * _ONE_DAY_NS
     yield start_ns + horizon_ns
+
+
+def occurrences(w: Window, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+    """When one valid window is active between `start` and `end`: `active_runs` as datetimes.
+
+    Each pair is the open interval Argo CD counts as active (the edge instants themselves are
+    not); runs that touch are one. Raises TooDense for a window too busy to chart.
+    """
+    return [(to_datetime(begin), to_datetime(finish)) for begin, finish in active_runs(w, to_ns(start), to_ns(end))]

@@ -152,6 +152,51 @@ def _unblocked_at(matching: Sequence[Window], t_ns: int, manual: bool, horizon_n
     return None, None, True
 
 
+@dataclass(frozen=True)
+class VerdictSpan:
+    """A stretch of time over which the verdict does not change: `evaluate` at any instant
+    strictly inside (start, end) answers `can_sync`, `reason` and `blocking` as here."""
+
+    start: datetime
+    end: datetime
+    can_sync: bool
+    reason: str | None
+    blocking: list[dict]
+
+
+def verdict_spans(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any], start: datetime,
+                  end: datetime, manual: bool = False) -> list[VerdictSpan]:
+    """The verdict for this app from `start` to `end`, as consecutive spans, each a different answer.
+
+    The same rules as `evaluate` (`_decide` over the windows active just after each edge), so a
+    calendar drawn from these spans says what a badge would say at any instant in them. At an
+    edge instant itself Argo CD counts every window opening or closing there as inactive (both
+    ends are open), a nanosecond no one can use; the span that starts there speaks for it.
+    Raises TooDense when a window opens and closes too often to chart.
+    """
+    t0, t1 = to_ns(start), to_ns(end)
+    matching = matching_windows(windows, app)
+    invalid = [w for w in matching if w.error is not None]
+    if not matching or invalid:
+        return [VerdictSpan(start.astimezone(UTC), end.astimezone(UTC), can_sync=not invalid,
+                            reason="invalid" if invalid else None, blocking=[w.raw for w in invalid])]
+    bounds = [t0, *(edge for edge, _ in window_edges(matching, t0, t1)), t1]
+    spans: list[VerdictSpan] = []
+    keys: list[tuple[bool, str | None, tuple[int, ...]]] = []
+    for begin, finish in zip(bounds, bounds[1:], strict=False):
+        probe = begin + 1  # the verdict is constant strictly between two edges
+        active = [w for w in matching if is_active(w, probe)]
+        can_sync, reason, blocking = _decide(matching, active, manual)
+        key = (can_sync, reason, tuple(w.index for w in blocking))
+        if keys and keys[-1] == key:
+            spans[-1] = replace(spans[-1], end=to_datetime(finish))
+            continue
+        keys.append(key)
+        spans.append(VerdictSpan(to_datetime(begin), to_datetime(finish), can_sync=can_sync, reason=reason,
+                                 blocking=[w.raw for w in blocking]))
+    return spans
+
+
 def next_edge(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any], at: datetime, *,
               horizon: timedelta = DEFAULT_HORIZON) -> datetime | None:
     """The next instant after `at` at which a window applying to this app opens or closes.

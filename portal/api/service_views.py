@@ -28,8 +28,9 @@ from gitops.appfilter import SLUG
 from gitops.models import RunningVersion
 from portal.api.base_views import AtRequestTimeFilterBackend, PortalAPIView, errors, filter_parameters
 from portal.api.pagination import KeysetPagination, Ordering
-from portal.api.serializers.api_fields import VersionPolicyField
+from portal.api.serializers.api_fields import OffsetDateTimeField, VersionPolicyField
 from portal.delivery import promotions
+from portal.delivery.deploy_holds import DeployHolds, NextDeploy
 from portal.delivery.planner import UPGRADE
 from portal.delivery.upgrades import BehindLines
 from portal.kernel.catalog.models import Service
@@ -64,6 +65,28 @@ class ClusterVersionsSerializer(serializers.Serializer):
                                  "empty when it runs outside GitOps")
 
 
+class NextDeploySerializer(serializers.Serializer):
+    """When the service can next deploy to the environment (portal.delivery.deploy_holds: the
+    badges' sync-window verdicts, change freezes and Flux suspensions), and what holds it."""
+
+    at = OffsetDateTimeField(allow_null=True, help_text="the first instant every GitOps app deploying the service "
+                             "there may sync with no change freeze in force; null when it can deploy now (`now`) "
+                             "or when a hold has no end in sight")
+    now = serializers.BooleanField(help_text="nothing holds it at the time of the request")
+    reason = serializers.CharField(help_text="what holds it until then, in words (\"nothing holds it\" if nothing)")
+    holds = serializers.ListField(child=serializers.CharField(), help_text="each hold it waits for, in order")
+    caveats = serializers.ListField(child=serializers.CharField(),
+                                    help_text="apps without automated sync: they deploy when someone syncs them")
+
+
+def next_deploy_data(answer: NextDeploy | None) -> dict[str, Any] | None:
+    if answer is None:
+        return None
+    # "Now" is the request's own instant: said by `now`, not as a time that differs at each read.
+    return NextDeploySerializer({"at": None if answer.now else answer.at, "now": answer.now, "reason": answer.reason,
+                                 "holds": answer.holds, "caveats": answer.caveats}).data
+
+
 class EnvironmentVersionsSerializer(serializers.Serializer):
     environment = serializers.CharField()
     versions = serializers.ListField(child=serializers.CharField(), help_text="versions running in the "
@@ -72,6 +95,7 @@ class EnvironmentVersionsSerializer(serializers.Serializer):
     newest_acceptable = serializers.CharField(
         allow_null=True, help_text="the newest release the service's policy accepts, where the environment runs "
         "older; null when it runs it already (or none is known)")
+    next_deploy = NextDeploySerializer(allow_null=True, help_text="null when no GitOps app deploys it there")
 
 
 class OfferSerializer(serializers.Serializer):
@@ -178,13 +202,17 @@ def services_context(page: list[Service], absolute: Any) -> dict[str, Any]:
                 "pinned_at_target": False, "open_pull_request": None, "notes_url": None,
                 "preview_url": absolute(url),
             })
+    now = timezone.now()
+    holds = DeployHolds.load(now, services=list(names))
     environments: dict[int, list[dict[str, Any]]] = {}
+    service_names = {pk: name for name, pk in names.items()}
     for service_id, envs in by_env.items():
         environments[service_id] = [
             {"environment": name, "versions": sort_tags({v for c in e["clusters"].values() for v in c["versions"]}),
              "clusters": [{"cluster": c["cluster"], "versions": sort_tags(c["versions"]), "apps": sorted(c["apps"])}
                           for c in e["clusters"].values()],
-             "newest_acceptable": newest.get((service_id, name))}
+             "newest_acceptable": newest.get((service_id, name)),
+             "next_deploy": next_deploy_data(holds.next_deploy(service_names[service_id], name, now))}
             for name, e in sorted(envs.items(), key=lambda item: (item[1]["order"], item[0]))
         ]
     return {"tags": tags, "environments": environments, "offers": offers}

@@ -12,6 +12,8 @@ stored, logged and shown on pages, so every client passes it through `redact` fi
 - the userinfo of URLs (`https://user:pw@host` -> `https://***@host`), also URL-encoded and
   with an unescaped `@` in the password, as a failing `git` prints its command line or
   remote in stderr, and the `password=` lines of git's credential protocol;
+- the secret of a calendar feed's address (`gcal_…`, portal.kernel.accounts.calendarfeeds):
+  a calendar app can only send it in the path, which request log lines print;
 and every known secret: the values passed in, the forge tokens and the SMTP password from
 settings, each also as base64 (how `user:password` travels in Basic auth and
 `\\0user\\0password` in SMTP AUTH PLAIN) and URL-encoded.
@@ -48,6 +50,7 @@ _SASL = re.compile(
 _USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s"'<>]+@""")
 _ENCODED_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*%3A%2F%2F)(?:(?!%2F|%3F|%23)[^/?#\s"'<>&])+%40""")
 _CREDENTIAL_LINE = re.compile(r"(?im)^(\s*password=).+$")
+_FEED_SECRET = re.compile(r"\b(gcal_)[A-Za-z0-9_-]+")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -62,6 +65,7 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     text = _SASL.sub(lambda m: f"{m.group(1)} {MASK}", text)
     text = _ENCODED_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}%40", text)
     text = _CREDENTIAL_LINE.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _FEED_SECRET.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
 
 

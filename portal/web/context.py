@@ -13,6 +13,7 @@ NAVIGATION = [
     ("gitops", "GitOps"),
     ("updates", "Updates"),
     ("delivery", "Delivery"),
+    ("calendar", "Calendar"),
     ("findings", "Findings"),
     ("security", "Security"),
 ]

@@ -1,6 +1,8 @@
 from django.urls import path
 
 from portal.web.views import (
+    calendar,
+    calendar_feeds,
     clusters,
     delivery,
     discovery,
@@ -39,6 +41,12 @@ urlpatterns = [
     path("updates/freezes/end", updates.freeze_end, name="freeze-end"),
     path("delivery", delivery.delivery, name="delivery"),
     path("security", security.security, name="security"),
+    path("calendar", calendar.calendar, name="calendar"),
+    path("calendar/feeds", calendar_feeds.feeds, name="calendar-feeds"),
+    path("calendar/feeds/<str:secret>/environments/<slug:name>.ics", calendar_feeds.environment_feed,
+         name="calendar-feed-environment"),
+    path("calendar/feeds/<str:secret>/services/<slug:name>.ics", calendar_feeds.service_feed,
+         name="calendar-feed-service"),
     path("pr/preview", pr.pr_preview, name="pr-preview"),
     path("pr/preview/result", pr.pr_preview_result, name="pr-preview-result"),
     path("pr/open", pr.pr_open, name="pr-open"),

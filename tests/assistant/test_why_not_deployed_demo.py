@@ -113,3 +113,12 @@ def test_the_degraded_payments_staging_names_its_rollback_from_argo_cds_history(
                   if r["reason"] == "degraded"]
     assert "(after payments 2.4.0 -> 2.5.0 at 2026-11-29T13:12:36+00:00)" in degraded
     assert "rollback PR offered -> 2.4.0: http://testserver/pr/preview?kind=rollback&mode=grouped&item=" in degraded
+
+
+def test_the_next_deploy_of_payments_to_prod_waits_for_the_change_freeze_window(demo):
+    answer = tools.why_not_deployed(demo, service="payments", environment="prod")
+    [coming] = answer["next_deploy"]
+    # The deny window reopens as it closes (0 0 * * * for 24h): no end to name, as the badge says.
+    assert coming["environment"] == "prod" and coming["at"] is None and not coming["now"]
+    assert coming["reason"].startswith("payments-prod: blocked by deny window 'Change freeze: Black Friday")
+    assert "Next deploy to prod: no end in sight" in answer["summary"]

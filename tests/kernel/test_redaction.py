@@ -202,3 +202,8 @@ def test_an_at_sign_in_a_query_or_path_is_not_userinfo() -> None:
     for text in ("see https://github.com/acme/deploy/commits?author=bot@acme.example",
                  "https://registry.example/v2/acme/app/manifests/sha256@abc"):
         assert redact(text) == text
+
+
+def test_a_calendar_feed_secret_in_a_request_line_is_masked():
+    line = 'GET /calendar/feeds/gcal_Ab3-_x9Zq/environments/prod.ics HTTP/1.1" 200'
+    assert redact(line) == 'GET /calendar/feeds/gcal_***/environments/prod.ics HTTP/1.1" 200'

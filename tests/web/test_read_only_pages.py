@@ -20,7 +20,7 @@ TAKE_POST = {
     "service-policy-check", "service-policy", "pr-open",
     "notification-channel-form", "notification-channel-test", "notification-channel-delete",
     "notification-rule-form", "notification-rule-delete",
-    "profile",
+    "profile", "calendar-feeds",
 }
 # Not the portal's pages: Django's admin and sign-in flow, the REST API (DRF answers 405 itself,
 # checked by its schema tests) and the MCP endpoint (JSON-RPC over POST).

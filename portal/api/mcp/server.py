@@ -145,7 +145,9 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY, description=(
         "Explain why a service is not (yet) deployed in an environment, or why one app is held: for each app, the "
         "reasons in order — a sync window (until when), manual sync, a Flux suspension, not synced yet, a merged "
-        "pull request (or Git pin) not running yet, degraded. Give `service` (+ `environment`) or `app`."))
+        "pull request (or Git pin) not running yet, degraded; for a service, the next time it can deploy to each "
+        "environment and what holds it until then (sync windows, change freezes, suspensions). Give `service` "
+        "(+ `environment`) or `app`."))
     async def why_not_deployed(
         service: Annotated[str | None, Field(description="catalog service name, e.g. payments", max_length=100,
                                              pattern=r"^[-a-zA-Z0-9_]+$")] = None,

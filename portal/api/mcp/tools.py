@@ -234,7 +234,25 @@ def why_not_deployed(caller: Caller, service: str | None = None, environment: st
     summary = (f"{len(held)} of {len(answers)} apps are held: "
                + "; ".join(f"{a['app']}: {a['reasons'][0]['reason']}" for a in held[:5])
                if held else f"All {len(answers)} apps are synced and healthy; nothing holds them.")
-    return {"summary": summary, "apps": answers}
+    if not service:
+        return {"summary": summary, "apps": answers}
+    coming = next_deploys(caller, service, environment)
+    summary += "".join(f" Next deploy to {d['environment']}: {_next_words(d)}." for d in coming)
+    return {"summary": summary, "apps": answers, "next_deploy": coming}
+
+
+def next_deploys(caller: Caller, service: str, environment: str | None) -> list[dict[str, Any]]:
+    """When `service` can next deploy to each environment (or the one named), as /api/v1/services
+    answers it (portal.delivery.deploy_holds: sync windows, freezes, suspensions)."""
+    page = api_pages.services(caller, {"name": service})
+    found = page.results[0]["environments"] if page.results else []
+    return [{"environment": e["environment"], **e["next_deploy"]} for e in found
+            if e["next_deploy"] is not None and (not environment or e["environment"] == environment)]
+
+
+def _next_words(answer: dict[str, Any]) -> str:
+    when = "now" if answer["now"] else answer["at"] or "no end in sight"
+    return when if answer["now"] else f"{when} ({answer['reason']})"
 
 
 # --- service -----------------------------------------------------------------------------

@@ -57,3 +57,34 @@ class OidcIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
+
+
+class CalendarFeedQuerySet(models.QuerySet):
+    def active(self) -> CalendarFeedQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class CalendarFeed(models.Model):
+    """A secret address a calendar app subscribes to (calendar apps send no bearer token), one
+    per subscription a user makes; revoking it makes every address built on it answer 404.
+    Only the SHA-256 digest of its secret is kept, as for ApiToken."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_feeds")
+    name = models.CharField(max_length=100, help_text="where it is subscribed, e.g. 'work calendar'")
+    hint = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CalendarFeedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hint}…)"
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None

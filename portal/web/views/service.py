@@ -20,6 +20,7 @@ from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
 from portal.delivery import policy_editing
 from portal.delivery.current_pins import pin_summary, pinned_versions
+from portal.delivery.deploy_holds import DeployHolds, NextDeploy
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.models import AutoPRAttempt
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
@@ -89,6 +90,7 @@ class EnvironmentPanels:
     environment: Environment
     panels: list[Panel]
     compact: list[Panel]  # drawn by web/_compact_row.html
+    next_deploy: NextDeploy | None = None  # when the service can next deploy here, and what holds it
 
 
 def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
@@ -127,7 +129,9 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
             )
         )
     ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
-    shown = [EnvironmentPanels(env, *_fold(by_env[env.id])) for env in ordered]
+    holds = DeployHolds.load(now, services=[service.name], environments=[env.name for env in ordered])
+    shown = [EnvironmentPanels(env, *_fold(by_env[env.id]), next_deploy=holds.next_deploy(service.name, env.name, now))
+             for env in ordered]
     _complete([panel for part in shown for panel in part.panels])
     for part in shown:
         part.panels = [panel for panel in part.panels if panel.full]  # one removed since the first read

@@ -1,0 +1,186 @@
+"""What holds a deploy to an environment, and the next time a service can deploy there.
+
+Four things hold a deploy: an Argo CD sync window (the app's AppProject, judged by
+`gitops.syncwindows.evaluate`, the code behind every badge), a change freeze of the environment
+(`portal.delivery.freezes`: upgrades and promotions wait, rollbacks never do), a suspended Flux
+object (no end until someone resumes it) and, as a caveat rather than a hold, an app without
+automated sync (it deploys when someone syncs it; its windows are judged for a manual sync,
+as its badge does).
+
+`DeployHolds.load` reads the apps, their AppProjects' windows and the freezes in three queries,
+however many services and environments it is asked about; the calendar
+(`portal.delivery.deploy_calendar`), the service page, the API and MCP read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Prefetch
+
+from gitops import syncwindows
+from gitops.models import AppProject, GitOpsApp
+from gitops.windowstate import app_target
+from portal.delivery.models import ChangeFreeze
+from portal.kernel.catalog.models import Environment, Service
+from portal.kernel.links import app_page_path
+from portal.kernel.timestamps import utc_stamp
+
+# Each step moves past one hold; holds that keep handing over to each other (a freeze ending
+# inside a window ending inside the next freeze …) are followed this far, then called endless.
+MAX_STEPS = 50
+
+
+@dataclass(frozen=True)
+class HeldApp:
+    """One GitOps app as the holds read it: where it deploys, what it deploys, its windows."""
+
+    name: str
+    namespace: str
+    cluster: str
+    environment: str
+    tool: str
+    manual_sync: bool
+    suspended: bool
+    services: tuple[str, ...]
+    project: str  # Argo CD AppProject ("" for Flux)
+    project_cluster: str  # where that AppProject was read (a hub's own cluster for a hub's app)
+    target: dict[str, str]  # the `app` argument of syncwindows.evaluate
+    windows: list[dict] | None  # the AppProject's spec.syncWindows; None: Flux, or project not read
+
+    @property
+    def path(self) -> str:
+        """The portal page that shows the app (its service's page, or /gitops filtered to it)."""
+        return app_page_path(self.services, self.cluster, self.name)
+
+    def verdict(self, at: datetime) -> syncwindows.SyncWindowVerdict | None:
+        """The badge's verdict at `at`, or None when no sync window can hold this app."""
+        if not self.windows:
+            return None
+        return syncwindows.evaluate(self.windows, self.target, at, manual=self.manual_sync)
+
+
+@dataclass(frozen=True)
+class NextDeploy:
+    """When a service can next deploy to an environment, and what holds it until then.
+
+    `at` is None when a hold has no end in sight (a suspension, a window that never reopens
+    within Argo CD's reach, or holds that keep handing over to each other); `now` when nothing
+    holds it at the time asked. `holds` says, in order, each hold it waits for.
+    """
+
+    service: str
+    environment: str
+    asked_at: datetime
+    at: datetime | None
+    holds: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+
+    @property
+    def now(self) -> bool:
+        return self.at == self.asked_at
+
+    @property
+    def reason(self) -> str:
+        """One line: what holds it, or that nothing does."""
+        words = "; then ".join(self.holds) if self.holds else "nothing holds it"
+        return words + "".join(f" ({caveat})" for caveat in self.caveats)
+
+
+def freeze_covers(freeze: ChangeFreeze, environment: str) -> bool:
+    """`ChangeFreeze.objects.in_effect`'s environment rule for a freeze already loaded with its
+    environments: one naming no environment covers them all."""
+    names = [env.name for env in freeze.environments.all()]
+    return not names or environment in names
+
+
+@dataclass
+class DeployHolds:
+    apps: list[HeldApp]
+    freezes: list[ChangeFreeze]
+
+    @classmethod
+    def load(cls, since: datetime, *, environments: Iterable[str] | None = None,
+             services: Iterable[str] | None = None, clusters: Iterable[str] | None = None) -> DeployHolds:
+        """The apps deploying `services` to `environments` on `clusters` (None: all), their
+        AppProjects' windows, and the freezes not over at `since`. Three queries."""
+        rows = GitOpsApp.objects.filter(cluster__environment__isnull=False)
+        if environments is not None:
+            rows = rows.filter(cluster__environment__name__in=list(environments))
+        if services is not None:
+            rows = rows.filter(services__name__in=list(services)).distinct()
+        if clusters is not None:
+            rows = rows.filter(cluster__name__in=list(clusters))
+        rows = (rows.select_related("cluster__environment", "read_from")
+                .only("name", "namespace", "tool", "project", "manual_sync", "suspended", "destination_name",
+                      "destination_namespace", "destination_server", "cluster__name", "cluster__environment__name",
+                      "read_from__name")
+                .prefetch_related(Prefetch("services", queryset=Service.objects.only("name").order_by("name")))
+                .order_by("cluster__name", "namespace", "name"))
+        loaded = list(rows)
+        wanted = {(app.read_from_id, app.project or "default") for app in loaded if app.tool == "argo"}
+        projects = {
+            (p.cluster_id, p.name): p.sync_windows or []
+            for p in AppProject.objects.filter(cluster_id__in={c for c, _ in wanted},
+                                               name__in={n for _, n in wanted}).only("cluster_id", "name",
+                                                                                     "sync_windows")
+        }
+        apps = []
+        for app in loaded:
+            project = (app.project or "default") if app.tool == "argo" else ""
+            apps.append(HeldApp(
+                name=app.name, namespace=app.namespace, cluster=app.cluster.name,
+                environment=app.cluster.environment.name, tool=app.tool, manual_sync=app.manual_sync,
+                suspended=app.suspended, services=tuple(s.name for s in app.services.all()), project=project,
+                project_cluster=app.read_from.name if project else "", target=app_target(app),
+                windows=projects.get((app.read_from_id, project)) if project else None,
+            ))
+        freezes = list(ChangeFreeze.objects.filter(ends_at__gt=since).order_by("starts_at", "id")
+                       .prefetch_related(Prefetch("environments", queryset=Environment.objects.only("name"))))
+        return cls(apps=apps, freezes=freezes)
+
+    def in_environment(self, environment: str, service: str | None = None) -> list[HeldApp]:
+        return [app for app in self.apps
+                if app.environment == environment and (service is None or service in app.services)]
+
+    def freezes_of(self, environment: str) -> list[ChangeFreeze]:
+        return [freeze for freeze in self.freezes if freeze_covers(freeze, environment)]
+
+    def next_deploy(self, service: str, environment: str, at: datetime) -> NextDeploy | None:
+        """The first instant from `at` on at which every app deploying `service` to `environment`
+        may sync and no freeze holds the environment; None when no app deploys it there."""
+        apps = self.in_environment(environment, service)
+        if not apps:
+            return None
+        caveats = [f"{app.name} has no automated sync: it deploys when someone syncs it"
+                   for app in apps if app.manual_sync]
+        suspended = [app.name for app in apps if app.suspended]
+        if suspended:
+            return NextDeploy(service, environment, at, None,
+                              [f"{', '.join(suspended)} suspended (spec.suspend: true), with no end in sight"], caveats)
+        freezes = self.freezes_of(environment)
+        when, holds = at, list[str]()
+        for _ in range(MAX_STEPS):
+            moved = False
+            for app in apps:
+                verdict = app.verdict(when)
+                if verdict is None or verdict.can_sync:
+                    continue
+                if verdict.blocked_until is None:
+                    return NextDeploy(service, environment, at, None, [*holds, f"{app.name}: {verdict.summary()}"],
+                                      caveats)
+                if verdict.blocked_until > when:
+                    holds.append(f"{app.name}: {verdict.summary()}")
+                    when, moved = verdict.blocked_until, True
+            frozen = [f for f in freezes if f.starts_at <= when < f.ends_at]
+            if frozen:
+                last = max(frozen, key=lambda f: f.ends_at)
+                holds.append(f"change freeze '{last.reason}' until {utc_stamp(last.ends_at)} "
+                             "(upgrades and promotions wait; rollbacks do not)")
+                when, moved = last.ends_at, True
+            if not moved:
+                return NextDeploy(service, environment, at, when, holds, caveats)
+        return NextDeploy(service, environment, at, None, [*holds, "the holds keep handing over to each other"],
+                          caveats)

@@ -11,6 +11,7 @@ whichever logger wrote it (ours, Django's, Celery's, a client library's).
 from __future__ import annotations
 
 import logging
+from datetime import date
 from typing import Any
 
 from pythonjsonlogger.core import RESERVED_ATTRS
@@ -63,4 +64,8 @@ def _redacted(value: Any) -> Any:
         return [_redacted(item) for item in value]
     if isinstance(value, dict):
         return {key: _redacted(item) for key, item in value.items()}
-    return value
+    if value is None or isinstance(value, bool | int | float | date):
+        return value
+    # Anything else is written as its text: a request object in Django's `request` field shows
+    # its path, and a calendar feed's path carries the feed's secret.
+    return redact(str(value))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
+# A calendar feed's address carries its secret in the path (portal.kernel.accounts.calendarfeeds).
+FEED_SECRET = "gcal_Zq8vKx3mWp0RtY7uLs2N"
 
 
 def free_port() -> int:
@@ -53,12 +55,16 @@ def serve_and_ask(tmp_path: Path, log_format: str) -> tuple[list[str], str]:
                 time.sleep(0.2)
         status, headers = get(f"http://127.0.0.1:{port}/healthz", {"X-Request-ID": "edge-42"})
         assert (status, headers["X-Request-ID"]) == (200, "edge-42")
+        get(f"http://127.0.0.1:{port}/calendar/feeds/{FEED_SECRET}/environments/prod.ics", {})
         status, headers = get(f"http://127.0.0.1:{port}/no-such-page", {})
         assert status == 404
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     lines = out.read_text().splitlines() + err.read_text().splitlines()
+    # The feed's access line is written, its secret redacted.
+    assert [line for line in lines if "/calendar/feeds/gcal_" in line]
+    assert not [line for line in lines if FEED_SECRET[5:] in line]
     return lines, headers["X-Request-ID"]
 
 
@@ -72,7 +78,8 @@ def test_every_line_of_the_web_process_is_json(tmp_path):
     assert {"gunicorn.error", "gunicorn.access", "django.request"} <= loggers
     access = [record for record in records if record["logger"] == "gunicorn.access"]
     assert {"edge-42", not_found_id} <= {record["request_id"] for record in access}
-    (not_found,) = [record for record in records if record["logger"] == "django.request"]
+    (not_found,) = [record for record in records
+                    if record["logger"] == "django.request" and record["message"].startswith("Not Found")]
     assert not_found["request_id"] == not_found_id
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gitops.health.objects import reports_latest_generation
 from gitops.health.rules import ARGO_CD, FLUX, HealthDisagreement, Tool, object_group_kind
 from gitops.rawobjects import as_list, as_str, dig
 from gitops.rows import DEGRADED, PROGRESSING
@@ -83,20 +84,13 @@ def _phase_kind(phase: str) -> str:
     return ""
 
 
-def _reports_the_latest_generation(obj: Mapping[str, Any]) -> bool:
-    generation, observed = dig(obj, "metadata", "generation"), dig(obj, "status", "observedGeneration")
-    if isinstance(generation, int) and isinstance(observed, int):
-        return observed >= generation
-    return True  # kstatus too skips the check when either is missing
-
-
 def own_report(obj: Mapping[str, Any]) -> OwnReport | None:
     """What ``obj`` reports of itself when that is failure or work in flight; None when it
     reports nothing of the sort (or its report is of an older generation, or it is going away)."""
     status = obj.get("status")
     if not isinstance(status, Mapping) or dig(obj, "metadata", "deletionTimestamp"):
         return None
-    if not _reports_the_latest_generation(obj):
+    if not reports_latest_generation(obj):
         return None
     failing = None
     for item in as_list(status.get("conditions")):

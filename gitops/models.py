@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 from django.db.models import DateTimeField, F, Q, Value
-from django.db.models.functions import Coalesce
 from django.db.models.fields.json import KT, KeyTransform
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 # The poll's bookkeeping tables live beside the poll's code; imported here to be the app's models.

@@ -80,7 +80,7 @@ def suggested_rule(tool: Tool, api_version: str, kind: str, reports: Iterable[Ow
     return SuggestedRule(tool, group, kind, where, _cel(api_version, kind, words))
 
 
-def _quoted(words: Iterable[str], quote: str = "'") -> str:
+def _quoted(words: Iterable[str], quote: str = '"') -> str:
     return ", ".join(f"{quote}{word}{quote}" for word in words)
 
 
@@ -88,7 +88,7 @@ def _cel(api_version: str, kind: str, words: _Words) -> str:
     failed = []
     if words.failure_types:
         failed.append(f"has(status.conditions) && status.conditions.exists(c, c.type in "
-                      f"[{_quoted(words.failure_types)}] && c.status == 'True')")
+                      f'[{_quoted(words.failure_types)}] && c.status == "True")')
     if words.failure_phases:
         failed.append(f"has(status.phase) && status.phase in [{_quoted(words.failure_phases)}]")
     entry: dict[str, str] = {"apiVersion": api_version, "kind": kind}
@@ -97,8 +97,8 @@ def _cel(api_version: str, kind: str, words: _Words) -> str:
     if failed:
         entry["failed"] = failed[0] if len(failed) == 1 else " || ".join(f"({clause})" for clause in failed)
     # Current when a Ready condition says so; an object without one is current unless the above.
-    entry["current"] = ("!has(status.conditions) || !status.conditions.exists(c, c.type == 'Ready') "
-                        "|| status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')")
+    entry["current"] = ('!has(status.conditions) || !status.conditions.exists(c, c.type == "Ready") '
+                        '|| status.conditions.exists(c, c.type == "Ready" && c.status == "True")')
     return yaml.safe_dump([entry], sort_keys=False, width=1000)
 
 

@@ -143,12 +143,14 @@ def test_a_stale_generation_reads_as_the_rule_s_verdict_not_as_its_old_phase() -
     disagreement = health_disagreement(obj, tool=ARGO_CD, tool_status="", verdict=rules.evaluate(obj))
     assert disagreement is not None
     assert disagreement.sentence == (
-        "Argo CD: no health, but DecisionModel stale-gen: Progressing — Waiting for the operator to observe generation 5"
+        "Argo CD: no health, but DecisionModel stale-gen: Progressing — "
+        "Waiting for the operator to observe generation 5"
     )
     # Once observed, the phase is the object's own word again.
     caught_up = decision_model("RolledBack", generation=5, observed=5, name="stale-gen")
     said = health_disagreement(caught_up, tool=ARGO_CD, tool_status="", verdict=PORTAL_LUA.evaluate(caught_up))
-    assert said is not None and said.sentence.endswith("DecisionModel stale-gen is RolledBack: candidate failed the gate")
+    assert said is not None
+    assert said.sentence.endswith("DecisionModel stale-gen is RolledBack: candidate failed the gate")
 
 
 def test_a_failed_or_unknown_rule_is_no_disagreement() -> None:

@@ -100,7 +100,7 @@ def test_gitops_rows_show_the_rule_s_message_the_blind_spot_and_what_is_hidden(v
     assert BLIND_SPOT in blind and "No health check for DecisionModel" in blind
     assert "The rule that would make Flux agree on DecisionModel" in blind
     assert "Kustomization flux-system/ks-dm-rolledback spec.healthCheckExprs" in blind
-    assert "status.phase in [&#x27;RolledBack&#x27;]" in blind
+    assert "status.phase in [&quot;RolledBack&quot;]" in blind
     assert HIDDEN in _row(html, "hidden-flux")
 
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from gitops.health import kstatus
-from gitops.health.cel import HealthCheckExprs, evaluate_cel
 from gitops.health.blindspot import blind_spot, own_report
+from gitops.health.cel import HealthCheckExprs, evaluate_cel
 from gitops.health.rules import ARGO_CD, FLUX, HealthRules, LuaRule, kustomization_rules
 from gitops.health.suggested_rules import suggested_rule
 from gitops.rows import DEGRADED, HEALTHY, PROGRESSING

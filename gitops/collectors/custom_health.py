@@ -319,6 +319,8 @@ def _judge_app(row: AppRow, rules: HealthRules, index: Mapping[tuple, dict[str, 
             continue
         tool_status = _tool_status(row, obj, argo_health)
         if not ruled:
+            if row.tool == ARGO and not _argo_health_is_known(row, inputs):
+                continue
             found = blind_spot(obj, tool=tool, tool_status=tool_status)
             if found is not None:
                 disagreements.append(found[0])
@@ -365,6 +367,13 @@ def _judge_app(row: AppRow, rules: HealthRules, index: Mapping[tuple, dict[str, 
             "unchecked": unchecked,
             "errors": errors[:20],
         }
+
+
+def _argo_health_is_known(row: AppRow, inputs: HealthInputs) -> bool:
+    """Whether "no health" in the Application means Argo CD has no check for the kind. With
+    ``resourceHealthSource: appTree`` Argo CD writes no resource's health into the Application,
+    so that is known only when argocd-cm was read (its checks are then among the rules)."""
+    return as_str(dig(row.raw, "status", "resourceHealthSource")) != "appTree" or inputs.argocd_cm is not None
 
 
 def _worst(statuses: set[str]) -> str:

@@ -190,3 +190,23 @@ def test_no_suggestion_from_words_that_are_not_plain_identifiers() -> None:
     assert suggested_rule(FLUX, API_VERSION, 'Decision"Model', [report]) is None
     assert suggested_rule(FLUX, "decision model/v1", KIND, [report]) is None
     assert suggested_rule(FLUX, API_VERSION, KIND, []) is None
+
+
+def test_argo_cd_s_app_tree_health_hides_resource_health_unless_argocd_cm_was_read() -> None:
+    """With resourceHealthSource: appTree no resource's health is in the Application: "no
+    health" proves nothing about a check, unless argocd-cm was read and holds none."""
+    from gitops.collectors import collect
+    from gitops.collectors.custom_health import HealthInputs, judge_apps
+    from tests.gitops.test_health_rules_poll import application
+
+    def judged(argocd_cm: dict | None) -> str:
+        app = application("RolledBack", argo_health=None)
+        app["status"]["resourceHealthSource"] = "appTree"
+        [row] = collect({"Application": [app]}).apps
+        judge_apps([row], HealthInputs(argocd_cm=argocd_cm, objects={
+            ("decisionmodel.io", KIND): [decision_model("RolledBack", name="dm-rolledback")]}))
+        return row.health_disagreement
+
+    assert judged(None) == ""  # argocd-cm not read: Argo CD may well have a check
+    assert judged({"url": "https://argocd.example.com"}) == (
+        "Argo CD says healthy, but DecisionModel dm-rolledback reports RolledBack: candidate failed the gate")

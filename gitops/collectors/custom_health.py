@@ -116,10 +116,9 @@ def _rules_for(tool: str, kind: str, raw: Mapping[str, Any], argocd: HealthRules
                portal: Iterable[PortalRule]) -> HealthRules:
     if tool == ARGO:
         own = argocd
-    elif kind == "Kustomization":
-        own = kustomization_rules(raw)
     else:
-        own = HealthRules()  # a HelmRelease carries no health expressions of its own
+        # A Kustomization's expressions, or a HelmRelease's (helm-controller v1.5.0, Flux 2.8).
+        own = kustomization_rules(raw)
     return own.with_portal_rules(portal)
 
 

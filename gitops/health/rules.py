@@ -251,18 +251,20 @@ def _is_glob(key: str) -> bool:
 
 
 def kustomization_rules(kustomization: Mapping[str, Any]) -> HealthRules:
-    """A Flux Kustomization's ``spec.healthCheckExprs`` as rules, in list order.
+    """A Flux Kustomization's (or HelmRelease's) ``spec.healthCheckExprs`` as rules, in list order.
 
     Flux evaluates them only when ``wait`` or ``healthChecks`` is set; which objects get
-    checked is the caller's business, the rules are the same.
+    checked is the caller's business, the rules are the same. helm-controller reads the same
+    field since v1.5.0 (Flux 2.8).
     """
     entries = dig(kustomization, "spec", "healthCheckExprs")
     namespace = dig(kustomization, "metadata", "namespace") or ""
     name = dig(kustomization, "metadata", "name") or ""
+    owner = kustomization.get("kind") if kustomization.get("kind") == "HelmRelease" else "Kustomization"
     rules: list[Rule] = []
     errors: list[str] = []
     for index, entry in enumerate(entries if isinstance(entries, list) else []):
-        source = f"Kustomization {namespace}/{name} healthCheckExprs[{index}]"
+        source = f"{owner} {namespace}/{name} healthCheckExprs[{index}]"
         if not isinstance(entry, Mapping):
             errors.append(f"{source} is not an object")
             continue

@@ -210,3 +210,32 @@ def test_argo_cd_s_app_tree_health_hides_resource_health_unless_argocd_cm_was_re
     assert judged(None) == ""  # argocd-cm not read: Argo CD may well have a check
     assert judged({"url": "https://argocd.example.com"}) == (
         "Argo CD says healthy, but DecisionModel dm-rolledback reports RolledBack: candidate failed the gate")
+
+
+def test_a_helm_release_s_own_health_check_exprs_cover_the_kind() -> None:
+    """helm-controller (Flux 2.8) judges by a HelmRelease's healthCheckExprs: no blind spot
+    there, the expressions judge."""
+    from gitops.collectors import collect
+    from gitops.collectors.custom_health import HealthInputs, judge_apps
+    from tests.gitops.decisionmodel import HEALTH_CHECK_EXPRS
+
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "router", "namespace": "support", "uid": "uid-hr", "generation": 2},
+        "spec": {"interval": "10m", "chart": {"spec": {"chart": "router", "version": "1.2.0",
+                                                        "sourceRef": {"kind": "HelmRepository", "name": "acme"}}},
+                 "healthCheckExprs": [HEALTH_CHECK_EXPRS]},
+        "status": {"observedGeneration": 2,
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "UpgradeSucceeded",
+                                   "message": "Helm upgrade succeeded", "lastTransitionTime": "2026-11-30T08:00:00Z"}],
+                   "inventory": {"entries": [{"id": f"support_dm-rolledback_decisionmodel.io_{KIND}", "v": "v1"}]}},
+    }
+    collected = collect({"HelmRelease": [release]}).apps
+    assert len(collected) == 1
+    evaluate_cel(HealthCheckExprs(API_VERSION, KIND, "true"), decision_model("Ready"))  # see above: warm the parser
+    judge_apps(collected, HealthInputs(objects={
+        ("decisionmodel.io", KIND): [decision_model("RolledBack", name="dm-rolledback")]}))
+    [row] = collected
+    assert row.health_disagreement == "" and row.health_unchecked == ""
+    assert row.rule_health == DEGRADED
+    assert row.health_rules["objects"][0]["source"] == "HelmRelease support/router healthCheckExprs[0]"

@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitops import kinds
-from gitops.collectors.custom_health import ARGOCD_CM, CONFIGMAP, HEALTH_RULES, HealthInputs, wanted_kinds
+from gitops.collectors.custom_health import (
+    ARGOCD_CM,
+    CONFIGMAP,
+    HEALTH_RULES,
+    MAX_BLIND_SPOT_KINDS,
+    MAX_BLIND_SPOT_OBJECTS,
+    HealthInputs,
+    blind_spot_kinds,
+    wanted_kinds,
+)
+from gitops.kinds import KindSpec
 from gitops.models import HealthRule
 from gitops.rawobjects import as_dict, as_str
 from gitops.sources import ClusterSource, SourceError
@@ -115,10 +125,12 @@ def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
 
 
 def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: tuple) -> None:
-    """Step 1b: the Argo CD instance's argocd-cm, then only the custom kinds an app deploys and a
-    rule covers (gitops.collectors.custom_health). A kind RBAC hides (or that fails to list) is recorded
-    like any other kind (unavailable, with its message), its apps say why their objects were not
-    judged, and the rest of the poll goes on."""
+    """Step 1b: the Argo CD instance's argocd-cm, then the custom kinds an app deploys and a rule
+    covers, then those it deploys that nothing checks, up to the poll's budget
+    (gitops.collectors.custom_health). A kind RBAC hides (or that fails to list) is recorded like
+    any other kind (unavailable, with its message), its apps say why their objects were not
+    judged, and the rest of the poll goes on. These lists are part of the poll's digest
+    (`health_digest_part`): unchanged, they make an unchanged poll, which collects nothing."""
     if isinstance(source, ArgoCDSource):
         return  # the Argo CD API serves Applications and projects, not ConfigMaps or custom kinds
     cm_data: dict | None = None
@@ -146,22 +158,43 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
     objects: dict[tuple[str, str], list[dict]] = {}
     not_read: dict[tuple[str, str], str] = {}
     for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal).items()):
-        try:
-            result = source.list_objects(spec)
-        except SourceError as exc:
-            if exc.reason == "forbidden":
-                message = f"{spec.kind} health unavailable: no permission to list {spec.resource}"
-            elif exc.reason == "not_found":
-                message = f"{spec.kind} health unavailable: {spec.resource} is not served"
-            else:
-                message = f"{spec.kind} health not read: {exc.message}"
-            listing.unavailable[f"{HEALTH_RULES}:{spec.group}/{spec.kind}"] = message
-            not_read[key] = message
+        _read_custom_kind(source, listing, key, spec, objects, not_read)
+    # Then the kinds nothing checks, for the tools' blind spot, within the poll's budget.
+    read = 0
+    blind = [(key, spec) for key, spec in blind_spot_kinds(listing.objects, inputs.argocd_rules(), portal)
+             if key not in objects and key not in not_read]
+    for number, (key, spec) in enumerate(blind):
+        if number >= MAX_BLIND_SPOT_KINDS or read >= MAX_BLIND_SPOT_OBJECTS:
+            not_read[key] = (f"{spec.kind} not read: a poll reads at most {MAX_BLIND_SPOT_KINDS} custom kinds "
+                             f"(and {MAX_BLIND_SPOT_OBJECTS} of their objects) that no health check covers")
             continue
-        objects[key] = result.items
-        listing.warnings.extend(result.warnings)
+        _read_custom_kind(source, listing, key, spec, objects, not_read)
+        read += len(objects.get(key, ()))
+    if len(blind) > MAX_BLIND_SPOT_KINDS or read >= MAX_BLIND_SPOT_OBJECTS:
+        listing.warnings.append(f"custom kinds with no health check: {len(blind)} deployed, only some read "
+                                f"(at most {MAX_BLIND_SPOT_KINDS} kinds, {MAX_BLIND_SPOT_OBJECTS} objects a poll)")
     listing.health = HealthInputs(argocd_cm=cm_data, portal=portal, objects=objects, not_read=not_read,
                                   errors=tuple(errors))
+
+
+def _read_custom_kind(source: ClusterSource, listing: Listing, key: tuple[str, str], spec: KindSpec,
+                      objects: dict[tuple[str, str], list[dict]], not_read: dict[tuple[str, str], str]) -> None:
+    """One custom kind's objects into ``objects``, or why not into ``not_read`` (and the listing's
+    unavailable): a kind RBAC hides is said so, on every app that deploys it."""
+    try:
+        result = source.list_objects(spec)
+    except SourceError as exc:
+        if exc.reason == "forbidden":
+            message = f"RBAC hides {spec.kind}: no permission to list {spec.resource}"
+        elif exc.reason == "not_found":
+            message = f"{spec.kind} health unavailable: {spec.resource} is not served"
+        else:
+            message = f"{spec.kind} health not read: {exc.message}"
+        listing.unavailable[f"{HEALTH_RULES}:{spec.group}/{spec.kind}"] = message
+        not_read[key] = message
+        return
+    objects[key] = result.items
+    listing.warnings.extend(result.warnings)
 
 
 def health_digest_part(listing: Listing) -> dict[str, list[dict]]:

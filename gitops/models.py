@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -95,6 +96,14 @@ class GitOpsAppQuerySet(models.QuerySet):
         """Deploys held now by a sync window or a suspension: the verdict stored at poll time,
         unless the end it named has passed since."""
         return self.filter(blocked_q(at or timezone.now()))
+
+    def with_rule_words(self) -> GitOpsAppQuerySet:
+        """Rows carrying what the custom-resource health rules say (gitops.collectors.custom_health),
+        picked out of the deferred `health_rules` document by the database: `rule_message` (the
+        rules' verdict in words), `health_not_read` (the kinds not read, e.g. "RBAC hides …") and
+        `health_suggested` (the rules that would make the tool agree). None when never judged."""
+        return self.annotate(rule_message=KT("health_rules__message"), health_not_read=KT("health_rules__hidden"),
+                             health_suggested=KeyTransform("suggested", "health_rules"))
 
     def with_sort_keys(self) -> GitOpsAppQuerySet:
         """Rows carrying the computed keys of APP_SORTS (`sort_env`, …), e.g. to write a cursor."""

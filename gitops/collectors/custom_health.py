@@ -13,7 +13,11 @@ Per app it stores (`AppRow.health_rules`, `health_disagreement`, `health_uncheck
 - the disagreements between the tool and the rule ("Flux: Current, but DecisionModel
   support-router is RolledBack: candidate failed the gate") — they need attention;
 - "No health check for <kind>" for a custom kind neither the tool nor a rule covers;
-- why a kind could not be judged (no permission to list it, a broken rule).
+- why a kind could not be judged (no permission to list it, a broken rule);
+- with no rule at all, the tool's blind spot (gitops.health.blindspot): the custom kinds an app
+  deploys that nothing checks are read too (`blind_spot_kinds`, within a per-poll budget), and
+  an object the tool calls healthy while it reports failure or work in flight is a
+  disagreement, with the rule that would make the tool agree (gitops.health.suggested_rules).
 
 A broken or hostile rule yields "rule failed: …" for the objects it covers and never stops
 the poll: each evaluation is sandboxed (gitops.health.lua/cel) and bounded, a rule that
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gitops.health import kstatus
+from gitops.health.blindspot import OwnReport, blind_spot
 from gitops.health.rules import (
     ARGO_CD,
     FLUX,
@@ -45,6 +50,7 @@ from gitops.health.rules import (
     object_group_kind,
 )
 from gitops.health.sandbox import RULE_FAILED_PREFIX
+from gitops.health.suggested_rules import suggested_rule
 from gitops.kinds import KindSpec
 from gitops.rawobjects import as_list, as_str, dig
 from gitops.rows import ARGO, HEALTH_ORDER, UNKNOWN, AppRow
@@ -64,6 +70,12 @@ SLOW_FAILURE_SECONDS = 0.2
 # Objects kept per app in the stored JSON (the count of all is kept too).
 KEPT_OBJECTS = 50
 MAX_SHOWN = 2000  # characters of the sentences a page shows in one cell
+# The custom kinds no rule covers are read only to find the tools' blind spot: a poll lists at
+# most this many of them (those most apps deploy first) and stops listing more once it holds
+# this many of their objects. A list costs one request per 500 objects and its objects are
+# kept in memory for the poll; the cap keeps a cluster full of CRDs from doubling every poll.
+MAX_BLIND_SPOT_KINDS = 20
+MAX_BLIND_SPOT_OBJECTS = 5000
 
 
 def plural_of(kind: str) -> str:
@@ -104,10 +116,9 @@ def _rules_for(tool: str, kind: str, raw: Mapping[str, Any], argocd: HealthRules
                portal: Iterable[PortalRule]) -> HealthRules:
     if tool == ARGO:
         own = argocd
-    elif kind == "Kustomization":
-        own = kustomization_rules(raw)
     else:
-        own = HealthRules()  # a HelmRelease carries no health expressions of its own
+        # A Kustomization's expressions, or a HelmRelease's (helm-controller v1.5.0, Flux 2.8).
+        own = kustomization_rules(raw)
     return own.with_portal_rules(portal)
 
 
@@ -178,6 +189,32 @@ def wanted_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
                     continue
                 out[(group, kind)] = KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES)
     return out
+
+
+def blind_spot_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
+                     portal: Iterable[PortalRule]) -> list[tuple[tuple[str, str], KindSpec]]:
+    """The custom kinds apps deploy that neither the tool nor any rule checks, those most apps
+    deploy first: read so that the tool's blind spot shows without a rule."""
+    portal = tuple(portal)
+    apps_deploying: dict[tuple[str, str], int] = {}
+    specs: dict[tuple[str, str], KindSpec] = {}
+    for app_kind, tool in _APP_KINDS.items():
+        for raw in as_list(objects_by_kind.get(app_kind)):
+            if not isinstance(raw, Mapping):
+                continue
+            deployed = _deployed(tool, raw)
+            if not deployed:
+                continue
+            rules = _rules_for(tool, app_kind, raw, argocd, portal)
+            said = cast(Tool, ARGO_CD if tool == ARGO else FLUX)
+            for (group, kind), version in deployed.items():
+                if missing_health_check(said, group, kind, rules) is None:
+                    continue
+                apps_deploying[(group, kind)] = apps_deploying.get((group, kind), 0) + 1
+                specs.setdefault((group, kind),
+                                 KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES))
+    order = sorted(apps_deploying, key=lambda key: (-apps_deploying[key], key))
+    return [(key, specs[key]) for key in order]
 
 
 @dataclass
@@ -259,27 +296,40 @@ def _judge_app(row: AppRow, rules: HealthRules, index: Mapping[tuple, dict[str, 
     tool = tool_of(row)
     unchecked = sorted({m for (group, kind) in deployed if (m := missing_health_check(tool, group, kind, rules))})
     errors = list(rules.errors if row.tool != ARGO else argocd.errors + tuple(inputs.errors))
+    hidden: list[str] = []  # the kinds this poll could not read, in words ("RBAC hides DecisionModel: …")
     objects: list[dict[str, Any]] = []
     disagreements: list[HealthDisagreement] = []
+    blind: dict[tuple[str, str], tuple[str, list[OwnReport]]] = {}  # (group, kind) -> apiVersion, reports
     argo_health = _argo_resource_health(row) if row.tool == ARGO else {}
-    worst = ""
     judged = 0
+    statuses: set[str] = set()
     for resource in row.resources:
-        if not rules.covers(resource.group, resource.kind):
-            continue
+        ruled = rules.covers(resource.group, resource.kind)
+        if not ruled and missing_health_check(tool, resource.group, resource.kind, rules) is None:
+            continue  # the tool judges the kind itself (or it is not a custom kind)
         why = inputs.not_read.get((resource.group, resource.kind))
         if why:
-            if why not in errors:
-                errors.append(why)
+            for said in (errors, hidden):
+                if why not in said:
+                    said.append(why)
             continue
         obj = index.get((resource.group, resource.kind, resource.namespace, resource.name))
         if obj is None:
+            continue
+        tool_status = _tool_status(row, obj, argo_health)
+        if not ruled:
+            if row.tool == ARGO and not _argo_health_is_known(row, inputs):
+                continue
+            found = blind_spot(obj, tool=tool, tool_status=tool_status)
+            if found is not None:
+                disagreements.append(found[0])
+                api_version = as_str(obj.get("apiVersion"))
+                blind.setdefault((resource.group, resource.kind), (api_version, []))[1].append(found[1])
             continue
         rule = rules.rule_for(resource.group, resource.kind)
         assert rule is not None
         verdict = judge.verdict(rule, obj)
         judged += 1
-        tool_status = _tool_status(row, obj, argo_health)
         disagreement = None
         # Flux judges by its Kustomization's own expressions when they cover the kind: its
         # verdict is the rule's. Argo CD writes what its check gave into status.resources.
@@ -289,9 +339,7 @@ def _judge_app(row: AppRow, rules: HealthRules, index: Mapping[tuple, dict[str, 
             disagreements.append(disagreement)
         if verdict.failed and verdict.message not in errors:
             errors.append(verdict.message)
-        rank = HEALTH_ORDER.index(verdict.status) if verdict.status in HEALTH_ORDER else -1
-        if rank >= 0 and (not worst or rank > HEALTH_ORDER.index(worst)):
-            worst = verdict.status
+        statuses.add(verdict.status)
         if len(objects) < KEPT_OBJECTS:
             objects.append({
                 "group": resource.group, "kind": resource.kind, "namespace": resource.namespace,
@@ -299,27 +347,81 @@ def _judge_app(row: AppRow, rules: HealthRules, index: Mapping[tuple, dict[str, 
                 "failed": verdict.failed, "source": verdict.source, "tool_status": tool_status,
                 "disagrees": disagreement is not None,
             })
+    worst = _worst(statuses)
     row.rule_health = worst
     row.health_disagreement = "; ".join(d.sentence for d in disagreements)[:MAX_SHOWN]
     row.health_unchecked = ", ".join(unchecked)[:300]
+    suggested = _suggestions(row, blind)
     if objects or unchecked or errors or disagreements:
         row.health_rules = {
             "objects": objects,
             "judged": judged,
+            # What pages, the API and MCP show beside the tool's health (read as JSON keys, the
+            # rest of this document stays unread): the rule's word on the worst objects, why a
+            # kind was not read, the rules that would make the tool agree.
+            "message": rule_message(objects, worst),
+            "hidden": "; ".join(hidden)[:MAX_SHOWN],
+            "suggested": suggested,
             "disagreements": [d.sentence for d in disagreements][:KEPT_OBJECTS],
             "unchecked": unchecked,
             "errors": errors[:20],
         }
 
 
+def _argo_health_is_known(row: AppRow, inputs: HealthInputs) -> bool:
+    """Whether "no health" in the Application means Argo CD has no check for the kind. With
+    ``resourceHealthSource: appTree`` Argo CD writes no resource's health into the Application,
+    so that is known only when argocd-cm was read (its checks are then among the rules)."""
+    return as_str(dig(row.raw, "status", "resourceHealthSource")) != "appTree" or inputs.argocd_cm is not None
+
+
+def _worst(statuses: set[str]) -> str:
+    ranks = [HEALTH_ORDER.index(status) for status in statuses if status in HEALTH_ORDER]
+    return HEALTH_ORDER[max(ranks)] if ranks else ""
+
+
+SHOWN_VERDICTS = 3  # objects whose verdict a page names, the worst first
+
+
+def rule_message(objects: list[dict[str, Any]], worst: str) -> str:
+    """The rules' verdict in words, on the objects with the worst one: "DecisionModel
+    support-router: Degraded — candidate r42 failed gate; rolled back"."""
+    said = []
+    for judged in objects:
+        if judged["status"] != worst:
+            continue
+        text = f"{judged['kind']} {judged['name']}: {judged['status']}"
+        if judged["message"] and judged["message"] != judged["status"]:
+            text += f" — {judged['message']}"
+        said.append(text)
+    more = len(said) - SHOWN_VERDICTS
+    return ("; ".join(said[:SHOWN_VERDICTS]) + (f"; and {more} more" if more > 0 else ""))[:MAX_SHOWN]
+
+
+def _suggestions(row: AppRow, blind: Mapping[tuple[str, str], tuple[str, list[OwnReport]]]) -> list[dict[str, str]]:
+    """Per kind the tool misreads, the rule to add to the tool (argocd-cm; this Flux object's
+    healthCheckExprs)."""
+    out = []
+    owner = "" if row.tool == ARGO else f"{row.kind} {row.namespace}/{row.name}"
+    for (_, kind), (api_version, reports) in sorted(blind.items()):
+        rule = suggested_rule(tool_of(row), api_version, kind, reports, owner=owner)
+        if rule is not None:
+            out.append(rule.as_json())
+    return out
+
+
 __all__ = [
     "ARGOCD_CM",
     "CONFIGMAP",
+    "MAX_BLIND_SPOT_KINDS",
+    "MAX_BLIND_SPOT_OBJECTS",
     "HEALTH_RULES",
     "HealthInputs",
     "app_rules",
+    "blind_spot_kinds",
     "deployed_kinds",
     "judge_apps",
     "plural_of",
+    "rule_message",
     "wanted_kinds",
 ]

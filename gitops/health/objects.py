@@ -97,3 +97,13 @@ def raw_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | Non
         if isinstance(item, Mapping) and item.get("type") == type_:
             return item
     return None
+
+
+def reports_latest_generation(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's status speaks of its current spec: ``status.observedGeneration`` has
+    caught up with ``metadata.generation`` (or either is missing, when kstatus too skips the
+    check). Until then its phase and conditions describe an older spec."""
+    generation, observed = dig(obj, "metadata", "generation"), dig(obj, "status", "observedGeneration")
+    if isinstance(generation, int) and isinstance(observed, int):
+        return observed >= generation
+    return True

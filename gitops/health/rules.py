@@ -31,6 +31,7 @@ from gitops.health.argocd_builtin import BUNDLED_LUA_HEALTH_CHECKS, GO_HEALTH_CH
 from gitops.health.cel import HealthCheckExprs, evaluate_cel
 from gitops.health.kstatus_rules import BUILT_IN as KSTATUS_BUILT_IN
 from gitops.health.lua import evaluate_lua
+from gitops.health.objects import reports_latest_generation
 from gitops.rawobjects import as_bool, dig
 from gitops.rows import DEGRADED, HEALTH_ORDER, HEALTHY, UNKNOWN
 
@@ -250,18 +251,20 @@ def _is_glob(key: str) -> bool:
 
 
 def kustomization_rules(kustomization: Mapping[str, Any]) -> HealthRules:
-    """A Flux Kustomization's ``spec.healthCheckExprs`` as rules, in list order.
+    """A Flux Kustomization's (or HelmRelease's) ``spec.healthCheckExprs`` as rules, in list order.
 
     Flux evaluates them only when ``wait`` or ``healthChecks`` is set; which objects get
-    checked is the caller's business, the rules are the same.
+    checked is the caller's business, the rules are the same. helm-controller reads the same
+    field since v1.5.0 (Flux 2.8).
     """
     entries = dig(kustomization, "spec", "healthCheckExprs")
     namespace = dig(kustomization, "metadata", "namespace") or ""
     name = dig(kustomization, "metadata", "name") or ""
+    owner = kustomization.get("kind") if kustomization.get("kind") == "HelmRelease" else "Kustomization"
     rules: list[Rule] = []
     errors: list[str] = []
     for index, entry in enumerate(entries if isinstance(entries, list) else []):
-        source = f"Kustomization {namespace}/{name} healthCheckExprs[{index}]"
+        source = f"{owner} {namespace}/{name} healthCheckExprs[{index}]"
         if not isinstance(entry, Mapping):
             errors.append(f"{source} is not an object")
             continue
@@ -316,21 +319,28 @@ def health_disagreement(
     Unknown on either side is no disagreement: there is nothing to compare. The sentence
     names the object's own state (``status.phase`` when it has one) and the rule's
     message: "Flux: Current, but DecisionModel support-router is RolledBack: candidate
-    failed the gate".
+    failed the gate". While the controller has not observed the latest generation its phase
+    speaks of an older spec, so the rule's word stands instead: "Argo CD: no health, but
+    DecisionModel stale-gen: Progressing — Waiting for generation 5 to be observed".
     """
     if verdict is None or verdict.failed or verdict.status not in HEALTH_ORDER or verdict.status == UNKNOWN:
         return None
     tool_word = workload_health_to_argo(tool_status) if tool == FLUX else (tool_status or HEALTHY)
     if tool_word == UNKNOWN or tool_word == verdict.status:
         return None
+    _, kind = object_group_kind(obj)
+    name = dig(obj, "metadata", "name") or ""
+    shown = tool_status or _NO_HEALTH
     phase = dig(obj, "status", "phase")
+    if not reports_latest_generation(obj):
+        # Its phase speaks of an older spec ("Ready" while generation 5 is not observed): the
+        # rule's verdict is what the object is now.
+        said = verdict.status + (f" — {verdict.message}" if verdict.message else "")
+        return HealthDisagreement(tool, tool_status, verdict.status, f"{tool}: {shown}, but {kind} {name}: {said}")
     state = phase if isinstance(phase, str) and phase else verdict.status
     detail = state
     if verdict.message and verdict.message != state:
         detail = verdict.message if verdict.message.startswith(f"{state}:") else f"{state}: {verdict.message}"
-    _, kind = object_group_kind(obj)
-    name = dig(obj, "metadata", "name") or ""
-    shown = tool_status or _NO_HEALTH
     sentence = f"{tool}: {shown}, but {kind} {name} is {detail}"
     return HealthDisagreement(tool, tool_status, verdict.status, sentence)
 

@@ -46,6 +46,7 @@ def base_queryset() -> QuerySet[GitOpsApp]:
         # by the database (RAW_FACTS), so a page costs the same queries and no big documents.
         .defer("raw", "health_rules")
         .annotate(**RAW_FACTS, **app_address.twin_facts())
+        .with_rule_words()
         .with_sort_keys()
     )
 

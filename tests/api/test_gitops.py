@@ -56,6 +56,7 @@ ITEM_FIELDS = {
     "cluster", "environment", "argocd_instance", "tool", "kind", "namespace", "name", "project", "repo_url", "path",
     "chart", "target_revision", "synced_revision", "commit_url", "sync_status", "sync_since", "sync_since_exact",
     "health_status", "health_since", "health_since_exact", "needs_attention", "health_disagreement", "sync_blocked",
+    "rule_health", "rule_message", "health_unchecked", "health_not_read", "suggested_health_rules",
     "sync_blocked_until", "sync_window",
     "manual_sync",
     "suspended", "services", "running_versions", "git_pins", "after_change", "cluster_stale_since",

@@ -136,6 +136,23 @@ def test_argocd_without_a_check_gives_no_health_and_the_rule_disagrees() -> None
     )
 
 
+def test_a_stale_generation_reads_as_the_rule_s_verdict_not_as_its_old_phase() -> None:
+    rule = 'return {status = "Progressing", message = "Waiting for the operator to observe generation 5"}'
+    rules = HealthRules().with_portal_rules([PortalRule(GROUP, KIND, lua=rule)])
+    obj = decision_model("Ready", generation=5, observed=4, name="stale-gen")
+    disagreement = health_disagreement(obj, tool=ARGO_CD, tool_status="", verdict=rules.evaluate(obj))
+    assert disagreement is not None
+    assert disagreement.sentence == (
+        "Argo CD: no health, but DecisionModel stale-gen: Progressing — "
+        "Waiting for the operator to observe generation 5"
+    )
+    # Once observed, the phase is the object's own word again.
+    caught_up = decision_model("RolledBack", generation=5, observed=5, name="stale-gen")
+    said = health_disagreement(caught_up, tool=ARGO_CD, tool_status="", verdict=PORTAL_LUA.evaluate(caught_up))
+    assert said is not None
+    assert said.sentence.endswith("DecisionModel stale-gen is RolledBack: candidate failed the gate")
+
+
 def test_a_failed_or_unknown_rule_is_no_disagreement() -> None:
     broken = HealthRules().with_portal_rules([PortalRule(GROUP, KIND, lua="while true do end")])
     obj = decision_model("RolledBack")

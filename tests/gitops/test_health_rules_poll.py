@@ -5,8 +5,10 @@ collectors, the store.
 - Argo CD with the documented Lua check in argocd-cm, and Flux with healthCheckExprs: every
   phase and the stale generation give the mapped health;
 - with no rule in the tool, Flux (judged by a portal rule) shows the disagreement for
-  RolledBack, candidate-over-stable and partial Degraded, and both tools with no rule at all
-  say "No health check for DecisionModel";
+  RolledBack, candidate-over-stable and partial Degraded;
+- with no rule at all, both tools say "No health check for DecisionModel", the poll still
+  lists DecisionModels (within its budget, an unchanged list making an unchanged poll) and
+  the tool's blind spot lands on the app, or "RBAC hides DecisionModel" when it cannot;
 - a hostile rule in argocd-cm: the poll completes in bounded time, other apps are stored;
 - a custom kind RBAC hides: degraded with its message, the poll completes.
 """
@@ -19,11 +21,14 @@ from datetime import timedelta
 import pytest
 
 from gitops import kinds
+from gitops import listing as listing_module
+from gitops.health.rules import ARGO_CD, FLUX
 from gitops.models import GitOpsApp, HealthRule
 from gitops.polling import poll
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment
 from tests.fakes.kube_emulator import Fault, KubeEmulator
 from tests.gitops.decisionmodel import GROUP, KIND, LUA_HEALTH_CHECK, argocd_cm, decision_model, kustomization
+from tests.gitops.test_blind_spot import BLIND_SPOT
 from tests.gitops.test_health_rules import FLUX_DISAGREEMENTS, STALE, TABLE
 
 pytestmark = pytest.mark.django_db
@@ -145,18 +150,80 @@ def test_flux_health_check_exprs_give_the_mapped_health(cluster, kube_emulator):
         assert app.health_disagreement == "" and app.health_unchecked == "", case
 
 
-def test_with_no_rule_both_tools_say_no_health_check(cluster, kube_emulator):
+def test_with_no_rule_the_kind_is_read_and_the_blind_spot_lands_on_the_app(cluster, kube_emulator):
     serve(kube_emulator, [argocd_cm(**{f"resource.customizations.health.{GROUP}_{KIND}": ""}),
                           *(model_for(c) for c in CASES), *(flux_kustomization(c, with_rule=False) for c in CASES),
                           *(application(c, argo_health=None) for c in CASES)])
     polled(cluster)
+    # No rule covers the kind, yet the poll listed it: the blind spot needs the objects.
+    assert kube_emulator.requests_for("decisionmodels.decisionmodel.io")
     for case in CASES:
-        for name in (f"app-{slug(case)}", f"ks-{slug(case)}"):
+        for tool, name in ((FLUX, f"ks-{slug(case)}"), (ARGO_CD, f"app-{slug(case)}")):
             app = stored(name)
             assert app.health_unchecked == "No health check for DecisionModel", name
-            assert app.rule_health == "" and app.health_disagreement == ""
-    # Nothing covers the kind: the poll never listed it.
-    assert not kube_emulator.requests_for("decisionmodels.decisionmodel.io")
+            assert app.rule_health == ""
+            expected = BLIND_SPOT[tool].get(case, "").replace("support-router", slug(case))
+            assert app.health_disagreement == expected, name
+            suggested = app.health_rules["suggested"]
+            assert bool(suggested) == bool(expected), name
+    [flux_rule] = stored("ks-dm-rolledback").health_rules["suggested"]
+    assert flux_rule["where"] == "Kustomization flux-system/ks-dm-rolledback spec.healthCheckExprs"
+    [argo_rule] = stored("app-dm-rolledback").health_rules["suggested"]
+    assert argo_rule["where"] == f"argocd-cm data key resource.customizations.health.{GROUP}_{KIND}"
+    # It needs attention like any disagreement, after the grace period.
+    app = stored("ks-dm-rolledback")
+    assert app.needs_attention(at=app.health_disagreement_since + timedelta(minutes=30))
+    assert not stored("ks-dm-ready").needs_attention(at=app.health_disagreement_since + timedelta(minutes=30))
+
+
+def test_with_no_rule_a_kind_rbac_hides_is_said_on_the_app(cluster, kube_emulator):
+    serve(kube_emulator, [model_for("RolledBack"), flux_kustomization("RolledBack", with_rule=False), PLAIN_APP])
+    kube_emulator.fail("decisionmodels.decisionmodel.io", Fault.forbidden())
+    report = polled(cluster)  # a hidden kind is no poll failure
+    message = "RBAC hides DecisionModel: no permission to list decisionmodels.decisionmodel.io"
+    assert report.unavailable[f"health-rules:{GROUP}/{KIND}"] == message
+    app = stored("ks-dm-rolledback")
+    assert app.health_rules["hidden"] == message
+    assert app.health_disagreement == ""  # nothing read, nothing claimed
+    assert stored("billing").health_status == "Healthy"
+
+
+def test_an_unchanged_custom_kind_list_makes_an_unchanged_poll(cluster, kube_emulator):
+    serve(kube_emulator, [model_for("Ready"), flux_kustomization("Ready", with_rule=False)])
+    polled(cluster)
+    assert stored("ks-dm-ready").health_disagreement == ""
+    again = polled(cluster)
+    assert again.unchanged  # the same lists, the DecisionModel's among them: nothing collected
+    assert len(kube_emulator.requests_for("decisionmodels.decisionmodel.io")) == 2
+    rolled_back = model_for("Ready")
+    rolled_back["status"] = decision_model("RolledBack")["status"]
+    kube_emulator.add(rolled_back)  # a new resourceVersion
+    moved = polled(cluster)
+    assert not moved.unchanged
+    assert stored("ks-dm-ready").health_disagreement == (
+        "Flux says healthy, but DecisionModel dm-ready reports RolledBack: candidate failed the gate")
+
+
+def test_the_blind_spot_reads_only_as_many_kinds_as_its_budget(cluster, kube_emulator, monkeypatch):
+    monkeypatch.setattr(listing_module, "MAX_BLIND_SPOT_KINDS", 1)
+    widget = {"apiVersion": "example.io/v1", "kind": "Widget",
+              "metadata": {"name": "w", "namespace": "support", "uid": "uid-w", "resourceVersion": "7"},
+              "status": {"phase": "Failed"}}
+    ks = flux_kustomization("RolledBack", with_rule=False)
+    ks["status"]["inventory"]["entries"].append({"id": "support_w_example.io_Widget", "v": "v1"})
+    other = flux_kustomization("Ready", with_rule=False)
+    serve(kube_emulator, [model_for("RolledBack"), model_for("Ready"), ks, other, widget])
+    kube_emulator.install("example.io/v1", "widgets", "Widget")
+    report = polled(cluster)
+    # DecisionModel is deployed by two apps, Widget by one: DecisionModel is read first.
+    assert kube_emulator.requests_for("decisionmodels.decisionmodel.io")
+    assert not kube_emulator.requests_for("widgets.example.io")
+    app = stored("ks-dm-rolledback")
+    assert app.health_rules["hidden"] == (
+        "Widget not read: a poll reads at most 1 custom kinds (and 5000 of their objects) that no health check "
+        "covers")
+    assert app.health_disagreement.startswith("Flux says healthy, but DecisionModel dm-rolledback reports RolledBack")
+    assert any("custom kinds with no health check: 2 deployed" in w for w in report.warnings)
 
 
 def test_flux_without_rule_shows_the_disagreement_a_portal_rule_finds(cluster, kube_emulator):
@@ -229,7 +296,7 @@ def test_a_custom_kind_rbac_hides_is_degraded_with_its_message(cluster, kube_emu
                           application("RolledBack", argo_health="Degraded")])
     kube_emulator.fail("decisionmodels.decisionmodel.io", Fault.forbidden())
     report = polled(cluster)
-    message = "DecisionModel health unavailable: no permission to list decisionmodels.decisionmodel.io"
+    message = "RBAC hides DecisionModel: no permission to list decisionmodels.decisionmodel.io"
     assert report.unavailable[f"health-rules:{GROUP}/{KIND}"] == message
     app = stored("app-dm-rolledback")
     assert app.health_rules["errors"] == [message]

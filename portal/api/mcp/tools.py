@@ -67,8 +67,14 @@ def compact_app(item: dict[str, Any]) -> dict[str, Any]:
         "running": running, "git_pins": pinned, "git_pins_differ_from_running": differs,
         "after_change": item.get("after_change"),
         "synced_revision": item["synced_revision"] or None,
-        # A custom resource's health rule says otherwise than the tool (gitops.health.rules).
+        # A custom resource's health rule says otherwise than the tool (gitops.health.rules), or
+        # the tool calls healthy what reports failure itself (gitops.health.blindspot).
         "health_disagreement": item.get("health_disagreement") or None,
+        "rule_health": item.get("rule_health") or None,
+        "rule_message": item.get("rule_message") or None,
+        "health_unchecked": item.get("health_unchecked") or None,
+        "health_not_read": item.get("health_not_read") or None,
+        "suggested_health_rules": item.get("suggested_health_rules") or None,
         "api_url": item.get("api_url"),
     }
 

@@ -180,6 +180,17 @@ class FluxSourceSerializer(serializers.Serializer):
                                      "offers now")
 
 
+class SuggestedHealthRuleSerializer(serializers.Serializer):
+    """A rule that would make the tool see what a custom resource reports (gitops.health.suggested_rules)."""
+
+    tool = serializers.CharField(help_text="the tool to teach: \"Argo CD\" or \"Flux\"")
+    group = serializers.CharField(help_text="the custom kind's API group")
+    kind = serializers.CharField()
+    where = serializers.CharField(help_text="where the rule goes: an argocd-cm data key, or the Flux object whose "
+                                  "spec.healthCheckExprs takes it")
+    rule = serializers.CharField(help_text="the rule: Lua for Argo CD, a healthCheckExprs entry (YAML) for Flux")
+
+
 class AppSerializer(serializers.Serializer):
     """One GitOps application (Argo CD Application, Flux Kustomization or HelmRelease)."""
 
@@ -224,8 +235,23 @@ class AppSerializer(serializers.Serializer):
         help_text="out of sync, degraded or missing for longer than the grace period (as on the portal's pages)"
     )
     health_disagreement = serializers.CharField(
-        allow_blank=True, help_text="where the tool's health and a custom-resource health rule differ, in words "
-        "(needs attention like Degraded); empty when they agree")
+        allow_blank=True, help_text="where the tool's health and a custom-resource health rule differ, or the tool "
+        "calls a custom resource healthy that reports failure itself, in words (needs attention like Degraded); "
+        "empty when they agree")
+    rule_health = serializers.CharField(
+        allow_blank=True, help_text="the custom-resource health rules' worst verdict on this app's objects, in Argo "
+        "CD's words (argocd-cm Lua, healthCheckExprs or a portal rule); empty when no rule judged one")
+    rule_message = serializers.SerializerMethodField(
+        help_text="the rules' verdict in words, on the objects with the worst one (\"DecisionModel support-router: "
+        "Degraded — candidate r42 failed gate; rolled back\"); empty when no rule judged one")
+    health_unchecked = serializers.CharField(
+        allow_blank=True, help_text="the custom kinds it deploys that neither the tool's built-in checks nor any "
+        "rule cover (\"No health check for DecisionModel\"): their health may be overstated")
+    health_not_read = serializers.SerializerMethodField(
+        help_text="custom kinds whose objects this portal could not read, and why (\"RBAC hides DecisionModel: …\")")
+    suggested_health_rules = serializers.SerializerMethodField(
+        help_text="where the tool calls a custom resource healthy that reports failure itself: the rule to add to "
+        "the tool so that it agrees")
     sync_blocked = serializers.SerializerMethodField(help_text="a sync window or a suspension holds deploys now")
     sync_blocked_until = serializers.SerializerMethodField(
         help_text="when the block ends; null when there is no known end or it has already passed"
@@ -330,6 +356,19 @@ class AppSerializer(serializers.Serializer):
 
     def get_needs_attention(self, app: GitOpsApp) -> bool:
         return app.needs_attention(self._now())
+
+    # What the health rules say is read out of the health_rules document by the database
+    # (GitOpsAppQuerySet.with_rule_words); a row read without it gives nothing.
+    def get_rule_message(self, app: GitOpsApp) -> str:
+        return getattr(app, "rule_message", None) or ""
+
+    def get_health_not_read(self, app: GitOpsApp) -> str:
+        return getattr(app, "health_not_read", None) or ""
+
+    @extend_schema_field(SuggestedHealthRuleSerializer(many=True))
+    def get_suggested_health_rules(self, app: GitOpsApp) -> list[dict[str, str]]:
+        found = getattr(app, "health_suggested", None)
+        return SuggestedHealthRuleSerializer(found if isinstance(found, list) else [], many=True).data
 
     def get_sync_blocked(self, app: GitOpsApp) -> bool:
         return self._blocked_until(app)[0]

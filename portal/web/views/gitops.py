@@ -117,7 +117,7 @@ def _context(request: HttpRequest) -> dict:
     listed = GitOpsApp.objects.select_related("cluster", "cluster__environment", "cluster__poll",
                                               "argocd_instance").defer(
         "raw", "history", "conditions", "synced_revisions", "health_rules"
-    )
+    ).with_rule_words()
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
         page = counted_page(apps, request.GET.get("page"))

@@ -144,6 +144,7 @@ def _complete(panels: list[Panel]) -> None:
     full = (
         GitOpsApp.objects.filter(pk__in=[panel.app.pk for panel in panels])
         .defer(*PANEL_UNSHOWN)
+        .with_rule_words()
         .select_related("cluster", "cluster__environment", "argocd_instance")
         .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
         .in_bulk()

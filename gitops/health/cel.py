@@ -182,10 +182,24 @@ def _int64_field(document: Mapping[str, Any], *path: str) -> int | None:
     raise CelRuleError(f"{'.'.join(path)} accessor error: {value!r} is not an integer")
 
 
+def _parse_ahead(rule: HealthCheckExprs, limits: CelLimits) -> None:
+    """Parse the rule's expressions before its clock starts: Flux compiles them once, when it
+    builds the evaluator, and the time limit is the evaluation's. The first parse in a process
+    also builds celpy's grammar, which alone can take longer than the limit on a busy machine.
+    A parse error is left for `_evaluate_boolean` to report where it does today."""
+    for expression in (rule.in_progress, rule.failed, rule.current):
+        if expression and len(expression) <= limits.max_expression_chars:
+            try:
+                _compile(expression)
+            except (celpy.CELParseError, lark.exceptions.LarkError, RecursionError):
+                pass
+
+
 def evaluate_cel(rule: HealthCheckExprs, obj: Mapping[str, Any], *, limits: CelLimits = DEFAULT_LIMITS) -> RuleOutcome:
     """kstatus's word for ``obj`` under ``rule``, in Flux's order; "rule failed: …" on any error."""
     if not rule.current:
         return rule_failed("expression current not specified")
+    _parse_ahead(rule, limits)
     budget = _Budget(limits)
     try:
         document = plain_json(obj)

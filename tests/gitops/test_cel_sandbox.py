@@ -115,3 +115,25 @@ def test_the_time_limit_is_the_rules_not_each_expressions() -> None:
     elapsed = time.monotonic() - started
     assert outcome.failed and outcome.message.endswith("time limit exceeded"), outcome.message
     assert elapsed < limit + 0.25 * one + 0.2, (elapsed, limit)
+
+
+def test_parsing_is_not_charged_to_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flux compiles a rule's expressions when it builds the evaluator; the limit is the
+    evaluation's. The first parse in a process also builds celpy's grammar (a few hundred ms,
+    more on a busy machine), which would otherwise fail a first rule. Here building the grammar
+    takes twice the default 1 s limit."""
+    import celpy
+
+    from gitops.health import cel
+
+    def slow_environment() -> celpy.Environment:
+        time.sleep(2.0)
+        return celpy.Environment()
+
+    monkeypatch.setattr(cel, "_environment", slow_environment)
+    cel._compile.cache_clear()
+    try:
+        outcome = evaluate_cel(exprs("status.phase == 'Ready'", failed="status.phase == 'Failed'"), OBJ)
+    finally:
+        cel._compile.cache_clear()  # nothing parsed by the slow environment outlives the test
+    assert (outcome.status, outcome.failed) == ("Current", False), outcome.message

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import TypeAdapter
+
 Obj = dict[str, Any]
 
 CHANGED = "changed"
@@ -133,7 +135,8 @@ def _by_identity(objects: Iterable[Obj], namespace: str) -> dict[tuple[str, str,
     for obj in objects:
         if not isinstance(obj, dict) or not obj.get("kind"):
             continue
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        metadata = obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         group = str(obj.get("apiVersion") or "").rpartition("/")[0]
         key = (group, str(obj["kind"]), str(metadata.get("namespace") or namespace), str(metadata.get("name") or ""))
         found[key] = obj
@@ -241,3 +244,11 @@ def _hidden(change: FieldChange) -> FieldChange:
         return change
     return FieldChange(change.path, None if change.before is None else HIDDEN,
                        None if change.after is None else HIDDEN)
+
+
+APP_DIFFS = TypeAdapter(list[AppDiff])  # how a list of AppDiff is stored as JSON and read back
+
+
+def stored_diffs(apps: Any) -> list[AppDiff]:
+    """The app diffs as stored (`RenderedDiff.apps`)."""
+    return APP_DIFFS.validate_python(apps or [])

@@ -1,7 +1,8 @@
 """Keeping PullRequest rows in step with their forge: state, merge time, checks.
 
 `refresh_open` is what the 30-minute beat task (`delivery.track_pull_requests`) runs. The
-forge is asked through `forges.pr_state`; the answer is kept here. One pull request's
+forge is asked through `forges.pr_state`; the answer is kept here. An open pull request whose
+branch moved gets its rendered diff and comment renewed (`portal.delivery.rendered_previews`). One pull request's
 failure (forge down, token revoked) is written on that row and never stops the others.
 "Checks fail" is marked once per pull request: the first time it is seen,
 `checks_failed_notified_at` is set, and the notification side reads that timestamp;
@@ -25,6 +26,7 @@ from django.utils import timezone
 from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
 from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
+from portal.delivery.rendered_previews import follow
 from portal.kernel.links import safe_http_url
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,9 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
         row.closed_at = answer.closed_at or row.closed_at or now
     row.tracked_at = now
     row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
+    if row.state == PullRequest.State.OPEN:
+        # A branch that moved is rendered again, and its comment edited (a head seen before: nothing).
+        follow(row, forge, answer.info.head_sha, now=now)
     try:
         checks = checks_state(forge, answer)
     except ForgeError as error:

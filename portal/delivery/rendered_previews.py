@@ -1,0 +1,138 @@
+"""An open pull request's rendered diff, kept in step with its branch: what each application the
+change lands in renders at the branch's head against what it renders at its own target today.
+
+Tracking (`portal.delivery.tracking.refresh`) calls `follow` with the head the forge reports; a
+head seen before costs nothing, a new one is rendered again and the one comment on the pull
+request is edited (`portal.delivery.rendered_comments`). Rendering is never done here:
+
+- an Argo CD application the portal reads through Argo CD's API (`ArgoCDSource`) is rendered by
+  that Argo CD (`GET .../manifests`): the head revision for the sources in the pull request's
+  repository, no revision (the app's own target) for the other side;
+- anything else says that no renderer is available for it.
+
+What Argo CD could not render (a revision it cannot fetch, a token that may not read the app) is
+that app's error; the other apps are still compared.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from forges.forge import Forge
+from forges.pins.layouts.app_specs import same_repository
+from gitops.models import GitOpsApp
+from gitops.polling import source_for
+from gitops.sources import SourceError
+from gitops.sources.argocd_api import ArgoCDSource
+from portal.delivery.models import PullRequest, RenderedDiff
+from portal.delivery.rendered_comments import keep_comment
+from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare
+from portal.kernel.catalog.models import Cluster
+
+log = logging.getLogger(__name__)
+
+NO_RENDERER = "no renderer is available for this application; reach only"
+ARGOCD = "Argo CD"
+
+ArgoCDFor = Callable[[Cluster], ArgoCDSource]
+
+
+def follow(row: PullRequest, forge: Forge, head: str, *, now: datetime | None = None) -> RenderedDiff | None:
+    """The pull request's rendered diff at `head`, rendered when the head is new, and its comment
+    written when it does not tell this head yet. None when the change names no application."""
+    apps = _apps_of(row)
+    if not apps or not head:
+        return None
+    now = now or timezone.now()
+    stored = RenderedDiff.objects.filter(pull_request=row).first()
+    if stored is None or stored.head != head:
+        diffs, outputs = render(apps, row.repository, head)
+        stored = stored or RenderedDiff(pull_request=row)
+        stored.head, stored.computed_at = head, now
+        stored.apps, stored.outputs = APP_DIFFS.dump_python(diffs, mode="json"), outputs
+        stored.save()
+    if stored.commented_head != head:
+        keep_comment(stored, forge, row.number or 0)
+    return stored
+
+
+def render(
+    apps: list[GitOpsApp], repository: str, head: str, argocd_for: ArgoCDFor | None = None
+) -> tuple[list[AppDiff], list[dict[str, Any]]]:
+    """Each app's diff, and the full output of both sides per app (for the portal's page)."""
+    argocd_for = argocd_for or _argocd_source
+    diffs: list[AppDiff] = []
+    outputs: list[dict[str, Any]] = []
+    for app in apps:
+        label = f"{app.namespace}/{app.name}"
+        if app.tool != "argo" or app.read_from.connection != Cluster.Connection.ARGOCD_API:
+            diffs.append(AppDiff(app=label, cluster=app.cluster.name, renderer="", error=NO_RENDERER))
+            continue
+        diff, before, after = _argocd_diff(app, label, repository, head, argocd_for)
+        diffs.append(diff)
+        if not diff.error:
+            outputs.append({"app": label, "before": before, "after": after})
+    return diffs, outputs
+
+
+def _argocd_diff(
+    app: GitOpsApp, label: str, repository: str, head: str, argocd_for: ArgoCDFor
+) -> tuple[AppDiff, list[dict[str, Any]], list[dict[str, Any]]]:
+    diff = AppDiff(app=label, cluster=app.cluster.name, renderer=ARGOCD, before_revision=_target(app),
+                   after_revision=head)
+    at_head = _head_revisions(app, repository, head)
+    if at_head is None:
+        return replace(diff, error="its sources are not in the pull request's repository"), [], []
+    ask = {"app_namespace": app.namespace, "project": app.project}
+    try:
+        with argocd_for(app.read_from) as source:
+            before = source.manifests(app.name, **ask)
+            after = source.manifests(app.name, **ask, **at_head)
+    except SourceError as error:
+        log.warning("rendered diff of %s: %s", label, error.message)
+        return replace(diff, error=error.message[:500]), [], []
+    return replace(diff, comparison=compare(before, after, app.destination_namespace)), before, after
+
+
+def _head_revisions(app: GitOpsApp, repository: str, head: str) -> dict[str, Any] | None:
+    """How to ask Argo CD for the app at the pull request's head: `revision` for one source,
+    `source_revisions` (1-based positions) for the sources of a multi-source app that live in the
+    pull request's repository; None when none does."""
+    spec = app.raw.get("spec") if isinstance(app.raw, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    many = spec.get("sources")
+    if isinstance(many, list) and many:
+        positions = {
+            i: head for i, source in enumerate(many, 1)
+            if isinstance(source, dict) and same_repository(str(source.get("repoURL") or ""), repository)
+        }
+        return {"source_revisions": positions} if positions else None
+    return {"revision": head} if same_repository(app.repo_url, repository) else None
+
+
+def _target(app: GitOpsApp) -> str:
+    return app.target_revision or "HEAD"
+
+
+def _argocd_source(cluster: Cluster) -> ArgoCDSource:
+    source = source_for(cluster)
+    if not isinstance(source, ArgoCDSource):
+        raise SourceError("not_found", f"{cluster.name} is not read through Argo CD's API")
+    return source
+
+
+def _apps_of(row: PullRequest) -> list[GitOpsApp]:
+    """The applications the pull request's changes land in (`Change.apps`, kept in its job)."""
+    changes = row.job.get("changes") if isinstance(row.job, dict) else None
+    ids = {int(i) for change in changes or [] if isinstance(change, dict)
+           for i in change.get("apps") or [] if isinstance(i, int)}
+    if not ids:
+        return []
+    found = GitOpsApp.objects.filter(pk__in=ids).select_related("cluster", "read_from")
+    return list(found.order_by("namespace", "name"))

@@ -119,7 +119,7 @@ def compare(before: Iterable[Obj], after: Iterable[Obj], namespace: str = "") ->
         if key not in old:
             diffs.append(ObjectDiff(kind, ns, name, ADDED))
             continue
-        changes = list(_changes(_comparable(old[key]), _comparable(new[key]), ""))
+        changes = list(_changes(_comparable(old[key], ns), _comparable(new[key], ns), ""))
         if not changes:
             unchanged += 1
             continue
@@ -143,8 +143,9 @@ def _by_identity(objects: Iterable[Obj], namespace: str) -> dict[tuple[str, str,
     return found
 
 
-def _comparable(obj: Obj) -> Obj:
-    """The object without what the server writes, with the API's defaults filled in."""
+def _comparable(obj: Obj, namespace: str) -> Obj:
+    """The object without what the server writes, in the namespace it lands in, with the API's
+    defaults filled in."""
     out = copy.deepcopy(obj)
     out.pop("status", None)
     out.pop("apiVersion", None)
@@ -152,6 +153,8 @@ def _comparable(obj: Obj) -> Obj:
     if isinstance(metadata, dict):
         for key in _SERVER_METADATA:
             metadata.pop(key, None)
+        if namespace:
+            metadata["namespace"] = namespace
     kind = str(out.get("kind") or "")
     spec = out.get("spec")
     if isinstance(spec, dict):
@@ -216,6 +219,11 @@ def _named(value: Any) -> dict[str, Any] | None:
 def _changes(before: Any, after: Any, path: str) -> Iterable[FieldChange]:
     if before == after:
         return
+    # A map that appears or goes is told field by field, like one that changes.
+    if isinstance(before, dict) and after is None:
+        after = {}
+    elif isinstance(after, dict) and before is None:
+        before = {}
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(before.keys() | after.keys()):
             yield from _changes(before.get(key), after.get(key), f"{path}.{key}" if path else key)

@@ -183,7 +183,8 @@ class ArgoCDAPIFake:
         self.trees[(namespace, name)] = {"nodes": nodes}
 
     def set_manifests(self, namespace: str, name: str, revision: str, objects: list[Obj]) -> None:
-        """What the app renders at `revision` (a branch, a tag or a commit SHA, as asked)."""
+        """What the app renders at `revision` (a branch, a tag or a commit SHA, as asked); for a
+        multi-source app, each source's revision in order, joined by commas (`1.4.0,main`)."""
         self.rendered.setdefault((namespace, name), {})[revision] = copy.deepcopy(objects)
 
     def fail(self, fault: ApiFault) -> ApiFault:
@@ -260,10 +261,11 @@ class ArgoCDAPIFake:
         if any(p < 1 or p > len(sources) for p in positions) or len(positions) != len(revisions):
             return self._error(handler, 500, "source position is out of range")
         chosen = dict(zip(positions, revisions, strict=True))
-        # The revision of the source that renders (a multi-source app's first source without `ref`).
-        rendering = next((i for i, s in enumerate(sources, 1) if not s.get("ref")), 1)
-        target = sources[rendering - 1].get("targetRevision") or "HEAD"
-        revision = chosen.get(rendering) or request.param("revision") or target
+        if spec.get("sources"):
+            # Every source's revision matters (a chart's, and its `$values` source's): one render per set.
+            revision = ",".join(chosen.get(i) or s.get("targetRevision") or "HEAD" for i, s in enumerate(sources, 1))
+        else:
+            revision = request.param("revision") or sources[0].get("targetRevision") or "HEAD"
         objects = self.rendered[(namespace, name)].get(revision)
         if objects is None:
             return self._error(handler, 500, f"error generating manifests: rpc error: code = Unknown desc = "

@@ -30,7 +30,8 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     spec = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(spec)  # raises on any violation of the OpenAPI 3 JSON schema
     assert set(spec["paths"]) == {"/api/v1/gitops", "/api/v1/gitops/{cluster}/{namespace}/{name}",
-                                  "/api/v1/pull-requests", "/api/v1/findings", "/api/v1/projects",
+                                  "/api/v1/pull-requests", "/api/v1/pull-requests/{id}", "/api/v1/findings",
+                                  "/api/v1/projects",
                                   "/api/v1/workloads", "/api/v1/services", "/api/v1/security"}
     listed = spec["paths"]["/api/v1/gitops"]["get"]
     parameters = {p["name"]: p for p in listed["parameters"]}

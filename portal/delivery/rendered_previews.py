@@ -8,6 +8,9 @@ request is edited (`portal.delivery.rendered_comments`). Rendering is never done
 - an Argo CD application the portal reads through Argo CD's API (`ArgoCDSource`) is rendered by
   that Argo CD (`GET .../manifests`): the head revision for the sources in the pull request's
   repository, no revision (the app's own target) for the other side;
+- another application that installs a chart from a chart repository is rendered by Helm's own
+  engine when it is installed, with its values at the base branch and at the head
+  (`portal.delivery.chart_renders`);
 - anything else says that no renderer is available for it.
 
 What Argo CD could not render (a revision it cannot fetch, a token that may not read the app) is
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +33,7 @@ from gitops.models import GitOpsApp
 from gitops.polling import source_for
 from gitops.sources import SourceError
 from gitops.sources.argocd_api import ArgoCDSource
+from portal.delivery.chart_renders import chart_diff
 from portal.delivery.models import PullRequest, RenderedDiff
 from portal.delivery.rendered_comments import keep_comment
 from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare
@@ -46,13 +50,13 @@ ArgoCDFor = Callable[[Cluster], ArgoCDSource]
 def follow(row: PullRequest, forge: Forge, head: str, *, now: datetime | None = None) -> RenderedDiff | None:
     """The pull request's rendered diff at `head`, rendered when the head is new, and its comment
     written when it does not tell this head yet. None when the change names no application."""
-    apps = _apps_of(row)
-    if not apps or not head:
+    targets = _targets_of(row)
+    if not targets or not head:
         return None
     now = now or timezone.now()
     stored = RenderedDiff.objects.filter(pull_request=row).first()
     if stored is None or stored.head != head:
-        diffs, outputs = render(apps, row.repository, head)
+        diffs, outputs = render(targets, forge, row.repository, base=row.base_branch, head=head)
         stored = stored or RenderedDiff(pull_request=row)
         stored.head, stored.computed_at = head, now
         stored.apps, stored.outputs = APP_DIFFS.dump_python(diffs, mode="json"), outputs
@@ -62,19 +66,35 @@ def follow(row: PullRequest, forge: Forge, head: str, *, now: datetime | None = 
     return stored
 
 
+@dataclass(frozen=True)
+class Target:
+    """An application a change lands in, with where the change edits it."""
+
+    app: GitOpsApp
+    folder: str  # the change's folder in the repository (`Change.path`)
+    chart_version: str = ""  # the version a chart change moves the app's chart to
+
+
 def render(
-    apps: list[GitOpsApp], repository: str, head: str, argocd_for: ArgoCDFor | None = None
+    targets: list[Target], forge: Forge, repository: str, *, base: str, head: str,
+    argocd_for: ArgoCDFor | None = None,
 ) -> tuple[list[AppDiff], list[dict[str, Any]]]:
     """Each app's diff, and the full output of both sides per app (for the portal's page)."""
     argocd_for = argocd_for or _argocd_source
     diffs: list[AppDiff] = []
     outputs: list[dict[str, Any]] = []
-    for app in apps:
+    for target in targets:
+        app = target.app
         label = f"{app.namespace}/{app.name}"
-        if app.tool != "argo" or app.read_from.connection != Cluster.Connection.ARGOCD_API:
-            diffs.append(AppDiff(app=label, cluster=app.cluster.name, renderer="", error=NO_RENDERER))
-            continue
-        diff, before, after = _argocd_diff(app, label, repository, head, argocd_for)
+        if app.tool == "argo" and app.read_from.connection == Cluster.Connection.ARGOCD_API:
+            diff, before, after = _argocd_diff(app, label, repository, head, argocd_for)
+        else:
+            charted = chart_diff(app, forge, repository, base=base, head=head, folder=target.folder,
+                                 chart_version=target.chart_version)
+            if charted is None:
+                diffs.append(AppDiff(app=label, cluster=app.cluster.name, renderer="", error=NO_RENDERER))
+                continue
+            diff, before, after = charted
         diffs.append(diff)
         if not diff.error:
             outputs.append({"app": label, "before": before, "after": after})
@@ -127,12 +147,18 @@ def _argocd_source(cluster: Cluster) -> ArgoCDSource:
     return source
 
 
-def _apps_of(row: PullRequest) -> list[GitOpsApp]:
+def _targets_of(row: PullRequest) -> list[Target]:
     """The applications the pull request's changes land in (`Change.apps`, kept in its job)."""
     changes = row.job.get("changes") if isinstance(row.job, dict) else None
-    ids = {int(i) for change in changes or [] if isinstance(change, dict)
-           for i in change.get("apps") or [] if isinstance(i, int)}
-    if not ids:
+    where: dict[int, tuple[str, str]] = {}
+    for change in changes or []:
+        if not isinstance(change, dict):
+            continue
+        chart_version = str(change.get("to_version") or "") if change.get("chart") else ""
+        for app_id in change.get("apps") or []:
+            if isinstance(app_id, int):
+                where.setdefault(app_id, (str(change.get("path") or ""), chart_version))
+    if not where:
         return []
-    found = GitOpsApp.objects.filter(pk__in=ids).select_related("cluster", "read_from")
-    return list(found.order_by("namespace", "name"))
+    found = GitOpsApp.objects.filter(pk__in=where).select_related("cluster", "read_from")
+    return [Target(app, *where[app.pk]) for app in found.order_by("namespace", "name")]

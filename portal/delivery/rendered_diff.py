@@ -247,6 +247,19 @@ def _is_secret(obj: Obj) -> bool:
     return obj.get("kind") == "Secret" and str(obj.get("apiVersion") or "v1") == "v1"
 
 
+def masked(objects: Iterable[Obj]) -> list[Obj]:
+    """The objects with every Secret's values replaced by HIDDEN (not by Argo CD's run of `+`, whose
+    length tells the value's). What is stored and shown of a render goes through here: a chart
+    rendered by Helm here carries its Secrets' values in the clear."""
+    out: list[Obj] = []
+    for obj in objects:
+        if isinstance(obj, dict) and _is_secret(obj):
+            obj = {**obj, **{key: dict.fromkeys(obj[key], HIDDEN) for key in ("data", "stringData")
+                             if isinstance(obj.get(key), dict)}}
+        out.append(obj)
+    return out
+
+
 def _hidden(change: FieldChange) -> FieldChange:
     if not change.path.startswith(("data", "stringData")):
         return change

@@ -36,7 +36,7 @@ from gitops.sources.argocd_api import ArgoCDSource
 from portal.delivery.chart_renders import chart_diff
 from portal.delivery.models import PullRequest, RenderedDiff
 from portal.delivery.rendered_comments import keep_comment
-from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare
+from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare, masked
 from portal.kernel.catalog.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def render(
             diff, before, after = charted
         diffs.append(diff)
         if not diff.error:
-            outputs.append({"app": label, "before": before, "after": after})
+            outputs.append({"app": label, "before": masked(before), "after": masked(after)})
     return diffs, outputs
 
 

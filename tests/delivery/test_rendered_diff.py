@@ -15,6 +15,7 @@ from portal.delivery.rendered_diff import (
     AppDiff,
     FieldChange,
     compare,
+    masked,
     stored_diffs,
 )
 
@@ -99,6 +100,17 @@ def test_secret_values_are_never_shown() -> None:
     [diff] = compare([secret({"password": "++++++++"})], [secret({"password": "+++++++++", "user": "+++++"})]).objects
 
     assert diff.fields == (FieldChange("data.password", HIDDEN, HIDDEN), FieldChange("data.user", None, HIDDEN))
+
+
+def test_stored_renders_keep_no_secret_value() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop"},
+              "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "admin"}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"}, "data": {"mode": "fast"}}
+
+    kept = masked([secret, config])
+
+    assert kept[0]["data"] == {"password": HIDDEN} and kept[0]["stringData"] == {"user": HIDDEN}
+    assert kept[1] == config and secret["data"] == {"password": "aHVudGVyMg=="}  # the input is left alone
 
 
 def test_many_changed_fields_are_counted_past_the_bound() -> None:

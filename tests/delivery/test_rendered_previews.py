@@ -221,3 +221,33 @@ def test_a_forge_that_refuses_the_comment_is_tried_again(opened: PullRequest, fo
     assert len(forge.model.comments_on(opened.number)) == 1
     stored.refresh_from_db()
     assert stored.commented_head == stored.head and not stored.comment_error
+
+
+@pytest.mark.parametrize("forge", ["gitlab"], indirect=True)
+def test_a_multi_source_app_renders_its_values_source_at_the_head(
+    opened: PullRequest, forge: Harness, argocd: ArgoCDAPIFake
+) -> None:
+    multi = application("https://charts.example.com")
+    multi["metadata"]["name"] = "web-prod"
+    del multi["spec"]["source"]
+    multi["spec"]["sources"] = [
+        {"repoURL": "https://charts.example.com", "chart": "web", "targetRevision": "1.4.0",
+         "helm": {"valueFiles": ["$values/apps/web/values-prod.yaml"]}},
+        {"repoURL": forge.repository.removesuffix(".git"), "targetRevision": "main", "ref": "values"},
+    ]
+    argocd.add_application(multi)
+    assert poll(Cluster.objects.get(name="hub")).ok
+    app = GitOpsApp.objects.get(name="web-prod")
+    head = forge.model.branches[BRANCH]
+    argocd.set_manifests("argocd", "web-prod", "1.4.0,main", [deployment("1.0.0")])
+    argocd.set_manifests("argocd", "web-prod", f"1.4.0,{head}", [deployment("1.0.0", replicas=4)])
+    opened.job = {"changes": [{**opened.job["changes"][0], "apps": [app.pk]}]}
+    opened.save()
+
+    refresh(opened, forge.new_forge())
+
+    [asked_before, asked_after] = argocd.requests_to("/api/v1/applications/web-prod/manifests")
+    assert asked_before.param("sourcePositions") is None
+    assert (asked_after.param("sourcePositions"), asked_after.param("revisions")) == ("2", head)
+    [comment] = forge.model.comments_on(opened.number)
+    assert "`spec.replicas`: `2` → `4`" in comment.body

@@ -52,7 +52,9 @@ def render_chart(archive: bytes, values: Obj, *, release: str, namespace: str) -
     for path in sorted(rendered):
         if not path.endswith((".yaml", ".yml")):
             continue  # NOTES.txt and the like
-        for document in yaml.safe_load_all(rendered[path]):
-            if isinstance(document, dict) and document.get("kind"):
-                objects.append(document)
+        try:
+            documents = list(yaml.safe_load_all(rendered[path]))
+        except yaml.YAMLError as error:
+            raise RenderError(f"{path} does not render to YAML: {str(error)[:200]}") from None
+        objects += [doc for doc in documents if isinstance(doc, dict) and doc.get("kind")]
     return objects

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import DatabaseError
 from django.utils import timezone
 
 from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
@@ -61,8 +62,7 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
     row.tracked_at = now
     row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
     if row.state == PullRequest.State.OPEN:
-        # A branch that moved is rendered again, and its comment edited (a head seen before: nothing).
-        follow(row, forge, answer.info.head_sha, now=now)
+        _follow_rendered(row, forge, answer.info.head_sha, now)
     try:
         checks = checks_state(forge, answer)
     except ForgeError as error:
@@ -78,6 +78,19 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
     row.last_error = checks.unknown[:1000]
     row.save(update_fields=["checks", "checks_failed_notified_at", "checks_url", "last_error"])
     return row
+
+
+def _follow_rendered(row: PullRequest, forge: Forge, head: str, now: datetime) -> None:
+    """A branch that moved is rendered again and its comment edited (a head seen before: nothing).
+    The diff is an extra beside the state: whatever fails in it (a renderer, a chart registry, a
+    malformed render) is logged and tried again at the next run, and never stops the tracking of
+    this pull request's checks or of the others."""
+    try:
+        follow(row, forge, head, now=now)
+    except DatabaseError:
+        raise  # the database is the tracking's own failure, not the diff's
+    except Exception:
+        log.exception("the rendered diff of %s #%s failed", row.repository, row.number)
 
 
 def _failing_check(forge: Forge, info: PullRequestInfo, row: PullRequest) -> str:

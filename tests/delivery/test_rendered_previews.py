@@ -251,3 +251,18 @@ def test_a_multi_source_app_renders_its_values_source_at_the_head(
     assert (asked_after.param("sourcePositions"), asked_after.param("revisions")) == ("2", head)
     [comment] = forge.model.comments_on(opened.number)
     assert "`spec.replicas`: `2` → `4`" in comment.body
+
+
+@pytest.mark.parametrize("forge", ["github"], indirect=True)
+def test_a_failing_render_never_stops_tracking(opened: PullRequest, forge: Harness, monkeypatch) -> None:
+    from portal.delivery import tracking
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("a renderer bug")
+
+    monkeypatch.setattr(tracking, "follow", broken)
+    report = refresh_open(forge_for=lambda repository: forge.new_forge())
+
+    assert (report.refreshed, report.errors) == (1, 0)
+    opened.refresh_from_db()
+    assert opened.tracked_at is not None and opened.checks == "none"

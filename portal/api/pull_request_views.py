@@ -126,15 +126,17 @@ class PullRequestListView(PortalAPIView):
 
 class PullRequestDetailView(PortalAPIView):
     serializer_class = PullRequestSerializer
+    pagination_class = None
 
     @extend_schema(
-        operation_id="pull_requests_detail",
-        summary="One pull request, with its rendered diff",
-        description="The pull request by the `id` the list gives, with `rendered_diff`: what the change does to "
-        "its applications' rendered manifests at the branch's head (null until an open pull request was rendered).",
-        responses={200: PullRequestSerializer, **errors(401, 403, 404, 429)},
+        operation_id="pull_requests_retrieve",
+        summary="One pull request the portal opened or linked, with its rendered diff",
+        description="As an item of the list (its `id`): `rendered_diff` says what the change does to its "
+        "applications' rendered manifests at the branch's head (null until an open pull request was rendered).",
+        responses={200: PullRequestSerializer, **errors(400, 401, 403, 404, 429)},
     )
     def get(self, request: Request, pk: int) -> Response:
+        self.query(request)  # no query parameters: an unknown one is refused as on the list
         pull = filters.pull_requests({}).filter(pk=pk).first()
         if pull is None:
             raise not_found(f"No pull request {pk}.")

@@ -27,12 +27,12 @@ from forges.forge import Forge, ForgeError
 from forges.pins.layouts.app_specs import same_repository
 from gitops.models import GitOpsApp
 from portal.delivery.helm_render import RenderError, engine_version, render_chart
-from portal.delivery.rendered_diff import AppDiff, compare
+from portal.delivery.rendered_diff import NO_RENDERER, AppDiff, compare
 from portal.releases.chart_archives import chart_archive
 from portal.releases.charts import ChartPin, ChartReadError, chart_pin
 
 Obj = dict[str, Any]
-NOT_INSTALLED = "no renderer is available for this application (Helm's engine is not installed); reach only"
+NOT_INSTALLED = f"{NO_RENDERER} (Helm's engine, the `helm` extra, is not installed)"
 
 
 class ValuesError(Exception):

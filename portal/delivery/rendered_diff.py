@@ -42,6 +42,8 @@ MAX_FIELDS_PER_OBJECT = 40
 MAX_OBJECTS = 200
 MAX_VALUE_CHARS = 200
 HIDDEN = "(hidden)"
+# What an application without a renderer in reach says instead of a diff (the words).
+NO_RENDERER = "no renderer is available for this application; reach only"
 
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
 _WORKLOADS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "CronJob"}

@@ -20,7 +20,6 @@ that app's error; the other apps are still compared.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -36,15 +35,12 @@ from gitops.sources.argocd_api import ArgoCDSource
 from portal.delivery.chart_renders import chart_diff
 from portal.delivery.models import PullRequest, RenderedDiff
 from portal.delivery.rendered_comments import keep_comment
-from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare, masked
+from portal.delivery.rendered_diff import APP_DIFFS, NO_RENDERER, AppDiff, compare, masked
 from portal.kernel.catalog.models import Cluster
 
 log = logging.getLogger(__name__)
 
-NO_RENDERER = "no renderer is available for this application; reach only"
 ARGOCD = "Argo CD"
-
-ArgoCDFor = Callable[[Cluster], ArgoCDSource]
 
 
 def follow(row: PullRequest, forge: Forge, head: str, *, now: datetime | None = None) -> RenderedDiff | None:
@@ -76,18 +72,16 @@ class Target:
 
 
 def render(
-    targets: list[Target], forge: Forge, repository: str, *, base: str, head: str,
-    argocd_for: ArgoCDFor | None = None,
+    targets: list[Target], forge: Forge, repository: str, *, base: str, head: str
 ) -> tuple[list[AppDiff], list[dict[str, Any]]]:
     """Each app's diff, and the full output of both sides per app (for the portal's page)."""
-    argocd_for = argocd_for or _argocd_source
     diffs: list[AppDiff] = []
     outputs: list[dict[str, Any]] = []
     for target in targets:
         app = target.app
         label = f"{app.namespace}/{app.name}"
         if app.tool == "argo" and app.read_from.connection == Cluster.Connection.ARGOCD_API:
-            diff, before, after = _argocd_diff(app, label, repository, head, argocd_for)
+            diff, before, after = _argocd_diff(app, label, repository, head)
         else:
             charted = chart_diff(app, forge, repository, base=base, head=head, folder=target.folder,
                                  chart_version=target.chart_version)
@@ -102,7 +96,7 @@ def render(
 
 
 def _argocd_diff(
-    app: GitOpsApp, label: str, repository: str, head: str, argocd_for: ArgoCDFor
+    app: GitOpsApp, label: str, repository: str, head: str
 ) -> tuple[AppDiff, list[dict[str, Any]], list[dict[str, Any]]]:
     diff = AppDiff(app=label, cluster=app.cluster.name, renderer=ARGOCD, before_revision=_target(app),
                    after_revision=head)
@@ -111,7 +105,7 @@ def _argocd_diff(
         return replace(diff, error="its sources are not in the pull request's repository"), [], []
     ask = {"app_namespace": app.namespace, "project": app.project}
     try:
-        with argocd_for(app.read_from) as source:
+        with _argocd_source(app.read_from) as source:
             before = source.manifests(app.name, **ask)
             after = source.manifests(app.name, **ask, **at_head)
     except SourceError as error:

@@ -73,8 +73,7 @@ def test_the_pull_requests_tool_gives_the_rendered_diff(users, catalog):
     from django.utils import timezone
 
     from portal.delivery.models import PullRequest, RenderedDiff
-    from portal.delivery.rendered_diff import APP_DIFFS, AppDiff
-    from portal.delivery.rendered_previews import NO_RENDERER
+    from portal.delivery.rendered_diff import APP_DIFFS, NO_RENDERER, AppDiff
 
     rendered, plain_pull = (
         PullRequest.objects.create(kind="upgrade", services=["checkout"], environment="prod",

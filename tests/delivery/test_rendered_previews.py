@@ -15,7 +15,7 @@ from gitops.polling import poll
 from portal.delivery.forge_jobs import CHANGES
 from portal.delivery.models import PullRequest, RenderedDiff
 from portal.delivery.rendered_comments import MARKER
-from portal.delivery.rendered_previews import NO_RENDERER
+from portal.delivery.rendered_diff import NO_RENDERER
 from portal.delivery.tracking import refresh, refresh_open
 from portal.kernel.catalog.models import Cluster, Environment
 from tests.fakes.argocd_api import ArgoCDAPIFake

@@ -205,6 +205,12 @@ class DemoForge(Forge):
     def add_labels(self, number: int, labels: list[str]) -> Outcome:
         raise WritesRefused(REFUSAL)
 
+    def create_comment(self, number: int, body: str) -> str:
+        raise WritesRefused(REFUSAL)
+
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        raise WritesRefused(REFUSAL)
+
 
 def _check_name(branch: str) -> None:
     # A name starting with "-" would be read by git as an option.

@@ -4,7 +4,8 @@ A `Forge` is bound to one repository. It reads (tree, files, branch heads, pull
 requests, checks, published releases) and writes only what a pull request needs (a branch, one commit on
 it, the pull request, its reviewers and labels, and removing the branch again when an
 open fails half way). It has no merge and no way to push to an existing branch other
-than the one it created: the portal proposes, people merge.
+than the one it created: the portal proposes, people merge. Besides the pull request itself it
+writes one comment on it and keeps that comment up to date (the rendered diff).
 
 Rate limits and transient errors are handled in one place, `forges.retry`, by the same
 policy for every client; `RateLimited` is the error it raises past its bound.
@@ -358,3 +359,12 @@ class Forge(abc.ABC):
     @abc.abstractmethod
     def add_labels(self, number: int, labels: list[str]) -> Outcome:
         """Add labels by name (created when missing)."""
+
+    @abc.abstractmethod
+    def create_comment(self, number: int, body: str) -> str:
+        """Add a comment (Markdown) to pull request `number`; the forge's id of the comment."""
+
+    @abc.abstractmethod
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        """Replace the body of a comment this portal wrote on pull request `number`; NotFound
+        when it is gone (someone deleted it)."""

@@ -272,6 +272,20 @@ class GiteaForge(Forge):
         self._request("POST", f"/issues/{int(number)}/labels", f"labels of #{number}", json={"labels": ids})
         return Outcome(tuple(labels))
 
+    # A pull request's comments are its issue's (`/issues/{index}/comments`); an edit goes to the
+    # comment's own path, which carries no index.
+    def create_comment(self, number: int, body: str) -> str:
+        answer = self._request(
+            "POST", f"/issues/{int(number)}/comments", f"comment on #{number}", ok=(201,), json={"body": body}
+        )
+        return str(answer["id"])
+
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        self._request(
+            "PATCH", f"/issues/comments/{int(comment_id)}", f"comment {comment_id} on #{number}", ok=(200, 204),
+            json={"body": body},
+        )
+
 
 def _pr(data: dict[str, Any]) -> PullRequestInfo:
     if data.get("merged") or data.get("merged_at"):

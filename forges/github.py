@@ -324,6 +324,19 @@ class GitHubForge(Forge):
         self._call("POST", f"labels of #{number}", write)
         return Outcome(tuple(labels))
 
+    # A pull request's conversation comments are its issue's comments (`/issues/{n}/comments`);
+    # review comments sit on lines of the diff and are not what is kept up to date here.
+    def create_comment(self, number: int, body: str) -> str:
+        return self._call(
+            "POST", f"comment on #{number}", lambda: str(self._repo.get_issue(number).create_comment(body).id)
+        )
+
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        def write() -> None:
+            self._repo.get_issue(number).get_comment(int(comment_id)).edit(body)
+
+        self._call("PATCH", f"comment {comment_id} on #{number}", write)
+
 
 def _describe(error: BaseException) -> tuple[int, Mapping[str, str], Any] | None:
     if isinstance(error, GithubException):

@@ -218,6 +218,15 @@ class GitLabForge(Forge):
         )
         return Outcome(tuple(labels))
 
+    # A merge request's comments are its notes (`/merge_requests/:iid/notes`).
+    def create_comment(self, number: int, body: str) -> str:
+        notes = self._project.mergerequests.get(number, lazy=True).notes
+        return self._call(f"note on !{number}", lambda: str(notes.create({"body": body}).id))
+
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        notes = self._project.mergerequests.get(number, lazy=True).notes
+        self._call(f"note {comment_id} on !{number}", lambda: notes.update(int(comment_id), {"body": body}))
+
 
 def _mr(data: dict[str, Any]) -> PullRequestInfo:
     state = {"opened": OPEN, "merged": MERGED}.get(data.get("state", ""), CLOSED)

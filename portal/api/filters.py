@@ -98,7 +98,8 @@ def pull_requests(params: dict[str, Any]) -> QuerySet[PullRequest]:
     """Pull requests that exist on a forge (not a job still `opening`, nor one that failed), filtered."""
     pulls = (
         PullRequest.objects.exclude(state__in=[PullRequest.State.OPENING, PullRequest.State.FAILED])
-        .select_related("opened_by")
+        .select_related("opened_by", "rendered")
+        .defer("rendered__outputs")  # the full output is the portal page's, never the API's
         .annotate(sort_opened_at=Coalesce("opened_at", Value(_NEVER, output_field=DateTimeField())))
     )
     for key in ("state", "kind", "environment"):

@@ -1,4 +1,5 @@
-"""GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first.
+"""GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first; one by id,
+with its rendered diff, at /api/v1/pull-requests/<id>.
 POST: open one, as the preview page's button does (members; team-scoped when that is on).
 
 POST takes the page's change in JSON (portal.delivery.change_requests parses both) and opens
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 
 from portal.api import filters
 from portal.api.base_views import PortalAPIView, errors
-from portal.api.errors import ApiError, bad_request, conflict
+from portal.api.errors import ApiError, bad_request, conflict, not_found
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers.error_serializers import ErrorSerializer
 from portal.api.serializers.pull_request_serializers import (
@@ -121,3 +122,22 @@ class PullRequestListView(PortalAPIView):
         rows = PullRequest.objects.filter(pk__in=opened).select_related("opened_by").order_by("id")
         data = PullRequestJobSerializer(rows, many=True, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class PullRequestDetailView(PortalAPIView):
+    serializer_class = PullRequestSerializer
+    pagination_class = None
+
+    @extend_schema(
+        operation_id="pull_requests_retrieve",
+        summary="One pull request the portal opened or linked, with its rendered diff",
+        description="As an item of the list (its `id`): `rendered_diff` says what the change does to its "
+        "applications' rendered manifests at the branch's head (null until an open pull request was rendered).",
+        responses={200: PullRequestSerializer, **errors(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        self.query(request)  # no query parameters: an unknown one is refused as on the list
+        pull = filters.pull_requests({}).filter(pk=pk).first()
+        if pull is None:
+            raise not_found(f"No pull request {pk}.")
+        return Response(PullRequestSerializer(pull, context=self.get_serializer_context()).data)

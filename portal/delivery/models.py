@@ -470,3 +470,21 @@ class PreviewResult(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class RenderedDiff(models.Model):
+    """What an open pull request changes in its applications' rendered manifests, at one head of
+    its branch (portal.delivery.rendered_previews), and the one forge comment that says so."""
+
+    pull_request = models.OneToOneField(PullRequest, on_delete=models.CASCADE, related_name="rendered")
+    head = models.CharField(max_length=64)  # the branch's commit the diff was rendered at
+    apps = models.JSONField(default=list, blank=True)  # list[rendered_diff.AppDiff] as JSON
+    # Every object of both renders, per app, for the portal's full-output page (never the comment).
+    outputs = models.JSONField(default=list, blank=True)
+    computed_at = models.DateTimeField()
+    comment_id = models.CharField(max_length=64, blank=True)  # the forge's id of the comment kept up to date
+    commented_head = models.CharField(max_length=64, blank=True)  # the head the comment last told
+    comment_error = models.TextField(blank=True)  # why the comment could not be written, at the last try
+
+    def __str__(self) -> str:
+        return f"rendered diff of {self.pull_request_id} at {self.head[:12]}"

@@ -1,7 +1,8 @@
 """Keeping PullRequest rows in step with their forge: state, merge time, checks.
 
 `refresh_open` is what the 30-minute beat task (`delivery.track_pull_requests`) runs. The
-forge is asked through `forges.pr_state`; the answer is kept here. One pull request's
+forge is asked through `forges.pr_state`; the answer is kept here. An open pull request whose
+branch moved gets its rendered diff and comment renewed (`portal.delivery.rendered_previews`). One pull request's
 failure (forge down, token revoked) is written on that row and never stops the others.
 "Checks fail" is marked once per pull request: the first time it is seen,
 `checks_failed_notified_at` is set, and the notification side reads that timestamp;
@@ -20,11 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import DatabaseError
 from django.utils import timezone
 
 from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
 from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
+from portal.delivery.rendered_previews import follow
 from portal.kernel.links import safe_http_url
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
         row.closed_at = answer.closed_at or row.closed_at or now
     row.tracked_at = now
     row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
+    if row.state == PullRequest.State.OPEN:
+        _follow_rendered(row, forge, answer.info.head_sha, now)
     try:
         checks = checks_state(forge, answer)
     except ForgeError as error:
@@ -73,6 +78,19 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
     row.last_error = checks.unknown[:1000]
     row.save(update_fields=["checks", "checks_failed_notified_at", "checks_url", "last_error"])
     return row
+
+
+def _follow_rendered(row: PullRequest, forge: Forge, head: str, now: datetime) -> None:
+    """A branch that moved is rendered again and its comment edited (a head seen before: nothing).
+    The diff is an extra beside the state: whatever fails in it (a renderer, a chart registry, a
+    malformed render) is logged and tried again at the next run, and never stops the tracking of
+    this pull request's checks or of the others."""
+    try:
+        follow(row, forge, head, now=now)
+    except DatabaseError:
+        raise  # the database is the tracking's own failure, not the diff's
+    except Exception:
+        log.exception("the rendered diff of %s #%s failed", row.repository, row.number)
 
 
 def _failing_check(forge: Forge, info: PullRequestInfo, row: PullRequest) -> str:

@@ -114,3 +114,20 @@ def app_page_path(services: Sequence[str], cluster: str, app: str) -> str:
     if len(services) == 1:
         return reverse("service", args=[services[0]])
     return reverse("gitops") + "?" + urlencode({"cluster": cluster, "q": app})
+
+
+# --- the portal's page of a pull request's rendered output ----------------------------
+
+
+def rendered_output_path(pull_request_id: int) -> str:
+    """Where the portal shows every object both sides of a pull request rendered (the comment on
+    the forge links it, made absolute with the portal's base URL)."""
+    from django.urls import reverse
+
+    return reverse("pr-rendered", args=[pull_request_id])
+
+
+def absolute(path: str) -> str:
+    """A portal path as a link outside the portal (a forge comment, an alert)."""
+    base = safe_http_url(settings.PORTAL_BASE_URL) or "http://127.0.0.1:8000"
+    return f"{base.rstrip('/')}{path}"

@@ -124,6 +124,11 @@ def index_versions(
     repository: str, chart: str, *, session: requests.Session | None = None, timeout: float | None = None
 ) -> list[str]:
     """The versions of `chart` listed in the Helm repository's index.yaml (as written there)."""
+    return versions_in_index(read_index(repository, session=session, timeout=timeout), chart, repository)
+
+
+def read_index(repository: str, *, session: requests.Session | None = None, timeout: float | None = None) -> object:
+    """The Helm repository's index.yaml, parsed; bounded in size."""
     url = repository.strip().rstrip("/") + "/index.yaml"
     client = session or RetryingSession(RetryPolicy(max_attempts=3, max_wait=60.0))
     wait = timeout if timeout is not None else settings.PORTAL_REGISTRY_TIMEOUT
@@ -137,10 +142,9 @@ def index_versions(
         body = _bounded(response, repository)
     try:
         # The C safe loader when built (an index of 20 MB reads in seconds, not a minute): safe either way.
-        index = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        return yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except yaml.YAMLError:
         raise ChartReadError(f"{_where(repository)}: index.yaml is not YAML") from None
-    return versions_in_index(index, chart, repository)
 
 
 def versions_in_index(index: object, chart: str, repository: str = "") -> list[str]:

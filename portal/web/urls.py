@@ -52,4 +52,5 @@ urlpatterns = [
     path("pr/open", pr.pr_open, name="pr-open"),
     path("pr/opened", pr.pr_opened, name="pr-opened"),
     path("pr/opened/rows", pr.pr_opened_rows, name="pr-opened-rows"),
+    path("pr/<int:pk>/rendered", pr.pr_rendered, name="pr-rendered"),
 ]

@@ -13,9 +13,9 @@ from portal.kernel.accounts import tokens
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/pull-requests"
-FIELDS = {"kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state", "checks",
-          "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at", "closed_at", "running_at",
-          "opened_outside"}
+FIELDS = {"id", "kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
+          "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at", "closed_at",
+          "running_at", "opened_outside", "rendered_diff"}
 
 
 @pytest.fixture
@@ -82,3 +82,31 @@ def test_unknown_parameters_and_values_are_refused(api):
         response = api(URL, params)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == code
+
+
+def test_one_pull_request_by_id_carries_its_rendered_diff(api):
+    from portal.delivery.models import RenderedDiff
+    from portal.delivery.rendered_diff import APP_DIFFS, AppDiff, compare
+
+    open_one = pull(7)
+    before = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"},
+              "spec": {"replicas": 2}}
+    after = {**before, "spec": {"replicas": 3}}
+    diff = AppDiff(app="argocd/web-prod", cluster="prod-eu-1", renderer="Argo CD", before_revision="main",
+                   after_revision="9f1c2ab34d5e", comparison=compare([before], [after]))
+    RenderedDiff.objects.create(pull_request=open_one, head="9f1c2ab34d5e", computed_at=timezone.now(),
+                                apps=APP_DIFFS.dump_python([diff], mode="json"),
+                                outputs=[{"app": "x", "before": [before]}])
+
+    item = api(f"{URL}/{open_one.pk}").json()
+
+    rendered = item["rendered_diff"]
+    assert item["id"] == open_one.pk and rendered["head"] == "9f1c2ab34d5e"
+    assert rendered["output_url"].endswith(f"/pr/{open_one.pk}/rendered")
+    [app] = rendered["apps"]
+    assert (app["app"], app["renderer"], app["changed"], app["unchanged"]) == ("argocd/web-prod", "Argo CD", 1, 0)
+    assert app["objects"] == [{"kind": "Deployment", "namespace": "shop", "name": "web", "change": "changed",
+                               "fields": [{"path": "spec.replicas", "before": "2", "after": "3"}], "more_fields": 0}]
+    assert "outputs" not in str(item)  # the full output is the portal page's only
+    assert api(URL).json()["results"][0]["rendered_diff"] == rendered
+    assert api(f"{URL}/{open_one.pk + 1}").status_code == 404

@@ -30,7 +30,8 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     spec = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(spec)  # raises on any violation of the OpenAPI 3 JSON schema
     assert set(spec["paths"]) == {"/api/v1/gitops", "/api/v1/gitops/{cluster}/{namespace}/{name}",
-                                  "/api/v1/pull-requests", "/api/v1/findings", "/api/v1/projects",
+                                  "/api/v1/pull-requests", "/api/v1/pull-requests/{id}", "/api/v1/findings",
+                                  "/api/v1/projects",
                                   "/api/v1/workloads", "/api/v1/services", "/api/v1/security"}
     listed = spec["paths"]["/api/v1/gitops"]["get"]
     parameters = {p["name"]: p for p in listed["parameters"]}
@@ -138,4 +139,4 @@ def test_the_live_api_conforms_to_its_schema(live_server, seeded, users, setting
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "api_hooks", "PYTHONPATH": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "9 selected / 9 total" in result.stdout and "failures" not in result.stdout.lower()
+    assert "10 selected / 10 total" in result.stdout and "failures" not in result.stdout.lower()

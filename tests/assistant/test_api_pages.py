@@ -67,3 +67,27 @@ def test_pages_follow_the_apis_cursor_and_links_are_the_callers(users, catalog):
     assert sorted(seen) == [f"prod-eu-1/argocd/{n}" for n in ("a-prod", "b-prod", "c-prod")]
     first = tools.gitops(caller, {}, page_size=1)["apps"][0]
     assert first["api_url"].startswith("http://localhost:8000/api/v1/gitops/")
+
+
+def test_the_pull_requests_tool_gives_the_rendered_diff(users, catalog):
+    from django.utils import timezone
+
+    from portal.delivery.models import PullRequest, RenderedDiff
+    from portal.delivery.rendered_diff import APP_DIFFS, NO_RENDERER, AppDiff
+
+    rendered, plain_pull = (
+        PullRequest.objects.create(kind="upgrade", services=["checkout"], environment="prod",
+                                   repository="https://github.com/acme/gitops", forge_kind="github", number=n,
+                                   title=f"PR {n}", branch=f"portal/{n}", base_branch="main", state="open")
+        for n in (1, 2)
+    )
+    diff = AppDiff(app="flux-system/checkout", cluster="prod-us-1", renderer="", error=NO_RENDERER)
+    RenderedDiff.objects.create(pull_request=rendered, head="9f1c2ab34d5e", computed_at=timezone.now(),
+                                apps=APP_DIFFS.dump_python([diff], mode="json"))
+    _, plain = tokens.issue(users["viewer"], "assistant")
+
+    pulls = {p["number"]: p for p in tools.pull_requests(Caller(plain), {})["pull_requests"]}
+
+    assert pulls[plain_pull.number]["rendered_diff"] is None
+    [app] = pulls[rendered.number]["rendered_diff"]["apps"]
+    assert (app["app"], app["renderer"], app["error"]) == ("flux-system/checkout", "", NO_RENDERER)

@@ -9,6 +9,13 @@ and grpc-gateway's error body) as described in shared/reference/argocd-topology.
   list itself then carries no apiVersion/kind either;
 - `GET /api/v1/applications/{name}/resource-tree`: `{nodes: [...]}` (ResourceNode: group,
   version, kind, namespace, name, uid, health, createdAt, …);
+- `GET /api/v1/applications/{name}/manifests`: `repository.ManifestResponse` as GetManifests
+  answers it: `{manifests: [<each object as compact JSON text, keys sorted as Go marshals a map>]}`
+  (the server gathers every source's objects into a fresh response: nothing else is set); the
+  objects rendered at the revision asked (`revision`, or for a multi-source app
+  `sourcePositions`/`revisions`), else at the app's own target; an app it does not hold is
+  `permission denied` (403), as Argo CD hides which apps exist; a revision the repo server
+  cannot resolve is its gRPC Unknown error (500);
 - `GET /api/v1/projects`: AppProjectList, items without apiVersion/kind;
 - `GET /api/v1/clusters`: ClusterList as `Cluster.Sanitized()` writes it, plus `info`;
   `extra_cluster_fields` lets a test add what a misbehaving server might leak;
@@ -94,6 +101,8 @@ class ArgoCDAPIFake:
         self.clusters: list[Obj] = []
         self.trees: dict[tuple[str, str], Obj] = {}  # (app namespace, app name) -> ApplicationTree
         self.extra_cluster_fields: Obj = {}
+        # (app namespace, app name) -> revision -> the objects the repo server renders there
+        self.rendered: dict[tuple[str, str], dict[str, list[Obj]]] = {}
         self.faults: list[ApiFault] = []
         self.requests: list[ApiRequest] = []
         self.resource_version = 1000
@@ -173,6 +182,11 @@ class ArgoCDAPIFake:
     def set_tree(self, namespace: str, name: str, nodes: list[Obj]) -> None:
         self.trees[(namespace, name)] = {"nodes": nodes}
 
+    def set_manifests(self, namespace: str, name: str, revision: str, objects: list[Obj]) -> None:
+        """What the app renders at `revision` (a branch, a tag or a commit SHA, as asked); for a
+        multi-source app, each source's revision in order, joined by commas (`1.4.0,main`)."""
+        self.rendered.setdefault((namespace, name), {})[revision] = copy.deepcopy(objects)
+
     def fail(self, fault: ApiFault) -> ApiFault:
         self.faults.append(fault)
         return fault
@@ -211,6 +225,8 @@ class ArgoCDAPIFake:
             if tree is None:
                 return self._error(handler, 404, f'applications.argoproj.io "{name}" not found')
             return self._send(handler, 200, tree)
+        if path.startswith("/api/v1/applications/") and path.endswith("/manifests"):
+            return self._manifests(handler, request, path[len("/api/v1/applications/"):-len("/manifests")])
         if path == "/api/v1/projects":
             return self._send(handler, 200, {"metadata": {"resourceVersion": str(self.resource_version)},
                                              "items": copy.deepcopy(self.projects)})
@@ -231,6 +247,31 @@ class ArgoCDAPIFake:
         else:
             items = copy.deepcopy(items)
         return {"metadata": {"resourceVersion": str(self.resource_version)}, "items": items}
+
+    def _manifests(self, handler: BaseHTTPRequestHandler, request: ApiRequest, name: str) -> None:
+        namespace = request.param("appNamespace") or "argocd"
+        app = next((a for a in self.applications if a["metadata"]["name"] == name
+                    and a["metadata"].get("namespace", "argocd") == namespace), None)
+        if app is None or (namespace, name) not in self.rendered:
+            return self._error(handler, 403, "permission denied")
+        spec = app.get("spec") or {}
+        sources = spec.get("sources") or [spec.get("source") or {}]
+        positions = [int(p) for k, p in request.query if k == "sourcePositions"]
+        revisions = [r for k, r in request.query if k == "revisions"]
+        if any(p < 1 or p > len(sources) for p in positions) or len(positions) != len(revisions):
+            return self._error(handler, 500, "source position is out of range")
+        chosen = dict(zip(positions, revisions, strict=True))
+        if spec.get("sources"):
+            # Every source's revision matters (a chart's, and its `$values` source's): one render per set.
+            revision = ",".join(chosen.get(i) or s.get("targetRevision") or "HEAD" for i, s in enumerate(sources, 1))
+        else:
+            revision = request.param("revision") or sources[0].get("targetRevision") or "HEAD"
+        objects = self.rendered[(namespace, name)].get(revision)
+        if objects is None:
+            return self._error(handler, 500, f"error generating manifests: rpc error: code = Unknown desc = "
+                                             f"unable to resolve '{revision}' to a commit SHA")
+        texts = [json.dumps(obj, sort_keys=True, separators=(",", ":")) for obj in objects]
+        return self._send(handler, 200, {"manifests": texts})
 
     @classmethod
     def _send(cls, handler: BaseHTTPRequestHandler, status: int, doc: Obj) -> None:

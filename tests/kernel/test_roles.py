@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role
 from portal.kernel.catalog.models import AgentToken
 
 # Arguments for URL patterns that take some (objects made by the `catalog` fixture).
 URL_KWARGS = {"name": {"service": "checkout", "service-panels": "checkout"},
-              "token_id": {"cluster-agent-token-revoke": 1}}  # the token the test makes
+              "token_id": {"cluster-agent-token-revoke": 1},  # the token the test makes
+              "pk": {"pr-rendered": 1}}  # the pull request the test makes
 DEFAULT_NAME = "prod-eu-1"
 # Views whose object comes in the query string (htmx partials).
 URL_QUERY = {"matrix-cell": "?service=checkout&environment=prod"}
@@ -48,6 +50,8 @@ def test_each_role_gets_exactly_its_rights(client, catalog, users, who):
         client.force_login(users[who])
     held = {"anonymous": None, "viewer": Role.VIEWER, "member": Role.MEMBER, "admin": Role.ADMIN}[who]
     AgentToken.objects.create(pk=1, cluster=catalog.prod_eu, token_hash="0" * 64, prefix="gpa_xxxxxx", created_by="t")
+    PullRequest.objects.create(pk=1, kind="upgrade", repository="https://github.com/acme/gitops", forge_kind="github",
+                               title="Upgrade checkout", branch="portal/1", base_branch="main", state="open")
     for name, url, needed in guarded_urls():
         response = client.post(url) if name.startswith("cluster-") else client.get(url)
         if response.status_code == 405:  # a write view takes POST only

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gitops.appfilter import SLUG
 from portal.api.serializers.api_fields import OffsetDateTimeField, inline_enum
+from portal.api.serializers.rendered_diff_serializers import RenderedDiffSerializer
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
-from portal.delivery.models import PullRequest
+from portal.delivery.models import PullRequest, RenderedDiff
 
 PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
 # `opening` rows are a worker's claim before the forge answered: not a pull request yet, never listed.
@@ -34,16 +37,28 @@ class PullRequestSerializer(serializers.ModelSerializer):
     merged_at = OffsetDateTimeField(allow_null=True)
     closed_at = OffsetDateTimeField(allow_null=True)
     running_at = OffsetDateTimeField(allow_null=True, help_text="when the new version was first seen running")
+    rendered_diff = serializers.SerializerMethodField(
+        help_text="what the change does to its applications' rendered manifests at the branch's head; null "
+                  "before it was rendered (an open pull request, at the next tracking)"
+    )
 
     class Meta:
         model = PullRequest
-        fields = ["kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
+        fields = ["id", "kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
                   "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
-                  "closed_at", "running_at", "opened_outside"]
+                  "closed_at", "running_at", "opened_outside", "rendered_diff"]
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_url(self, pull: PullRequest) -> str | None:
         return pull.url or None
+
+    @extend_schema_field(RenderedDiffSerializer(allow_null=True))
+    def get_rendered_diff(self, pull: PullRequest) -> dict[str, Any] | None:
+        try:
+            stored = pull.rendered
+        except RenderedDiff.DoesNotExist:
+            return None
+        return RenderedDiffSerializer(stored).data  # type: ignore[return-value]
 
 
 JOB_STATES = ["opening", *PULL_REQUEST_STATES, "failed"]

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
@@ -46,6 +47,7 @@ from portal.delivery.forge_jobs import queue_opens
 from portal.delivery.models import PullRequest
 from portal.delivery.preview_jobs import previews_for, reading
 from portal.delivery.pull_requests import DEMO_REFUSAL
+from portal.delivery.rendered_diff import stored_diffs
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.accounts.teams import refusal
 from portal.kernel.links import safe_http_url
@@ -168,11 +170,39 @@ def pr_opened_rows(request: HttpRequest) -> HttpResponse:
 
 
 def _opened_context(request: HttpRequest, ids: list[int]) -> dict[str, object]:
-    rows = list(PullRequest.objects.filter(pk__in=ids).select_related("opened_by").order_by("id"))
+    rows = list(
+        PullRequest.objects.filter(pk__in=ids).select_related("opened_by", "rendered")
+        .defer("rendered__outputs").order_by("id")
+    )
     for row in rows:
         row.safe_url = safe_http_url(row.url)
+        stored = getattr(row, "rendered", None)
+        row.rendered_head = stored.head if stored is not None else ""
+        row.rendered_diffs = stored_diffs(stored.apps) if stored is not None else []
     return {"pull_requests": rows, "running": any(r.state == PullRequest.State.OPENING for r in rows),
             "query": request.GET.urlencode()}
+
+
+@require_GET
+@requires_role(Role.VIEWER)
+def pr_rendered(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every object both sides rendered, per application, at the head the diff was made at: the
+    page the pull request's comment and the follow page link as the full rendered output."""
+    row = get_object_or_404(PullRequest.objects.select_related("rendered"), pk=pk)
+    stored = getattr(row, "rendered", None)
+    outputs = [
+        {"app": str(output.get("app") or ""), "before": _yaml(output.get("before")),
+         "after": _yaml(output.get("after"))}
+        for output in (stored.outputs if stored is not None else [])
+        if isinstance(output, dict)
+    ]
+    return render(request, "web/rendered.html", {"pr": row, "safe_url": safe_http_url(row.url),
+                                                 "head": stored.head if stored else "", "outputs": outputs})
+
+
+def _yaml(objects: object) -> str:
+    documents = objects if isinstance(objects, list) else []
+    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False) if documents else ""
 
 
 def _safe_next(request: HttpRequest, target: str | None) -> str:

@@ -51,6 +51,18 @@ class Pull:
 
 
 @dataclass
+class Comment:
+    """A conversation comment on a pull request (GitHub and Gitea: its issue's; GitLab: a note)."""
+
+    id: int
+    number: int  # the pull request's number (GitLab: its iid)
+    body: str
+    author: str = "portal-bot"
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+    updated_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+
+
+@dataclass
 class ReleaseEntry:
     """A release as a test sets it up; each forge's fake answers it in its own shape."""
 
@@ -80,6 +92,7 @@ class GitModel:
         self.statuses: dict[str, list[str]] = {}  # sha -> commit status states
         self.pipelines: dict[str, str] = {}  # sha -> GitLab pipeline status
         self.releases: list[ReleaseEntry] = []  # oldest first, as they were made
+        self.comments: list[Comment] = []
         tree = {path: ("100644", self.put_blob(text.encode())) for path, text in files.items()}
         self.branches[branch] = self.commit(tree, [], "initial")
 
@@ -126,6 +139,18 @@ class GitModel:
     def releases_newest_first(self) -> list[ReleaseEntry]:
         """The order every forge lists releases in: the most recently made first."""
         return list(reversed(self.releases))
+
+    def add_comment(self, number: int, body: str) -> Comment:
+        # Ids are global on every forge (not per pull request), and never start at 1 in practice.
+        comment = Comment(2_000_000 + len(self.comments) + 1, number, body)
+        self.comments.append(comment)
+        return comment
+
+    def comment(self, comment_id: int) -> Comment | None:
+        return next((c for c in self.comments if c.id == comment_id), None)
+
+    def comments_on(self, number: int) -> list[Comment]:
+        return [c for c in self.comments if c.number == number]
 
     def pull(self, number: int) -> Pull | None:
         return next((p for p in self.pulls if p.number == number), None)

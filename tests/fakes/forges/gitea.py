@@ -6,7 +6,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakes.forges.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
+from tests.fakes.forges.base import Comment, FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
 
 
 class FakeGitea(FakeServer):
@@ -41,6 +41,8 @@ class FakeGitea(FakeServer):
         self.route("POST", repo + r"/labels", self.create_label)
         self.route("GET", r"/orgs/(?P<org>[^/]+)/labels", self.list_org_labels)
         self.route("POST", repo + r"/issues/(?P<number>\d+)/labels", self.add_labels)
+        self.route("POST", repo + r"/issues/(?P<number>\d+)/comments", self.create_comment)
+        self.route("PATCH", repo + r"/issues/comments/(?P<comment_id>\d+)", self.update_comment)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/statuses", self.statuses)
         self.route("GET", repo + r"/releases", self.list_releases)
 
@@ -278,3 +280,37 @@ class FakeGitea(FakeServer):
             listed = [(number, r) for number, r in listed if not r.draft]
         chunk, headers = self.page(request, listed)
         return Response(200, [self.release_json(number, r) for number, r in chunk], headers)
+
+    # --- comments (a pull request's are its issue's) -------------------------------------
+
+    def comment_json(self, comment: Comment) -> dict[str, Any]:
+        web = f"{self.url}/{self.model.owner}/{self.model.name}"
+        return {
+            "id": comment.id,
+            "html_url": f"{web}/pulls/{comment.number}#issuecomment-{comment.id}",
+            "pull_request_url": f"{web}/pulls/{comment.number}",
+            "issue_url": "",
+            "user": {"id": self.model.users.get(comment.author, 1), "login": comment.author},
+            "original_author": "",
+            "original_author_id": 0,
+            "body": comment.body,
+            "assets": [],
+            "created_at": iso(comment.created_at),
+            "updated_at": iso(comment.updated_at),
+        }
+
+    def create_comment(self, request: Request, owner: str, name: str, number: str) -> Response:
+        if self.model.pull(int(number)) is None:
+            return self.error(404, "The target couldn't be found.")
+        body = request.json()
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return self.error(422, "[Body]: Required")
+        return Response(201, self.comment_json(self.model.add_comment(int(number), body["body"])))
+
+    def update_comment(self, request: Request, owner: str, name: str, comment_id: str) -> Response:
+        comment = self.model.comment(int(comment_id))
+        if comment is None:
+            return self.error(404, "The target couldn't be found.")
+        comment.body = request.json()["body"]
+        comment.updated_at = datetime.now(UTC).replace(microsecond=0)
+        return Response(200, self.comment_json(comment))

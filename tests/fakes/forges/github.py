@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.fakes.forges.base import (
+    Comment,
     FakeServer,
     Fault,
     GitModel,
@@ -75,6 +76,10 @@ class FakeGitHub(FakeServer):
         self.route("GET", repo + r"/labels", self.list_labels)
         self.route("POST", repo + r"/labels", self.create_label)
         self.route("POST", repo + r"/issues/(?P<number>\d+)/labels", self.add_labels)
+        self.route("GET", repo + r"/issues/(?P<number>\d+)", self.get_issue)
+        self.route("POST", repo + r"/issues/(?P<number>\d+)/comments", self.create_comment)
+        self.route("GET", repo + r"/issues/comments/(?P<comment_id>\d+)", self.get_comment)
+        self.route("PATCH", repo + r"/issues/comments/(?P<comment_id>\d+)", self.update_comment)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/check-runs", self.check_runs)
         self.route("GET", repo + r"/commits/(?P<sha>\w+)/status", self.combined_status)
         self.route("GET", repo + r"/releases", self.list_releases)
@@ -429,3 +434,51 @@ class FakeGitHub(FakeServer):
         numbered = [(i + 1, r) for i, r in enumerate(self.model.releases)][::-1]  # newest first
         chunk, headers = self.page(request, numbered)
         return Response(200, [self.release_json(number, r) for number, r in chunk], headers)
+
+    # --- conversation comments (a pull request is an issue for them) ----------------------
+
+    def get_issue(self, request: Request, owner: str, name: str, number: str) -> Response:
+        pull = self.model.pull(int(number))
+        if pull is None:
+            return self.error(404, "Not Found")
+        issue = {key: value for key, value in self.pull_json(pull).items() if key not in ("head", "base")}
+        issue["url"] = f"{self.base()}/issues/{pull.number}"
+        issue["comments"] = len(self.model.comments_on(pull.number))
+        issue["pull_request"] = {"url": f"{self.base()}/pulls/{pull.number}",
+                                 "html_url": self.pull_json(pull)["html_url"]}
+        return Response(200, issue)
+
+    def comment_json(self, comment: Comment) -> dict[str, Any]:
+        owner, name = self.model.owner, self.model.name
+        return {
+            "id": comment.id,
+            "node_id": f"IC_kwDO{comment.id}",
+            "url": f"{self.base()}/issues/comments/{comment.id}",
+            "html_url": f"https://github.example/{owner}/{name}/pull/{comment.number}#issuecomment-{comment.id}",
+            "issue_url": f"{self.base()}/issues/{comment.number}",
+            "body": comment.body,
+            "user": {"login": comment.author, "id": self.model.users.get(comment.author, 1), "type": "Bot"},
+            "created_at": iso(comment.created_at),
+            "updated_at": iso(comment.updated_at),
+            "author_association": "NONE",
+        }
+
+    def create_comment(self, request: Request, owner: str, name: str, number: str) -> Response:
+        if self.model.pull(int(number)) is None:
+            return self.error(404, "Not Found")
+        body = request.json()
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return self.error(422, "Invalid request.\n\n\"body\" wasn't supplied.")
+        return Response(201, self.comment_json(self.model.add_comment(int(number), body["body"])))
+
+    def get_comment(self, request: Request, owner: str, name: str, comment_id: str) -> Response:
+        comment = self.model.comment(int(comment_id))
+        return Response(200, self.comment_json(comment)) if comment else self.error(404, "Not Found")
+
+    def update_comment(self, request: Request, owner: str, name: str, comment_id: str) -> Response:
+        comment = self.model.comment(int(comment_id))
+        if comment is None:
+            return self.error(404, "Not Found")
+        comment.body = request.json()["body"]
+        comment.updated_at = datetime.now(UTC).replace(microsecond=0)
+        return Response(200, self.comment_json(comment))

@@ -6,7 +6,7 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakes.forges.base import FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
+from tests.fakes.forges.base import Comment, FakeServer, GitModel, Pull, ReleaseEntry, Request, Response, iso
 
 
 class FakeGitLab(FakeServer):
@@ -35,6 +35,8 @@ class FakeGitLab(FakeServer):
         self.route("POST", project + r"/merge_requests", self.create_mr)
         self.route("GET", project + r"/merge_requests/(?P<iid>\d+)", self.get_mr)
         self.route("PUT", project + r"/merge_requests/(?P<iid>\d+)", self.update_mr)
+        self.route("POST", project + r"/merge_requests/(?P<iid>\d+)/notes", self.create_note)
+        self.route("PUT", project + r"/merge_requests/(?P<iid>\d+)/notes/(?P<note_id>\d+)", self.update_note)
         self.route("GET", project + r"/releases", self.list_releases)
         self.route("GET", r"/users", self.users)
 
@@ -242,3 +244,38 @@ class FakeGitLab(FakeServer):
         listed = [r for r in self.model.releases_newest_first() if not r.draft]
         chunk, headers = self.page(request, listed)
         return Response(200, [self.release_json(r) for r in chunk], headers)
+
+    # --- notes (a merge request's comments) ----------------------------------------------
+
+    def note_json(self, note: Comment) -> dict[str, Any]:
+        return {
+            "id": note.id,
+            "type": None,
+            "body": note.body,
+            "author": {"id": self.model.users.get(note.author, 1), "username": note.author, "state": "active"},
+            "created_at": iso(note.created_at),
+            "updated_at": iso(note.updated_at),
+            "system": False,
+            "noteable_id": 1000 + note.number,
+            "noteable_type": "MergeRequest",
+            "noteable_iid": note.number,
+            "resolvable": False,
+            "confidential": False,
+            "internal": False,
+        }
+
+    def create_note(self, request: Request, project: str, iid: str) -> Response:
+        if self.model.pull(int(iid)) is None:
+            return self.error(404, "404 Not found")
+        body = request.json()
+        if not isinstance(body, dict) or not body.get("body"):
+            return self.error(400, "400 Bad request - body is missing")
+        return Response(201, self.note_json(self.model.add_comment(int(iid), body["body"])))
+
+    def update_note(self, request: Request, project: str, iid: str, note_id: str) -> Response:
+        note = self.model.comment(int(note_id))
+        if note is None or note.number != int(iid):
+            return self.error(404, "404 Not found")
+        note.body = request.json()["body"]
+        note.updated_at = datetime.now(UTC).replace(microsecond=0)
+        return Response(200, self.note_json(note))

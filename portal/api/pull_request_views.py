@@ -1,5 +1,6 @@
 """GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first.
 POST: open one, as the preview page's button does (members; team-scoped when that is on).
+GET /api/v1/pull-requests/<id>: one of them, with what it reaches (its `reach`, as the list has it).
 
 POST takes the page's change in JSON (portal.delivery.change_requests parses both) and opens
 it through the same delivery function the page uses (previewed afresh, claimed once, audited),
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 
 from portal.api import filters
 from portal.api.base_views import PortalAPIView, errors
-from portal.api.errors import ApiError, bad_request, conflict
+from portal.api.errors import ApiError, bad_request, conflict, not_found
 from portal.api.pagination import KeysetPagination, Ordering
 from portal.api.serializers.error_serializers import ErrorSerializer
 from portal.api.serializers.pull_request_serializers import (
@@ -121,3 +122,23 @@ class PullRequestListView(PortalAPIView):
         rows = PullRequest.objects.filter(pk__in=opened).select_related("opened_by").order_by("id")
         data = PullRequestJobSerializer(rows, many=True, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class PullRequestDetailView(PortalAPIView):
+    serializer_class = PullRequestSerializer
+    pagination_class = None
+
+    @extend_schema(
+        operation_id="pull_requests_retrieve",
+        summary="One pull request the portal opened or linked, with its reach",
+        description="As an item of the list (its `id`): `reach` names every application whose build includes a "
+        "file it edits, by environment and cluster, with the version each runs after the merge, and warns where "
+        "that goes beyond the change's environment or services.",
+        responses={200: PullRequestSerializer, **errors(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        self.query(request)  # no query parameters: an unknown one is refused as on the list
+        pull = filters.pull_requests({}).filter(pk=pk).first()
+        if pull is None:
+            raise not_found(f"No pull request {pk}.")
+        return Response(PullRequestSerializer(pull, context=self.get_serializer_context()).data)

@@ -23,6 +23,8 @@ urlpatterns = [
     ),
     path("v1/findings", finding_views.FindingListView.as_view(), name="api-findings"),
     path("v1/pull-requests", pull_request_views.PullRequestListView.as_view(), name="api-pull-requests"),
+    path("v1/pull-requests/<int:pk>", pull_request_views.PullRequestDetailView.as_view(),
+         name="api-pull-request-detail"),
     path("v1/agents/<slug:cluster>/snapshots", agent_views.receive_snapshot, name="api-agent-snapshots"),
     path("v1/projects", project_views.ProjectListView.as_view(), name="api-projects"),
     path("v1/workloads", workload_views.WorkloadListView.as_view(), name="api-workloads"),

@@ -19,6 +19,7 @@ from drf_spectacular.validation import validate_schema
 
 from gitops.models import AppProject, VersionChange, Workload
 from portal.delivery.models import PullRequest
+from portal.delivery.reach import Reach, Reached, SharedFile, Version, as_json
 from portal.kernel.accounts import tokens
 from tests.fixtures.real_objects import load_real
 from tests.fixtures.seed import seed_app
@@ -30,7 +31,8 @@ def test_the_generated_schema_is_valid_openapi_and_documents_every_endpoint():
     spec = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(spec)  # raises on any violation of the OpenAPI 3 JSON schema
     assert set(spec["paths"]) == {"/api/v1/gitops", "/api/v1/gitops/{cluster}/{namespace}/{name}",
-                                  "/api/v1/pull-requests", "/api/v1/findings", "/api/v1/projects",
+                                  "/api/v1/pull-requests", "/api/v1/pull-requests/{id}", "/api/v1/findings",
+                                  "/api/v1/projects",
                                   "/api/v1/workloads", "/api/v1/services", "/api/v1/security"}
     listed = spec["paths"]["/api/v1/gitops"]["get"]
     parameters = {p["name"]: p for p in listed["parameters"]}
@@ -98,6 +100,18 @@ def seeded(catalog):
                                forge_kind="github", number=7, url="https://github.com/acme/gitops/pull/7",
                                title="checkout 1.1.0", branch="portal/checkout-1.1.0", base_branch="main",
                                state="open", opened_at=now)
+    # One with a reach as the open job keeps it (beyond the target, a shared file, an unread app).
+    reached = Reached(1, "payments-stage", "stage-1", "stage", ("base/deployment.yaml",),
+                      (Version("payments", "2.0.0", "2.1.0"), Version("chart-x", "1.0.0", "1.0.0")),
+                      beyond="another environment (stage, not prod)")
+    reach = Reach([reached], ["This change also reaches payments-stage on stage-1"],
+                  [SharedFile("base/deployment.yaml", ((12, "payments"), (30, "checkout")))],
+                  ["payments-prod on prod-eu-1"])
+    PullRequest.objects.create(kind="upgrade", services=["payments", "checkout"], environment="prod",
+                               repository="https://github.com/acme/gitops", forge_kind="github", number=8,
+                               url="https://github.com/acme/gitops/pull/8", title="payments 2.1.0",
+                               branch="portal/payments-2.1.0", base_branch="main", state="open", opened_at=now,
+                               reach=as_json(reach))
     # A real AppProject's windows and a workload no app deploys, for /projects and /workloads.
     [project] = load_real("argocd/argo-cd__project.yaml")
     AppProject.objects.create(cluster=catalog.prod_eu, namespace="argocd", name="my-project",

@@ -94,6 +94,37 @@ class Reads:
         text = files[path]
         self.documents.setdefault(path, []).append((line_of(text, min(offsets)), line_of(text, max(offsets))))
 
+    def as_stored(self) -> dict[str, object]:
+        """What a store keeps to answer `builds` and `holds` later without the files: the files
+        read whole, the spans of shared files' documents, the overridden pins (JSON-ready)."""
+        return {
+            "whole": sorted(self.whole),
+            "documents": {path: [list(span) for span in spans] for path, spans in sorted(self.documents.items())},
+            "overridden": sorted([path, line] for path, line in self.overridden),
+        }
+
+    @classmethod
+    def from_stored(cls, stored: MappingType[str, object]) -> Reads:
+        """The reads `as_stored` kept (what they cannot answer, the pins, is left empty)."""
+        whole = stored.get("whole")
+        documents = stored.get("documents")
+        overridden = stored.get("overridden")
+        return cls(
+            whole={str(path) for path in whole} if isinstance(whole, list) else set(),
+            documents={
+                str(path): [(int(span[0]), int(span[1])) for span in spans]
+                for path, spans in documents.items()
+                if isinstance(spans, list)
+            }
+            if isinstance(documents, dict)
+            else {},
+            overridden={(str(path), int(line)) for path, line in overridden} if isinstance(overridden, list) else set(),
+        )
+
+    def builds(self, path: str) -> bool:
+        """Whether the app's build includes `path` (whole, or some of its documents)."""
+        return path in self.whole or path in self.documents
+
     def holds(self, path: str, line: int) -> bool:
         """Whether a pin at `line` of `path` is in what the app reads."""
         if (path, line) in self.overridden:

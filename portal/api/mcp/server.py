@@ -130,7 +130,9 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY, description=(
         "Pull requests the portal opened (upgrades, promotions, rollbacks) or linked, newest first: state, the "
         "forge's checks, from -> to versions, whether the new version runs (and in production), merged-but-not-"
-        "deployed, and lead times (proposal -> running, merge -> running). Paged."))
+        "deployed, lead times (proposal -> running, merge -> running), and its reach: every application whose "
+        "build includes an edited file, by environment and cluster, with the version it runs after the merge and "
+        "a warning where that goes beyond the change's environment or services. Paged."))
     async def pull_requests(
         state: Annotated[Literal["open", "merged", "closed"] | None, Field(description="PR state")] = None,
         kind: Annotated[Literal["upgrade", "promotion", "rollback"] | None, Field(description="PR kind")] = None,

@@ -9,7 +9,7 @@ whole, the documents of files it shares, the pins a higher layer overrides); it 
 the pins of those reached, never a forge read.
 
 An application is reached when its build includes a file the change edits. Its version after the
-merge is the change's target for each edited line it renders (`Reads.holds`: a base's tag that
+merge is the change's target for each edited line it renders (`Reads.moves`: a base's tag that
 its overlay's `images:` overrides is in a file it builds but is not what it runs), and what Git
 pins now for the rest. Reaching an application in another environment than the change's, or one
 that runs none of the change's services, is beyond the offer's target: a warning. In a grouped
@@ -31,6 +31,9 @@ from forges.pins.layouts.app_reads import Reads
 from gitops.models import GitOpsApp
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.planner import Change, MovedLine
+
+# The parts of `Reads.as_stored()` that name files the build includes.
+BUILT = ("whole", "documents", "charts", "chart_defaults")
 
 
 @dataclass(frozen=True)
@@ -152,8 +155,8 @@ def reached_by(moved: Sequence[MovedLine], found: Iterable[Candidate]) -> list[t
     paths = {line.path for line in moved}
     hits = []
     for candidate in found:
-        whole, documents = candidate.builds.get("whole") or (), candidate.builds.get("documents") or {}
-        if any(path in paths for path in whole) or any(path in paths for path in documents):
+        kept = candidate.builds
+        if any(path in paths for key in BUILT for path in kept.get(key) or ()):
             hits.append((candidate, Reads.from_stored(candidate.builds)))
     return hits
 
@@ -165,7 +168,7 @@ def versions_after(reads: Reads, moved: Sequence[MovedLine], pins: Pins) -> list
     """What an application runs after the merge: each moved line it renders at its new version,
     then each pin it has (service, version, path, line) that no such line moves, as it is."""
     found: dict[tuple[str, str, str], Version] = {}
-    held = {(line.path, line.line) for line in moved if reads.holds(line.path, line.line)}
+    held = {(line.path, line.line) for line in moved if reads.moves(line.path, line.line)}
     for line in moved:
         if (line.path, line.line) in held:
             found.setdefault((line.subject, line.from_version, line.to_version),

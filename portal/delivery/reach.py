@@ -15,6 +15,10 @@ pins now for the rest. Reaching an application in another environment than the c
 that runs none of the change's services, is beyond the offer's target: a warning. In a grouped
 pull request, a file that carries lines of several changes is named with the lines each moves.
 
+`reach_of` is the one answer: `change_previews.preview_change` calls it for the preview and the
+body, the open job keeps `as_json` of it on the pull request for the API and MCP; a rendered diff
+of the reached applications' manifests would start from the same `Reach.reached`.
+
 The reads are as of each application's last good pin read (every 10 minutes): a file edited in
 Git since then may span other lines; an application never read is named as not known.
 """

@@ -191,3 +191,23 @@ def test_the_planner_records_which_change_moved_which_line():
     preview = plan(changes, [], files)
     assert [(m.path, m.line, m.subject, m.to_version) for m in preview.moved] == [
         ("apps/a/values.yaml", 3, "api", "1.1"), ("apps/a/values.yaml", 5, "worker", "2.1")]
+
+
+def test_the_body_says_which_apps_it_reaches_and_which_lines_share_a_file():
+    from portal.delivery.reach import Reach, Reached, SharedFile, Version, describe
+
+    reach = Reach(
+        reached=[Reached(1, "api-prod", "prod-1", "prod", ("base/deploy.yaml",), (Version("api", "1.0", "1.1"),)),
+                 Reached(2, "api-dev", "dev-1", "dev", ("base/deploy.yaml",), (Version("api", "0.9", "0.9"),),
+                         beyond="another environment (dev, not prod)")],
+        shared=[SharedFile("base/deploy.yaml", ((9, "api"), (21, "worker")))],
+        unread=["worker-prod on prod-1"],
+    )
+    assert describe(reach) == [
+        "",
+        "**Reach** (what the portal last read each application builds):",
+        "- `prod` / `prod-1` / `api-prod`: api `1.0` → `1.1`",
+        "- `dev` / `dev-1` / `api-dev`: api stays `0.9` — **beyond the target**: another environment (dev, not prod)",
+        "- `base/deploy.yaml` is shared: line 9 api, line 21 worker",
+        "- not read yet, so not known: worker-prod on prod-1",
+    ]

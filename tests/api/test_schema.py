@@ -161,6 +161,6 @@ def test_the_live_api_conforms_to_its_schema(live_server, seeded, users, setting
         "--workers", "1", "--no-color", "--generation-database", "none", "--report-dir", str(tmp_path),
     ]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "api_hooks", "PYTHONPATH": str(tmp_path)}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "10 selected / 10 total" in result.stdout and "failures" not in result.stdout.lower()

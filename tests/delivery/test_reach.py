@@ -115,6 +115,18 @@ def test_the_opened_pull_request_keeps_its_reach_for_the_api_and_mcp(fleet, user
     assert answer["pull_requests"][0]["reach"] == reach
 
 
+def test_the_mcp_preview_tool_says_the_reach_before_opening(fleet, users):
+    harness, service, production = fleet
+    _, plain = tokens.issue(users["viewer"], "tests")
+    [preview] = tools.preview_pull_request(Caller(plain, host="testserver"), "upgrade",
+                                           [f"{production.pk}:redis:8.6.3"])["pull_requests"]
+    assert [c["name"] for e in preview["reach"]["environments"] for c in e["clusters"]] == [
+        "staging-eu-1", "prod-eu-1"]
+    assert preview["reach"]["warnings"] == [
+        f"This change also reaches apps on staging-eu-1, another environment (staging, not prod): it builds {BASE}."
+    ]
+
+
 def test_an_app_whose_build_was_never_kept_is_named_not_read(fleet):
     harness, service, production = fleet
     GitPinRead.objects.filter(app=production).update(builds=None)

@@ -216,7 +216,9 @@ def _add_preview_tool(server: MCPServer) -> None:
 
     @server.tool(annotations=READ_ONLY, description=(
         "Preview a pull request without opening it: the files and the diff it would change, branch and title, "
-        "warnings (freezes, sync windows, tag-following apps), and whether you may open it (`may_open`; "
+        "warnings (freezes, sync windows, tag-following apps), its `reach` (every application whose build "
+        "includes an edited file, by environment and cluster, with warnings beyond the target), and whether you "
+        "may open it (`may_open`; "
         "`refusal` says why not, naming the team that owns the service). Items as the preview page and the "
         "`service` tool's offers name them: app:service:version, e.g. 12:checkout:1.7.0."))
     async def preview_pull_request(

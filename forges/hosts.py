@@ -68,6 +68,13 @@ def parse(url: str, environ: Mapping[str, str] | None = None) -> RepoRef | None:
     return parse_repo_url(url, host_kinds(environ))
 
 
+def repository_key(url: str) -> str:
+    """One repository however its URL is written (`.git` or not, any case of owner and name,
+    clone or web URL): what reads of one repository are grouped and found by."""
+    ref = parse(url)
+    return "/".join(ref.key) if ref is not None else url.strip().lower().removesuffix(".git").rstrip("/")
+
+
 def link_hosts() -> dict[str, str]:
     """Hosts web links are built for: the link-only PORTAL_FORGE_HOSTS, then every configured forge's."""
     from django.conf import settings

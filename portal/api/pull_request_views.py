@@ -1,5 +1,5 @@
 """GET /api/v1/pull-requests: the pull requests the portal opened or linked, newest first; one by id,
-with its rendered diff, at /api/v1/pull-requests/<id>.
+with what it reaches and its rendered diff (as the list has them), at /api/v1/pull-requests/<id>.
 POST: open one, as the preview page's button does (members; team-scoped when that is on).
 
 POST takes the page's change in JSON (portal.delivery.change_requests parses both) and opens
@@ -130,8 +130,10 @@ class PullRequestDetailView(PortalAPIView):
 
     @extend_schema(
         operation_id="pull_requests_retrieve",
-        summary="One pull request the portal opened or linked, with its rendered diff",
-        description="As an item of the list (its `id`): `rendered_diff` says what the change does to its "
+        summary="One pull request the portal opened or linked, with its reach and rendered diff",
+        description="As an item of the list (its `id`): `reach` names every application whose build includes a "
+        "file it edits, by environment and cluster, with the version each runs after the merge, and warns where "
+        "that goes beyond the change's environment or services; `rendered_diff` says what the change does to its "
         "applications' rendered manifests at the branch's head (null until an open pull request was rendered).",
         responses={200: PullRequestSerializer, **errors(400, 401, 403, 404, 429)},
     )

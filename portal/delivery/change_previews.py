@@ -31,6 +31,8 @@ from portal.delivery.change_builders import MAX_CHANGES_PER_PR, ChangeError, gro
 from portal.delivery.freezes import freezes_in_effect
 from portal.delivery.planner import CLOSING, PROMOTION, ROLLBACK, SUSPENDED_WORDS, Change, Preview, group_of, plan
 from portal.delivery.pull_requests import OpenResult
+from portal.delivery.reach import Reach, reach_of
+from portal.delivery.reach import describe as describe_reach
 from portal.kernel.timestamps import utc_stamp
 
 FREEZE_DECISION = "Opening now is a decision to change during it."
@@ -80,6 +82,8 @@ class DeliveryPreview:
     # shown before, so nobody learns who was asked to review only once it is open.
     reviewers: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    # Which applications, clusters and environments the edits reach (portal.delivery.reach).
+    reach: Reach | None = None
 
     @property
     def change(self) -> Change:
@@ -237,6 +241,7 @@ def preview_change(
         entries, files = forge.tree_files(base.branch)
         # Files are read as the planner looks at them: what the applications build.
         preview = plan(changes, entries, files, objects={app.pk: app.raw for app in apps})
+        reach = reach_of(changes, preview.moved, changes[0].repository, base.branch)
     except (ForgeError, RuntimeError) as error:
         return DeliveryPreview(changes, None, warnings, error=f"Could not read the repository: {error}")
     if follows:
@@ -250,15 +255,23 @@ def preview_change(
             "Pinned by digest, left for a person: "
             + ", ".join(f"{p.path} line {p.line}" for p in preview.digest_pinned)
         )
-    preview.description = _with_notes(preview.description, changes, warnings, automatic)
+    preview.description = _with_notes(_before_closing(preview.description, describe_reach(reach)), changes,
+                                      warnings, automatic)
     reviewers, labels = _reviewers_and_labels(changes)
     return DeliveryPreview(changes, preview, warnings, follows=follows, confirmed=confirm_default_branch,
-                           reviewers=reviewers, labels=labels)
+                           reviewers=reviewers, labels=labels, reach=reach)
 
 
 def _apps_named(apps: Sequence[GitOpsApp]) -> str:
     names = list(dict.fromkeys(app.name for app in apps))
     return ", ".join(names) if names else "The application"
+
+
+def _before_closing(description: str, lines: list[str]) -> str:
+    """`description` with `lines` (and a blank line) before its closing sentence."""
+    head, sep, tail = description.rpartition(CLOSING)
+    block = "\n".join(lines).strip("\n") + "\n\n"
+    return f"{head}{block}{sep}{tail}" if sep else description + "\n" + block
 
 
 def _with_notes(description: str, changes: tuple[Change, ...], warnings: list[str], automatic: bool) -> str:
@@ -275,11 +288,7 @@ def _with_notes(description: str, changes: tuple[Change, ...], warnings: list[st
         for w in warnings
         if not w.startswith("Pinned by digest")
     ]
-    if not notes:
-        return description
-    head, sep, tail = description.rpartition(CLOSING)
-    block = "\n".join(notes) + "\n\n"
-    return f"{head}{block}{sep}{tail}" if sep else description + "\n" + block
+    return _before_closing(description, notes) if notes else description
 
 
 # --- opening -------------------------------------------------------------------------

@@ -53,7 +53,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from forges.forge import Forge, ForgeError, NotConfigured
-from forges.hosts import forge_for, parse
+from forges.hosts import forge_for, parse, repository_key
 from forges.pins import Pin, scan
 from forges.pins.layouts.app_reads import Reads
 from forges.pins.layouts.tree import tree_reads
@@ -73,6 +73,7 @@ from gitops.rows import ARGO
 from portal.delivery import version_matrix
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.plainsecrets import plain_secret_files
+from portal.delivery.reach import keep_builds
 from portal.kernel.catalog.images import normalise_name
 from portal.kernel.catalog.models import Service, service_image_index
 
@@ -108,8 +109,7 @@ class PinBatch:
 def batch_key(repository: str, revision: str) -> str:
     """One repository and revision however its URL is written (`.git` or not, any case of
     owner and name, clone or web URL): what batches and claims are keyed by."""
-    ref = parse(repository)
-    where = "/".join(ref.key) if ref is not None else repository.strip().lower().removesuffix(".git").rstrip("/")
+    where = repository_key(repository)
     kind = revision_kind(revision)
     # `HEAD` and nothing are the default branch; `refs/heads/main` is the branch `main`.
     followed = "HEAD" if kind == DEFAULT else ref_name(revision) if kind == BRANCH else revision.strip()
@@ -335,7 +335,7 @@ def _read_and_store(
             branch=branch[:253], last_read_at=now, last_error=message
         )
         return {app.pk: PinReadReport(app=app.name, ok=False, error=message) for app in apps}
-    return _store(apps, files, branch, now, reads)
+    return _store(apps, files, branch, now, reads, repository_key(first.repository))
 
 
 def read_app_pins(app: GitOpsApp, *, forge: Forge | None = None, now: datetime | None = None) -> PinReadReport:
@@ -387,7 +387,7 @@ def _objects(apps: Sequence[GitOpsApp]) -> dict[int, dict[str, Any]]:
 
 
 def _store(
-    apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, reads: dict[int, Reads]
+    apps: Sequence[GitOpsApp], files: dict[str, str], branch: str, now: datetime, reads: dict[int, Reads], repo: str
 ) -> dict[int, PinReadReport]:
     """Store what the read found. Most reads of a repository find what the last one did: only
     the applications whose pins (or plain Secrets) differ from the stored ones are written, and
@@ -410,6 +410,7 @@ def _store(
             for service, pin in service_pins(own, read, index)
         ]
     _store_plain_secrets(secrets)
+    keep_builds({app.pk: reads[app.pk].as_stored() for app in apps}, repo)
     stored: dict[int, list[tuple[int, str, str, int]]] = defaultdict(list)
     for row in GitPin.objects.filter(app_id__in=app_ids).values_list("app_id", "service_id", "version", "path", "line"):
         stored[row[0]].append(row[1:])

@@ -53,6 +53,7 @@ from portal.delivery.pull_requests import (
     fail,
     lease,
 )
+from portal.delivery.reach import as_json as reach_json
 from portal.kernel.audit.models import record
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,8 @@ def run(
         return OpenResult(REFUSED, row.progress, row)
     preview = delivery.preview
     row.base_branch, row.title = preview.change.base_branch, preview.title[:300]
-    row.save(update_fields=["base_branch", "title"])
+    row.reach = reach_json(delivery.reach)  # as this preview found it: what the API and MCP serve
+    row.save(update_fields=["base_branch", "title", "reach"])
     try:
         return advance(
             forge,

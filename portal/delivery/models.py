@@ -131,6 +131,12 @@ class GitPinRead(models.Model):
     # The paths of the plain Secrets among the files the application builds, as of the last good
     # read ([] none; null: not read since this was kept); portal.findings judges them (raw-secret).
     plain_secrets = models.JSONField(null=True, blank=True)
+    # What the application builds, as of the last good read (portal.delivery.reach reads it to
+    # say which applications a change reaches without reading the forge again): the repository
+    # its pins are in (`current_pins.repository_key`), and its `Reads` as JSON (null: not read
+    # since this was kept).
+    repository = models.CharField(max_length=500, blank=True, db_index=True)
+    builds = models.JSONField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"git pins of {self.app_id}"
@@ -242,6 +248,9 @@ class PullRequest(models.Model):
     waiting_until = models.DateTimeField(null=True, blank=True)
     waited = models.FloatField(default=0.0, help_text="seconds waited on rate limits so far")
     job = models.JSONField(default=dict, blank=True, help_text="the changes, as the job re-previews them")
+    # The applications, clusters and environments the change reaches, as the preview it was opened
+    # from found them (portal.delivery.reach.as_json); {} for one opened before this was kept.
+    reach = models.JSONField(default=dict, blank=True)
 
     class Meta:
         db_table = "forges_pullrequest"  # moved from forges; the table kept its name

@@ -27,6 +27,7 @@ from django.conf import settings
 from forges.forge import TreeEntry
 from forges.pins import NOT_PINNED_TAIL, Edit, Pin, chart_edit_result, tree_edit_result
 from forges.pins.file_edits import FileEdit, file_edit, retag_files
+from forges.pins.layouts.line_edits import changed_lines
 from portal.kernel.imagerefs import parse_image
 from portal.kernel.timestamps import utc_stamp
 from portal.releases.vulns import SupplyChainDiff
@@ -83,6 +84,17 @@ class Change:
             raise ValueError(f"unknown change kind {self.kind!r}")
 
 
+@dataclass(frozen=True)
+class MovedLine:
+    """One line a change of the group edits (what says which applications it reaches)."""
+
+    path: str
+    line: int
+    subject: str  # the services it moves, or "the <name> chart"
+    from_version: str
+    to_version: str
+
+
 @dataclass
 class Preview:
     """A pull request as it would be opened. `change` is the group as one (services and
@@ -96,6 +108,7 @@ class Preview:
     edits: list[FileEdit] = field(default_factory=list)
     digest_pinned: list[Pin] = field(default_factory=list)  # left for a person
     problems: list[str] = field(default_factory=list)  # pins that could not be rewritten, and why
+    moved: list[MovedLine] = field(default_factory=list)  # each change's lines, in the group's order
 
     @property
     def can_open(self) -> bool:
@@ -199,6 +212,7 @@ def plan(
     digest_pinned: list[Pin] = []
     problems: list[str] = []
     touched: list[str] = []
+    moved: list[MovedLine] = []
     for change in group:
         app = _object_of(change, objects or {})
         if change.chart:
@@ -212,6 +226,8 @@ def plan(
         # In a group, each problem says whose it is.
         problems += [f"{', '.join(change.services)}: {p}" if len(group) > 1 else p for p in left]
         for path in found:
+            moved += [MovedLine(path, line.line, _subject(change), change.from_version, change.to_version)
+                      for line in changed_lines(path, current[path], texts[path])]
             edited[path] = texts[path]
             if path not in touched:
                 touched.append(path)
@@ -228,6 +244,7 @@ def plan(
         edits=edits,
         digest_pinned=digest_pinned,
         problems=problems,
+        moved=moved,
     )
 
 

@@ -19,6 +19,7 @@ from drf_spectacular.validation import validate_schema
 
 from gitops.models import AppProject, VersionChange, Workload
 from portal.delivery.models import PullRequest
+from portal.delivery.reach import Reach, Reached, SharedFile, Version, as_json
 from portal.kernel.accounts import tokens
 from tests.fixtures.real_objects import load_real
 from tests.fixtures.seed import seed_app
@@ -99,6 +100,18 @@ def seeded(catalog):
                                forge_kind="github", number=7, url="https://github.com/acme/gitops/pull/7",
                                title="checkout 1.1.0", branch="portal/checkout-1.1.0", base_branch="main",
                                state="open", opened_at=now)
+    # One with a reach as the open job keeps it (beyond the target, a shared file, an unread app).
+    reached = Reached(1, "payments-stage", "stage-1", "stage", ("base/deployment.yaml",),
+                      (Version("payments", "2.0.0", "2.1.0"), Version("chart-x", "1.0.0", "1.0.0")),
+                      beyond="another environment (stage, not prod)")
+    reach = Reach([reached], ["This change also reaches payments-stage on stage-1"],
+                  [SharedFile("base/deployment.yaml", ((12, "payments"), (30, "checkout")))],
+                  ["payments-prod on prod-eu-1"])
+    PullRequest.objects.create(kind="upgrade", services=["payments", "checkout"], environment="prod",
+                               repository="https://github.com/acme/gitops", forge_kind="github", number=8,
+                               url="https://github.com/acme/gitops/pull/8", title="payments 2.1.0",
+                               branch="portal/payments-2.1.0", base_branch="main", state="open", opened_at=now,
+                               reach=as_json(reach))
     # A real AppProject's windows and a workload no app deploys, for /projects and /workloads.
     [project] = load_real("argocd/argo-cd__project.yaml")
     AppProject.objects.create(cluster=catalog.prod_eu, namespace="argocd", name="my-project",
@@ -111,9 +124,12 @@ def seeded(catalog):
 
 # Loaded by schemathesis (SCHEMATHESIS_HOOKS). A cursor is an opaque token taken from a `next`
 # link: random text is rightly refused with 400, so generated cases leave it out (tests of
-# pagination use real cursors).
+# pagination use real cursors). A generated pull request id is mostly one that does not exist
+# (404): most are mapped onto the seeded ones, so the detail's 200, with its reach, is checked too.
 HOOKS = """
 import schemathesis
+
+PULL_REQUESTS = {ids!r}
 
 
 @schemathesis.hook
@@ -121,6 +137,14 @@ def map_query(context, query):
     if query:
         query.pop("cursor", None)
     return query
+
+
+@schemathesis.hook
+def map_path_parameters(context, path_parameters):
+    number = (path_parameters or {{}}).get("id")
+    if isinstance(number, int) and not isinstance(number, bool) and number % 4:
+        path_parameters["id"] = PULL_REQUESTS[number % len(PULL_REQUESTS)]
+    return path_parameters
 """
 
 
@@ -130,13 +154,13 @@ def test_the_live_api_conforms_to_its_schema(live_server, seeded, users, setting
     settings.PORTAL_API_RATE = "100000/minute"  # schemathesis is a busy client; the limit is tested elsewhere
     cache.clear()
     _, plain = tokens.issue(users["viewer"], "schemathesis")
-    (tmp_path / "api_hooks.py").write_text(HOOKS)
+    (tmp_path / "api_hooks.py").write_text(HOOKS.format(ids=sorted(PullRequest.objects.values_list("pk", flat=True))))
     command = [
         str(Path(sys.executable).with_name("schemathesis")), "run", f"{live_server.url}/api/schema?format=json",
         "--header", f"Authorization: Bearer {plain}", "--checks", "all", "--max-examples", "10", "--seed", "1",
         "--workers", "1", "--no-color", "--generation-database", "none", "--report-dir", str(tmp_path),
     ]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "api_hooks", "PYTHONPATH": str(tmp_path)}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "10 selected / 10 total" in result.stdout and "failures" not in result.stdout.lower()

@@ -47,5 +47,5 @@ def store(app, files: dict[str, str]) -> None:
     it builds), and the findings' minute pass after it."""
     obj = {"kind": "Kustomization", "metadata": {"name": app.name}, "spec": {"path": PROD}}
     GitPinRead.objects.get_or_create(app=app)  # read_pins makes it before reading
-    current_pins._store([app], files, "main", timezone.now(), {app.pk: tree_reads(files, obj)})
+    current_pins._store([app], files, "main", timezone.now(), {app.pk: tree_reads(files, obj)}, "acme/gitops")
     sync_git_findings()

@@ -36,6 +36,11 @@ class Reads:
     skipped: list[str] = field(default_factory=list)  # what the build could not follow, and why
     # Effective Helm tags no file-level reader sees as a pin (no repository beside them).
     values_pins: list[Pin] = field(default_factory=list)
+    # What a Helm build reads besides its value layers (`helm.chart_files`), for who-builds-what
+    # (portal.delivery.reach), never for pins: the Chart.yaml files (a line edited there is a
+    # dependency's version, so it moves the build) and `file://` dependencies' values.yaml.
+    charts: set[str] = field(default_factory=set)
+    chart_defaults: set[str] = field(default_factory=set)
 
     @property
     def paths(self) -> list[str]:
@@ -43,6 +48,12 @@ class Reads:
 
     def add_files(self, files: MappingType[str, str], paths: Iterable[str]) -> None:
         self.whole.update(path for path in paths if path in files)
+
+    def add_chart(self, files: MappingType[str, str], folder: str) -> None:
+        """The chart in `folder` and its `file://` dependencies, as rendering it reads them."""
+        metas, defaults = helm.chart_files(files, folder)
+        self.charts.update(metas)
+        self.chart_defaults.update(defaults)
 
     def add_build(self, files: MappingType[str, str], built: kustomize.Build) -> None:
         """What a kustomize build reads, less the pins it overrides (a base's tag under an
@@ -93,6 +104,48 @@ class Reads:
             return
         text = files[path]
         self.documents.setdefault(path, []).append((line_of(text, min(offsets)), line_of(text, max(offsets))))
+
+    def as_stored(self) -> dict[str, object]:
+        """What a store keeps to answer `builds` and `holds` later without the files: the files
+        read whole, the spans of shared files' documents, the overridden pins (JSON-ready)."""
+        return {
+            "whole": sorted(self.whole),
+            "documents": {path: [list(span) for span in spans] for path, spans in sorted(self.documents.items())},
+            "overridden": sorted([path, line] for path, line in self.overridden),
+            "charts": sorted(self.charts),
+            "chart_defaults": sorted(self.chart_defaults),
+        }
+
+    @classmethod
+    def from_stored(cls, stored: MappingType[str, object]) -> Reads:
+        """The reads `as_stored` kept (what they cannot answer, the pins, is left empty)."""
+        whole = stored.get("whole")
+        documents = stored.get("documents")
+        overridden = stored.get("overridden")
+        charts, chart_defaults = stored.get("charts"), stored.get("chart_defaults")
+        return cls(
+            whole={str(path) for path in whole} if isinstance(whole, list) else set(),
+            documents={
+                str(path): [(int(span[0]), int(span[1])) for span in spans]
+                for path, spans in documents.items()
+                if isinstance(spans, list)
+            }
+            if isinstance(documents, dict)
+            else {},
+            overridden={(str(path), int(line)) for path, line in overridden} if isinstance(overridden, list) else set(),
+            charts={str(path) for path in charts} if isinstance(charts, list) else set(),
+            chart_defaults={str(path) for path in chart_defaults} if isinstance(chart_defaults, list) else set(),
+        )
+
+    def builds(self, path: str) -> bool:
+        """Whether the app's build includes `path` (whole, some of its documents, or a chart's file)."""
+        return path in self.whole or path in self.documents or path in self.charts or path in self.chart_defaults
+
+    def moves(self, path: str, line: int) -> bool:
+        """Whether a change of `line` of `path` changes what the app renders: a line it holds, or
+        any line of a Chart.yaml it renders (a dependency's version). A `file://` dependency's
+        default is built but not known to win over the layers above it: not said to move."""
+        return self.holds(path, line) or path in self.charts
 
     def holds(self, path: str, line: int) -> bool:
         """Whether a pin at `line` of `path` is in what the app reads."""

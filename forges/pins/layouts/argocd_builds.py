@@ -131,11 +131,15 @@ def application_reads(
             chart = helm.read_chart(files, folder) if not source.chart else None
             if chart is not None and chart.defaults is not None:
                 reads.add_files(files, [chart.defaults.path])
+            if not source.chart:
+                reads.add_chart(files, folder)
             _value_file_reads(files, source, folder, value_refs, reads)
             # Which of those layers' tags Helm renders (why a layer is not read is said above).
             reads.add_values(files, *_helm_values(files, app, source, folder, value_refs, EditResult())[:2])
         else:
             reads.add_build(files, kustomize.build(files, folder, recurse=bool(source.directory.get("recurse"))))
+            if source.plugin:  # a plugin such as kustomized-helm runs `helm template` on a chart it finds there
+                reads.add_chart(files, folder)
         reads.add_files(files, [f"{folder}/.argocd-source-{app.name}.yaml".lstrip("/")])
     if path is not None:
         for manifest in kustomize.objects(files, kustomize.build(files, path), APPLICATION):

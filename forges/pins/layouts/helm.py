@@ -99,6 +99,35 @@ def read_chart(files: MappingType[str, str], directory: str) -> Chart | None:
     )
 
 
+def chart_files(files: MappingType[str, str], directory: str) -> tuple[list[str], list[str]]:
+    """What rendering the chart in `directory` reads beyond its value layers: the Chart.yaml of it
+    and of each `file://` dependency in the tree (an umbrella's dependency versions are set there),
+    and each such dependency's values.yaml (its defaults). (Chart.yaml paths, values paths)."""
+    metas: list[str] = []
+    defaults: list[str] = []
+    pending = [posixpath.normpath(directory).strip("/").removeprefix("./")]
+    while pending:
+        folder = "" if pending[0] == "." else pending[0]
+        pending = pending[1:]
+        meta = posixpath.join(folder, "Chart.yaml")
+        if meta not in files or meta in metas:
+            continue
+        metas.append(meta)
+        try:
+            trees = yamltree.read(files[meta])
+        except FormatError:
+            continue
+        dependencies = descend(trees[0] if trees else None, "dependencies")
+        for dependency in dependencies.items if isinstance(dependencies, Sequence) else []:
+            repository = descend(dependency, "repository")
+            if isinstance(repository, Scalar) and repository.value.startswith("file://"):
+                found = posixpath.normpath(posixpath.join(folder, repository.value.removeprefix("file://")))
+                if not found.startswith(".."):
+                    defaults += [path for path in [posixpath.join(found, "values.yaml")] if path in files]
+                    pending.append(found)
+    return metas, defaults
+
+
 @dataclass
 class Target:
     layer: Layer

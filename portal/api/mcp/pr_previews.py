@@ -15,6 +15,7 @@ from portal.api.mcp import api_pages
 from portal.api.mcp.api_pages import Caller
 from portal.delivery.change_previews import DeliveryPreview, preview_change
 from portal.delivery.change_requests import build_changes, params_of, parse_items, pull_requests_for, services_of
+from portal.delivery.reach import as_json
 from portal.kernel.accounts.roles import Role, has_role
 from portal.kernel.accounts.teams import refused
 from portal.kernel.links import OfferItem, preview_url
@@ -82,4 +83,6 @@ def _compact(delivery: DeliveryPreview) -> dict[str, Any]:
         "warnings": delivery.warnings,
         "problems": delivery.problems,
         "follows": delivery.follows or None,
+        # Which applications, clusters and environments it reaches, as the PR body says it.
+        "reach": as_json(delivery.reach) or None,
     }

@@ -130,8 +130,10 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY, description=(
         "Pull requests the portal opened (upgrades, promotions, rollbacks) or linked, newest first: state, the "
         "forge's checks, from -> to versions, whether the new version runs (and in production), merged-but-not-"
-        "deployed, lead times (proposal -> running, merge -> running), and for an open one its rendered diff "
-        "(per application, the objects and fields its manifests change at the branch's head). Paged."))
+        "deployed, lead times (proposal -> running, merge -> running), its reach: every application whose "
+        "build includes an edited file, by environment and cluster, with the version it runs after the merge and "
+        "a warning where that goes beyond the change's environment or services; and for an open one its rendered "
+        "diff (per application, the objects and fields its manifests change at the branch's head). Paged."))
     async def pull_requests(
         state: Annotated[Literal["open", "merged", "closed"] | None, Field(description="PR state")] = None,
         kind: Annotated[Literal["upgrade", "promotion", "rollback"] | None, Field(description="PR kind")] = None,
@@ -217,7 +219,9 @@ def _add_preview_tool(server: MCPServer) -> None:
 
     @server.tool(annotations=READ_ONLY, description=(
         "Preview a pull request without opening it: the files and the diff it would change, branch and title, "
-        "warnings (freezes, sync windows, tag-following apps), and whether you may open it (`may_open`; "
+        "warnings (freezes, sync windows, tag-following apps), its `reach` (every application whose build "
+        "includes an edited file, by environment and cluster, with warnings beyond the target), and whether you "
+        "may open it (`may_open`; "
         "`refusal` says why not, naming the team that owns the service). Items as the preview page and the "
         "`service` tool's offers name them: app:service:version, e.g. 12:checkout:1.7.0."))
     async def preview_pull_request(

@@ -129,6 +129,9 @@ def pull_requests(caller: Caller, filters: dict[str, Any], cursor: str | None = 
             "lead_time_from_proposal": duration_words(times.from_proposal) if times.from_proposal else None,
             "lead_time_from_merge": duration_words(times.from_merge) if times.from_merge else None,
             "opened_outside": pr["opened_outside"],
+            "id": pr["id"],
+            # Which applications, clusters and environments its edits reach (null: not known).
+            "reach": pr["reach"],
             "rendered_diff": pr["rendered_diff"],
         })
     more = page.next_cursor

@@ -19,6 +19,52 @@ PULL_REQUEST_STATES = ["open", "merged", "closed"]
 CHECKS = ["pass", "running", "fail", "none"]
 
 
+class ReachVersionSerializer(serializers.Serializer):
+    subject = serializers.CharField(help_text="a service, or `the <name> chart`")
+    before = serializers.CharField(help_text="what Git pins now")
+    after = serializers.CharField(help_text="what it runs after the merge (the same when the change leaves it)")
+
+
+class ReachAppSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    files = serializers.ListField(child=serializers.CharField(), help_text="the edited files its build includes")
+    versions = ReachVersionSerializer(many=True)
+    beyond_target = serializers.CharField(
+        allow_blank=True, help_text="why it is beyond the change's target (another environment or service), or empty"
+    )
+
+
+class ReachClusterSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    applications = ReachAppSerializer(many=True)
+
+
+class ReachEnvironmentSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_blank=True)
+    clusters = ReachClusterSerializer(many=True)
+
+
+class SharedLineSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    subject = serializers.CharField()
+
+
+class SharedFileSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    lines = SharedLineSerializer(many=True)
+
+
+class ReachSerializer(serializers.Serializer):
+    """Every application whose build includes a file the pull request edits (portal.delivery.reach),
+    by environment and cluster, as the portal last read what each builds when it opened it."""
+
+    environments = ReachEnvironmentSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="reaching beyond the change's target")
+    shared_files = SharedFileSerializer(many=True, help_text="files carrying lines of several of its changes")
+    not_read = serializers.ListField(child=serializers.CharField(),
+                                     help_text="its own applications whose builds were not read yet")
+
+
 class PullRequestSerializer(serializers.ModelSerializer):
     """A pull request the portal opened, or one opened elsewhere that it linked (opened_outside)."""
 
@@ -41,12 +87,14 @@ class PullRequestSerializer(serializers.ModelSerializer):
         help_text="what the change does to its applications' rendered manifests at the branch's head; null "
                   "before it was rendered (an open pull request, at the next tracking)"
     )
+    reach = serializers.SerializerMethodField(help_text="what it reaches; null when opened before this was kept, "
+                                              "or linked from outside")
 
     class Meta:
         model = PullRequest
         fields = ["id", "kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
                   "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
-                  "closed_at", "running_at", "opened_outside", "rendered_diff"]
+                  "closed_at", "running_at", "opened_outside", "reach", "rendered_diff"]
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_url(self, pull: PullRequest) -> str | None:
@@ -59,6 +107,10 @@ class PullRequestSerializer(serializers.ModelSerializer):
         except RenderedDiff.DoesNotExist:
             return None
         return RenderedDiffSerializer(stored).data  # type: ignore[return-value]
+
+    @extend_schema_field(ReachSerializer(allow_null=True))
+    def get_reach(self, pull: PullRequest) -> dict | None:
+        return pull.reach or None
 
 
 JOB_STATES = ["opening", *PULL_REQUEST_STATES, "failed"]

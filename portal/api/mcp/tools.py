@@ -333,8 +333,9 @@ def findings(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
     start, size = _offset(cursor), _page_size(page_size)
     answer = api_pages.findings(caller, {**filters, "offset": start, "limit": size})
     shown = [{
-        "rule": f["rule"], "title": f["title"], "message": f["message"], "fix": f["fix"],
-        "principle": f["principle"], "app": f"{f['cluster']}/{f['namespace']}/{f['name']}", "kind": f["kind"],
+        "rule": f["rule"], "title": f["title"], "severity": f["severity"], "message": f["message"],
+        "fix": f["fix"], "example": f["example"], "principle": f["principle"],
+        "app": f"{f['cluster']}/{f['namespace']}/{f['name']}", "kind": f["kind"],
         "tool": f["tool"], "environment": f["environment"], "group": f["group"], "at": f["at"],
         "api_url": f["app_url"],
     } for f in answer["results"]]

@@ -257,7 +257,7 @@ def service(caller: Caller, name: str, offers: int | None = None) -> dict[str, A
     if security["exposed"]:
         summary += " Known vulnerabilities: " + "; ".join(
             f"{e['environment']} {e['version']}: {e['count']} ({e['exploited']} exploited)"
-            + (f", {e['fixed_by_newest_acceptable']} fixed by {e['newest_acceptable']}" if e["newest_acceptable"]
+            + (f"; fixed by {e['newest_acceptable']}: {e['fixed_by_newest_acceptable']}" if e["newest_acceptable"]
                else "") for e in security["exposed"]) + "."
     # Each offer says whether the caller may open it (their role and, with team scope, their teams).
     verdict = offer_verdict(api_pages.user_of(caller), name)
@@ -293,7 +293,10 @@ def compact_exposure(e: dict[str, Any]) -> dict[str, Any]:
         "count": len(vulns), "exploited": sum(1 for v in vulns if v["exploited"]),
         "worst": [{"id": v["id"], "severity": v["severity"], "exploited": v["exploited"]} for v in vulns[:5]],
         "newest_acceptable": e["newest_acceptable"],
-        "fixed_by_newest_acceptable": len(e["fixed_by_newest_acceptable"]),
+        # "unknown — why", never 0, when OSV never answered for the target's packages.
+        "fixed_by_newest_acceptable": (len(e["fixed_by_newest_acceptable"])
+                                       if e["fixed_by_newest_acceptable"] is not None
+                                       else f"unknown — {e['fixed_by_newest_acceptable_unknown']}"),
     }
 
 

@@ -34,13 +34,14 @@ from django.utils import timezone
 from portal.kernel.redaction import redact
 from portal.releases.models import FeedStatus, OfflineAdvisory, OfflinePackage
 from portal.releases.osv import OsvError
-from portal.releases.osv_ranges import affects, names_package, package_of
+from portal.releases.osv_ranges import affects, names_package, normal_name, package_of
 
 log = logging.getLogger(__name__)
 
 FEED = "osv-export"
 BATCH = 500  # records per transaction: an ecosystem's export is tens of thousands
 MAX_RECORD_BYTES = 5 * 1024 * 1024  # one OSV record; larger is no record
+QUERY_CHUNK = 1000  # purls per database query, as the API's querybatch takes them
 MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024  # the largest export (npm's) is a few hundred MB
 
 
@@ -133,7 +134,8 @@ def _packages(record: dict[str, Any]) -> set[tuple[str, str]]:
     for affected in record.get("affected") or []:
         package = affected.get("package") if isinstance(affected, dict) else None
         if isinstance(package, dict) and package.get("name"):
-            named.add((str(package.get("ecosystem", "")).split(":", 1)[0], str(package["name"])))
+            ecosystem = str(package.get("ecosystem", "")).split(":", 1)[0]
+            named.add((ecosystem, normal_name(ecosystem, str(package["name"]))))
     return named
 
 
@@ -147,6 +149,12 @@ class OfflineOsvClient:
         """purl -> {vulnerability id: modified}, as OSV's querybatch answers."""
         if not OfflineAdvisory.objects.exists():
             raise OsvError("the offline OSV database is empty: import OSV's exports (manage.py import_osv)")
+        found: dict[str, dict[str, str]] = {}
+        for start in range(0, len(purls), QUERY_CHUNK):
+            found.update(self._query(purls[start : start + QUERY_CHUNK]))
+        return found
+
+    def _query(self, purls: list[str]) -> dict[str, dict[str, str]]:
         packages = {purl: package_of(purl) for purl in purls}
         wanted = {(p.ecosystem, p.name) for p in packages.values() if p is not None}
         candidates: dict[tuple[str, str], list[OfflineAdvisory]] = {}

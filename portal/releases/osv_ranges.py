@@ -48,6 +48,11 @@ class PackageVersion:
     release: str = ""  # a distribution's release from the purl ("12" of distro=debian-12), if any
 
 
+def normal_name(ecosystem: str, name: str) -> str:
+    """A package name as OSV compares it: PyPI's normalised (PEP 503), every other as written."""
+    return _PEP503.sub("-", name).lower() if ecosystem == "PyPI" else name
+
+
 def package_of(purl: str) -> PackageVersion | None:
     """The OSV package and version a versioned package URL names; None for one OSV has no
     ecosystem for, or one that is not a package URL."""
@@ -63,8 +68,7 @@ def package_of(purl: str) -> PackageVersion | None:
         name = f"{parsed.namespace}:{parsed.name}"
     elif ecosystem in ("Go", "Packagist", "npm") and parsed.namespace:
         name = f"{parsed.namespace}/{parsed.name}"
-    elif ecosystem == "PyPI":
-        name = _PEP503.sub("-", name).lower()
+    name = normal_name(ecosystem, name)
     version = parsed.version.removeprefix("v") if ecosystem == "Go" else parsed.version
     distro = str((parsed.qualifiers or {}).get("distro", "")) if isinstance(parsed.qualifiers, dict) else ""
     release = distro.rsplit("-", 1)[-1] if "-" in distro else distro.removeprefix("v")
@@ -78,9 +82,7 @@ def names_package(entry: Mapping[str, Any], package: PackageVersion) -> bool:
     if not isinstance(named, Mapping):
         return False
     ecosystem, _, release = str(named.get("ecosystem", "")).partition(":")
-    name = str(named.get("name", ""))
-    if package.ecosystem == "PyPI":
-        name = _PEP503.sub("-", name).lower()
+    name = normal_name(ecosystem, str(named.get("name", "")))
     if ecosystem != package.ecosystem or name != package.name:
         return False
     release = release.split(":", 1)[0].removeprefix("v")

@@ -172,6 +172,26 @@ def test_an_empty_offline_database_is_an_osv_failure_not_a_clean_answer(db, sett
     assert not PackageCheck.objects.exists()
 
 
+def test_a_directory_of_records_and_pypi_names_as_osv_compares_them(db, tmp_path: Path, settings) -> None:
+    """A record in the OSV schema's shape whose package name is written as its project spells it:
+    OSV (PEP 503) finds it for any spelling of the name."""
+    folder = tmp_path / "PyPI"
+    folder.mkdir()
+    (folder / "PYSEC-2099-1.json").write_text(json.dumps({
+        "schema_version": "1.6.0", "id": "PYSEC-2099-1", "modified": "2099-01-02T00:00:00Z",
+        "aliases": ["CVE-2099-0001"], "summary": "example",
+        "affected": [{"package": {"ecosystem": "PyPI", "name": "Django_REST", "purl": "pkg:pypi/django-rest"},
+                      "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.2"}]}],
+                      "versions": ["3.0", "3.1"]}],
+    }))
+    assert osv_offline.import_export(folder).records == 1
+    settings.PORTAL_OSV_OFFLINE = [str(folder)]
+    report = check_purls(["pkg:pypi/django.rest@3.1", "pkg:pypi/Django-Rest@3.2"])
+    assert report.error == ""
+    assert dict(PackageCheck.objects.values_list("purl", "vuln_ids")) == {
+        "pkg:pypi/django.rest@3.1": ["PYSEC-2099-1"], "pkg:pypi/Django-Rest@3.2": []}
+
+
 def test_the_setting_names_paths_or_urls_and_refuses_anything_else() -> None:
     assert osv_offline_sources("") == []
     assert osv_offline_sources(" /srv/osv/Go/all.zip, https://mirror.internal/osv/PyPI/all.zip ") == [

@@ -372,6 +372,9 @@ class Workload(models.Model):
     replicas_available = models.IntegerField(null=True, blank=True)
     health_status = models.CharField(max_length=16, default="Unknown")
     health_message = models.TextField(blank=True)
+    # What portal.findings judges beyond images (gitops.collectors.workloads.spec_facts):
+    # kubectl's last-applied annotation present, a Rollout's automatic guards.
+    spec_facts = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
     # Where the image is pinned in Git when no GitOps tool deploys it (gitops.platforms).
     git_repo = models.CharField(max_length=500, blank=True)

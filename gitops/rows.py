@@ -143,6 +143,9 @@ class ContainerImage:
     tag: str
     digest: str
     init: bool = False
+    # The resources this container has a limit for ("cpu", "memory", …), sorted; None where the
+    # object says nothing about resources (a platform's task, a row stored before they were read).
+    limits: list[str] | None = None
 
     @property
     def version(self) -> str:
@@ -168,6 +171,8 @@ class WorkloadRow:
     labels: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # what could not be read, and why
     raw: dict[str, Any] = field(default_factory=dict)
+    # What portal.findings judges of the object beyond its images (gitops.collectors.workloads.spec_facts).
+    spec_facts: dict[str, Any] = field(default_factory=dict)
     # Where the image is pinned in Git, for a workload no GitOps tool deploys (gitops.platforms:
     # the portal.git.* labels of a Nomad job, a container, an ECS service); blank otherwise.
     git_repo: str = ""

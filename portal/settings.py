@@ -14,7 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
-from portal.settingvalues import base_url_of_address, team_groups
+from portal.settingvalues import base_url_of_address, osv_offline_sources, team_groups
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -404,6 +404,9 @@ PORTAL_REGISTRY_TIMEOUT = float(os.environ.get("PORTAL_REGISTRY_TIMEOUT", "10"))
 # standard HTTPS_PROXY / NO_PROXY variables: that is the proxy setting.
 PORTAL_OSV_URL = os.environ.get("PORTAL_OSV_URL", "https://api.osv.dev").rstrip("/")
 PORTAL_OSV_CACHE_HOURS = float(os.environ.get("PORTAL_OSV_CACHE_HOURS", "24"))  # a package version's answer kept
+# Air-gapped: OSV's exports (zip paths, directories or URLs) imported and matched instead (releases.osv_offline).
+PORTAL_OSV_OFFLINE = osv_offline_sources(os.environ.get("PORTAL_OSV_OFFLINE", ""))
+PORTAL_OSV_OFFLINE_REFRESH_HOURS = float(os.environ.get("PORTAL_OSV_OFFLINE_REFRESH_HOURS", "24"))
 PORTAL_KEV_URL = os.environ.get(
     "PORTAL_KEV_URL", "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json"
 )
@@ -454,6 +457,8 @@ CELERY_BEAT_SCHEDULE = {
         "releases.read_all_supply_chain", float(os.environ.get("PORTAL_SUPPLY_CHAIN_INTERVAL", "21600"))
     ),
     "refresh-kev": periodic("releases.refresh_kev", 86400),  # CISA publishes the catalogue daily at most
+    **({"refresh-osv-offline": periodic("releases.refresh_osv_offline", PORTAL_OSV_OFFLINE_REFRESH_HOURS * 3600)}
+       if PORTAL_OSV_OFFLINE else {}),
     # Each repository's Git pins are read at most every 10 minutes; this only finds the due ones.
     "read-git-pins": periodic("delivery.read_due_git_pins", 60),
     # The raw-Secret findings follow the plain Secrets those reads found (a query or two).

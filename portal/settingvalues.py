@@ -29,3 +29,13 @@ def team_groups(text: str) -> dict[str, str]:
             raise ValueError(f"PORTAL_OIDC_TEAM_GROUPS: {item.strip()!r} is not idp-group=team")
         pairs[group.strip()] = team.strip()
     return pairs
+
+
+def osv_offline_sources(text: str) -> list[str]:
+    """PORTAL_OSV_OFFLINE: OSV exports to import and refresh, comma-separated; each an absolute
+    path (a zip or a directory of OSV JSON records) or an http(s) URL of a zip. Empty: off."""
+    sources = [item.strip() for item in text.split(",") if item.strip()]
+    for source in sources:
+        if not source.startswith(("/", "https://", "http://")):
+            raise ValueError(f"PORTAL_OSV_OFFLINE: {source!r} is neither an absolute path nor an http(s) URL")
+    return sources

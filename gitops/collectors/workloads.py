@@ -13,6 +13,11 @@ judged here in kstatus's words, following what the Rollout controller reports:
 
 A paused Rollout (a blue-green waiting for promotion, a canary at a pause step) is not
 done, so InProgress, with `paused` set so a page can say "paused" rather than "stuck".
+
+Beyond images and health a row keeps the few facts portal.findings judges (`spec_facts`, and
+each container's `limits`): whether kubectl's last-applied-configuration annotation is on the
+object (the stored copy drops the annotation itself, see gitops.rawobjects.trimmed), and what
+could stop a Rollout's bad version (`rollout_guards`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from gitops.health import kstatus
 from gitops.rawobjects import (
+    LAST_APPLIED,
     as_bool,
     as_dict,
     as_int,
@@ -88,6 +94,7 @@ def workload_row(
         row.health_status, row.health_message = kstatus(full)
         field = "suspend" if kind == "CronJob" else "paused"
         row.paused = as_bool(dig(full, "spec", field))
+    row.spec_facts = spec_facts(full, kind)
     row.raw = trimmed(obj)
     return row
 
@@ -136,10 +143,11 @@ def _containers(pod_spec: Mapping[str, Any], row: WorkloadRow) -> list[Container
                 row.warnings.append(f"container {name[:60]}: skipped: name longer than {MAX_CONTAINER_NAME} characters")
                 continue
             parsed = parse_image(image)
+            limits = sorted(str(k) for k in as_dict(dig(container, "resources", "limits")))
             if parsed is None:
                 # Kept with empty parts so the container still shows; it matches no service.
                 row.warnings.append(f"container {name}: {image!r} is not an image reference")
-                out.append(ContainerImage(name, image, "", "", "", "", init=init))
+                out.append(ContainerImage(name, image, "", "", "", "", init=init, limits=limits))
                 continue
             out.append(
                 ContainerImage(
@@ -150,10 +158,47 @@ def _containers(pod_spec: Mapping[str, Any], row: WorkloadRow) -> list[Container
                     tag=parsed.tag,
                     digest=parsed.digest,
                     init=init,
+                    limits=limits,
                 )
             )
     # Main containers first: they are what a person means by "the image it runs".
     return [c for c in out if not c.init] + [c for c in out if c.init]
+
+
+def spec_facts(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """What portal.findings judges of a workload beyond its containers: `last_applied` (kubectl's
+    client-side apply annotation is on it) and, for a Rollout, `rollout_guards`."""
+    annotations = dig(obj, "metadata", "annotations")
+    facts: dict[str, Any] = {"last_applied": isinstance(annotations, Mapping) and LAST_APPLIED in annotations}
+    if kind == "Rollout":
+        facts["rollout_guards"] = rollout_guards(obj)
+    return facts
+
+
+def rollout_guards(obj: Mapping[str, Any]) -> list[str]:
+    """What in a Rollout's spec can stop a bad version without a person (Argo Rollouts' spec):
+    analysis run in the background of a canary (`canary.analysis`), an analysis or an experiment
+    with analyses among the canary's steps, a blue-green's pre- or post-promotion analysis, and
+    `progressDeadlineAbort` (abort when the new pods do not become available in time)."""
+    spec = as_dict(obj.get("spec"))
+    canary = as_dict(dig(spec, "strategy", "canary"))
+    blue_green = as_dict(dig(spec, "strategy", "blueGreen"))
+    guards = []
+    if as_dict(canary.get("analysis")):
+        guards.append("canary.analysis")
+    for step in as_list(canary.get("steps")):
+        if isinstance(step, Mapping) and as_dict(step.get("analysis")):
+            guards.append("canary.steps.analysis")
+            break
+    for step in as_list(canary.get("steps")):
+        if isinstance(step, Mapping) and as_list(dig(step, "experiment", "analyses")):
+            guards.append("canary.steps.experiment.analyses")
+            break
+    guards += [f"blueGreen.{name}" for name in ("prePromotionAnalysis", "postPromotionAnalysis")
+               if as_dict(blue_green.get(name))]
+    if as_bool(spec.get("progressDeadlineAbort")):
+        guards.append("progressDeadlineAbort")
+    return guards
 
 
 def _read_replicas(obj: Mapping[str, Any], kind: str, row: WorkloadRow) -> None:

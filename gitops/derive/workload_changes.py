@@ -22,7 +22,7 @@ from gitops.store.read import ClusterState, WorkloadKey
 # Every Workload column a poll writes for a workload it has seen before.
 WORKLOAD_FIELDS = [
     "app", "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
-    "health_status", "health_message", "updated_at", "git_repo", "git_path", "git_branch",
+    "health_status", "health_message", "spec_facts", "updated_at", "git_repo", "git_path", "git_branch",
 ]
 
 # One RunningVersion as compared across polls: (service id, workload, container, version, app key, image).
@@ -81,6 +81,7 @@ def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: G
         "replicas_available": row.replicas_available,
         "health_status": row.health_status,
         "health_message": row.health_message[:2000],
+        "spec_facts": row.spec_facts,
         "updated_at": at,
         "git_repo": row.git_repo,
         "git_path": row.git_path,

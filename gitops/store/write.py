@@ -58,8 +58,12 @@ def write(changes: Changes) -> StoreResult:
         _write_apps(changes)
         if changes.workloads is not None:
             _write_workloads(changes)
-        read = [app.pk for app in apps.created + apps.kept]
-        cluster_stored.send(sender=Cluster, cluster=cluster, read=read, at=changes.at)
+        read = {app.pk for app in apps.created + apps.kept}
+        if changes.workloads is not None:
+            # An app whose workloads changed (a hand apply, new limits) is judged again with them.
+            touched = changes.workloads.created + changes.workloads.updated
+            read |= {app.pk for _, app in touched if app is not None and app.pk is not None}
+        cluster_stored.send(sender=Cluster, cluster=cluster, read=sorted(read), at=changes.at)
         destinations = Cluster.objects.filter(pk__in=apps.destinations_touched, environment__isnull=False)
         for destination in destinations.order_by("pk"):
             cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at)

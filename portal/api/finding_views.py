@@ -39,6 +39,8 @@ class FindingSerializer(serializers.Serializer):
     principle = serializers.SerializerMethodField(help_text="why the rule matters, in one line")
     message = serializers.CharField(help_text="what is wrong with this object")
     fix = serializers.SerializerMethodField(help_text="what to change")
+    example = serializers.SerializerMethodField(help_text="the change as YAML (an example to adapt)")
+    severity = serializers.SerializerMethodField(help_text="how much it matters: high, medium or low")
     cluster = serializers.CharField(source="app.cluster.name")
     environment = serializers.CharField(source="app.cluster.environment.name", allow_null=True)
     tool = serializers.CharField(source="app.tool")
@@ -59,6 +61,12 @@ class FindingSerializer(serializers.Serializer):
 
     def get_fix(self, finding: Finding) -> str:
         return RULES[finding.rule].fix if finding.rule in RULES else ""
+
+    def get_example(self, finding: Finding) -> str:
+        return RULES[finding.rule].example if finding.rule in RULES else ""
+
+    def get_severity(self, finding: Finding) -> str:
+        return RULES[finding.rule].severity if finding.rule in RULES else ""
 
     def get_group(self, finding: Finding) -> str | None:
         if finding.rule != GROUPED:

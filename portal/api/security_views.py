@@ -57,7 +57,9 @@ def as_json(report: SecurityReport) -> dict:
                 ],
                 "newest_acceptable": e.target,
                 "newest_acceptable_checked": e.target_checked,
-                "fixed_by_newest_acceptable": e.fixes,
+                # null, never [], when it is not known: "unknown" is not "fixes nothing".
+                "fixed_by_newest_acceptable": e.fixes if e.target_checked else None,
+                "fixed_by_newest_acceptable_unknown": e.fixes_unknown,
             }
             for e in report.exposures
         ],

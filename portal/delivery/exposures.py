@@ -19,7 +19,7 @@ from portal.delivery.upgrades import UpgradeTargets
 from portal.kernel.catalog.models import Service
 from portal.releases.models import FeedStatus
 from portal.releases.osv import SEVERITIES
-from portal.releases.vulns import Finding, ImageFacts, diff, facts_many
+from portal.releases.vulns import Finding, ImageFacts, diff, facts_many, unknown_because
 
 FILTER_SEVERITIES = ("critical", "high", "moderate", "low")
 
@@ -36,6 +36,8 @@ class Exposure:
     target: str | None = None
     fixes: list[str] = field(default_factory=list)  # keys of the findings the target fixes
     target_checked: bool = False  # the target's SBOM was read and matched
+    # Why what the target fixes is not known (its SBOM not read, OSV not reached); "" when known.
+    fixes_unknown: str = ""
 
     @property
     def exploited(self) -> int:
@@ -125,6 +127,7 @@ def security_report(
         if exposure.target:
             moved = diff(found, facts(service, exposure.target))
             exposure.target_checked = moved.new.checked
+            exposure.fixes_unknown = "" if moved.new.checked else _why_unchecked(moved.new)
             keys = {f.key for f in findings}
             exposure.fixes = [f.key for f in moved.fixed if f.key in keys]
         exposures.append(exposure)
@@ -143,6 +146,4 @@ def _app_names(ids: set[int]) -> dict[int, str]:
 def _why_unchecked(facts: ImageFacts) -> str:
     if not facts.has_sbom:
         return facts.reason or "no SBOM"
-    if facts.osv_error:
-        return f"OSV not reached: {facts.osv_error}"
-    return f"{facts.unchecked} packages not matched against OSV yet"
+    return unknown_because(facts) or "not matched against OSV yet"

@@ -38,7 +38,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from gitops.models import AppProject, Finding, FindingMute, GitOpsApp
+from gitops.models import AppProject, Finding, FindingMute, GitOpsApp, StateChange, Workload
 from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import GitPinRead
 from portal.findings.discipline import (
@@ -51,6 +51,7 @@ from portal.findings.discipline import (
     no_failure_notification,
     raw_secret,
 )
+from portal.findings.practices import practice_findings
 from portal.kernel.catalog.models import Environment
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def judged_apps(cluster_id: int, app_ids: Collection[int] | None = None) -> list
     if app_ids is not None:
         read_here = read_here.filter(pk__in=sorted(app_ids))
     return list(
-        read_here.select_related("cluster__environment").defer("history", "health_rules", "images", "warnings")
+        read_here.select_related("cluster__environment").defer("history", "health_rules", "warnings")
     )
 
 
@@ -84,15 +85,35 @@ def derive_findings(cluster_id: int, at: datetime | None = None, app_ids: Collec
     at = at or timezone.now()
     apps = judged_apps(cluster_id, app_ids)
     projects = _projects(cluster_id)
-    context = FindingContext(git_pins=pinned_versions([app.pk for app in apps]))
+    app_ids = [app.pk for app in apps]
+    context = FindingContext(git_pins=pinned_versions(app_ids), suspended_since=suspended_since(apps))
+    workloads = _workloads(app_ids)
     rows: list[Finding] = []
     for app in apps:
         production = bool(app.cluster.environment and app.cluster.environment.production)
-        rows.extend(Finding(app=app, rule=f.rule, message=f.message[:MESSAGE_CHARS], at=at)
-                    for f in findings_for(app, production=production, project=_project(app, projects),
-                                          context=context))
+        found = findings_for(app, production=production, project=_project(app, projects), context=context)
+        found += practice_findings(app, workloads.get(app.pk, []), production=production, context=context)
+        rows.extend(Finding(app=app, rule=f.rule, message=f.message[:MESSAGE_CHARS], at=at) for f in found)
     judged_here = Finding.objects.exclude(rule__in=GIT_RULES | {GROUPED, SILENT})
     return _replace(judged_here, [app.pk for app in apps], rows)
+
+
+def _workloads(app_ids: list[int]) -> dict[int, list[Workload]]:
+    """The workloads each app runs, with the columns the rules read (portal.findings.practices)."""
+    by_app: dict[int, list[Workload]] = defaultdict(list)
+    for workload in Workload.objects.filter(app_id__in=app_ids).only(
+            "app_id", "kind", "namespace", "name", "containers", "spec_facts").order_by("pk"):
+        by_app[workload.app_id].append(workload)
+    return by_app
+
+
+def suspended_since(apps: Iterable[GitOpsApp]) -> dict[int, tuple[datetime, bool]]:
+    """For each suspended app, when the store saw it become suspended (its last StateChange to
+    suspended, exact), else when the portal first saw it (suspended from the start: "at least")."""
+    suspended = {app.pk: app for app in apps if app.suspended}
+    changed = dict(StateChange.objects.filter(app_id__in=list(suspended), field="suspended", new="True")
+                   .order_by("app_id", "at").values_list("app_id", "at"))  # the latest wins
+    return {pk: (changed[pk], True) if pk in changed else (app.first_seen, False) for pk, app in suspended.items()}
 
 
 def derive_silence(cluster_id: int, apps: Iterable[GitOpsApp], heard: Collection[int],

@@ -3,8 +3,9 @@
 The tools do what they are told; these rules say where what they were told defeats the
 point of GitOps (drift left in place, a deploy nobody hears fail, a version Git does not
 pin). One pure function per rule over stored rows (`GitOpsApp`, its `AppProject`), each
-with its principle in one line (`RULES`). What other layers know comes in as plain data:
-a `FindingContext` holds what Git pins (delivery's pins, read by portal.findings.derivation)
+with its words in portal.findings.rulebook (`RULES`, re-exported here); the rules read from
+specs and workloads are in portal.findings.practices. What other layers know comes in as
+plain data: a `FindingContext` holds what Git pins (delivery's pins, read by portal.findings.derivation)
 and which apps a portal notification rule covers (handed down by portal.notifications); the
 raw-Secret rule judges the paths of plain Secrets delivery's pin reader found in Git.
 Nothing here reads or writes the database: portal.findings.derivation stores the findings.
@@ -15,83 +16,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import yaml
 
 from gitops.models import AppProject, GitOpsApp
 from gitops.rawobjects import as_bool, as_list, as_str, dig
+from portal.findings.rulebook import RULES, FindingRule, Found
 
 OUT_OF_SYNC = "OutOfSync"
 SYNC_RUNNING = "Running"
 
 
-@dataclass(frozen=True)
-class FindingRule:
-    id: str
-    title: str
-    principle: str  # why it matters, in one line
-    fix: str  # what to change
-
-
-RULES: dict[str, FindingRule] = {
-    rule.id: rule
-    for rule in (
-        FindingRule(
-            "self-heal-off", "Automated production app without selfHeal",
-            "Git is the truth only if drift is undone: without selfHeal a hand change stays in production.",
-            "Set spec.syncPolicy.automated.selfHeal: true on the Application.",
-        ),
-        FindingRule(
-            "project-any-destination", "Production AppProject allows any server and namespace",
-            "A project is a blast-radius boundary: one that allows every destination bounds nothing.",
-            "List the servers and namespaces the project's apps deploy to in spec.destinations instead of '*'.",
-        ),
-        FindingRule(
-            "default-project", "Production app in the default project",
-            "The default project allows everything and belongs to no team: production needs its own boundary.",
-            "Move the Application to a project of its own team (spec.project) that allows only its destinations.",
-        ),
-        FindingRule(
-            "no-failure-notification", "Notifications: no rule",
-            "A deploy that fails silently is found by its users: every sync failure must reach someone.",
-            "Add a portal notification rule for the environment (Notifications); or, per app, Argo CD: annotate "
-            "notifications.argoproj.io/subscribe.on-sync-failed.<service>; Flux: add an Alert whose eventSources "
-            "name the object.",
-        ),
-        FindingRule(
-            "chart-unpinned", "HelmRelease chart version not pinned",
-            "A range or '*' deploys whatever the chart repository publishes next, not what was reviewed in Git.",
-            "Pin spec.chart.spec.version to one exact version and raise it by a pull request.",
-        ),
-        FindingRule(
-            "wide-interval", "Production Kustomization reconciles a day or more apart",
-            "The interval is the drift window: a day between reconciliations leaves a hand change a day to run.",
-            "Lower spec.interval to an hour or less (receivers can trigger a reconcile on push).",
-        ),
-        FindingRule(
-            "no-health-gate", "Production Kustomization with neither healthChecks nor wait",
-            "Without a health gate Flux reports Ready as soon as objects are applied, healthy or not.",
-            "Set spec.wait: true (or list spec.healthChecks) so that Ready means the workloads became healthy.",
-        ),
-        FindingRule(
-            "orphaned-resources", "Argo CD reports orphaned resources",
-            "What runs but is not in Git cannot be reviewed, reproduced or rolled back.",
-            "Add the resources to Git or delete them; Argo CD lists them on the app's orphaned resources view.",
-        ),
-        FindingRule(
-            "hand-change", "Running version differs from Git's pin",
-            "OutOfSync, no sync under way and what runs is not what Git pins: someone changed it by hand.",
-            "Sync the app to what Git pins, or change the pin by a pull request if the running version is wanted.",
-        ),
-        FindingRule(
-            "raw-secret", "Plain Secret in a GitOps repository",
-            "A Secret in Git is readable by everyone who can clone it, forever (history keeps it).",
-            "Replace the file with a SealedSecret, an ExternalSecret or a SOPS-encrypted file, and rotate the secret.",
-        ),
-    )
-}
 GIT_RULES = frozenset({"raw-secret"})  # judged from what the pin reader found in Git, not from the cluster
 # A missing notification rule is one finding per environment and tool, not one per app it leaves
 # silent (72 on a fresh install said one thing 72 times): each poll stores which of its apps a
@@ -104,16 +41,6 @@ TOOL_NAMES = {"argo": "Argo CD", "flux": "Flux"}
 GROUP_NAMED = 5  # apps a grouped finding names; the count says the rest
 
 
-@dataclass(frozen=True)
-class Found:
-    rule: str
-    message: str  # what is wrong with this object, naming it
-
-    @property
-    def fix(self) -> str:
-        return RULES[self.rule].fix
-
-
 @dataclass
 class FindingContext:
     """What the layers around gitops know, for the rules that need it."""
@@ -122,19 +49,30 @@ class FindingContext:
     notified_by_portal: set[int] = field(default_factory=set)
     # (app id, service name) -> versions Git pins for that service under the app (portal.delivery).
     git_pins: Mapping[tuple[int, str], list[str]] = field(default_factory=dict)
+    # app id -> (since when it is suspended, whether that is the tool's change or the portal's
+    # first sight of it suspended), from the stored StateChange rows (portal.findings.derivation).
+    suspended_since: Mapping[int, tuple[datetime, bool]] = field(default_factory=dict)
 
 
 # --- the rules: one pure function each ------------------------------------------------
 
 
-def self_heal_off(app: GitOpsApp, *, production: bool) -> Found | None:
-    if not production or app.tool != "argo":
+def automated_sync(app: GitOpsApp) -> Mapping[str, Any] | None:
+    """An Argo CD Application's `spec.syncPolicy.automated` when it syncs automatically, else None."""
+    if app.tool != "argo":
         return None
     automated = dig(app.raw, "spec", "syncPolicy", "automated")
-    if not isinstance(automated, Mapping) or as_bool(automated.get("selfHeal")):
-        return None
+    if not isinstance(automated, Mapping):
+        return None  # absent or null: manual sync
     if "enabled" in automated and not as_bool(automated.get("enabled")):
         return None  # Argo CD 3.x: automated sync switched off
+    return automated
+
+
+def self_heal_off(app: GitOpsApp, *, production: bool) -> Found | None:
+    automated = automated_sync(app) if production else None
+    if automated is None or as_bool(automated.get("selfHeal")):
+        return None
     return Found("self-heal-off", f"Application {app.namespace}/{app.name} syncs automatically but selfHeal is off")
 
 
@@ -297,6 +235,9 @@ def findings_for(app: GitOpsApp, *, production: bool, project: AppProject | None
         hand_change(app, context),
     )
     return [found for found in checks if found is not None]
+
+
+__all__ = ["GIT_RULES", "GROUPED", "RULES", "SILENT", "FindingContext", "FindingRule", "Found", "findings_for"]
 
 
 def group_message(tool: str, environment: str | None, members: Sequence[tuple[str, str]]) -> str:

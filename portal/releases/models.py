@@ -209,3 +209,31 @@ class FeedStatus(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class OfflineAdvisory(models.Model):
+    """One OSV record from an imported export (portal.releases.osv_offline), kept whole: the
+    offline lookup answers from it as api.osv.dev would."""
+
+    osv_id = models.CharField(max_length=100, unique=True)
+    modified = models.CharField(max_length=40, blank=True)
+    withdrawn = models.BooleanField(default=False, help_text="OSV withdrew it: it matches nothing")
+    record = models.JSONField()
+    imported_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.osv_id
+
+
+class OfflinePackage(models.Model):
+    """A package an imported advisory names, to find the advisories of a package version fast."""
+
+    ecosystem = models.CharField(max_length=40, help_text="OSV's ecosystem without a release: Debian, not Debian:12")
+    name = models.CharField(max_length=300)
+    advisory = models.ForeignKey(OfflineAdvisory, on_delete=models.CASCADE, related_name="packages")
+
+    class Meta:
+        indexes = [models.Index(fields=["ecosystem", "name"])]
+
+    def __str__(self) -> str:
+        return f"{self.ecosystem}/{self.name}"

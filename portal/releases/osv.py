@@ -5,9 +5,10 @@ Runs on the registry queue, never while a person waits. Each package version's a
 (`PackageCheck`) until it expires (PORTAL_OSV_CACHE_HOURS): a second pass over the same
 images asks nothing. A record is read again only when the batch says it was modified since.
 OSV at PORTAL_OSV_URL (default https://api.osv.dev), reached with requests, which honours the
-standard HTTPS_PROXY / NO_PROXY variables. When OSV cannot be read the failure is recorded in
-`FeedStatus("osv")` and what was known stays: a page then says "not checked since …", never
-"no vulnerabilities".
+standard HTTPS_PROXY / NO_PROXY variables; or, with PORTAL_OSV_OFFLINE set, OSV's exported
+records imported into the database (portal.releases.osv_offline), with the same answers.
+When OSV cannot be read the failure is recorded in `FeedStatus("osv")` and what was known
+stays: a page then says "not checked since …", never "no vulnerabilities".
 """
 
 from __future__ import annotations
@@ -103,11 +104,21 @@ class OsvClient:
             raise OsvError(f"OSV at {self.base_url} did not answer JSON")
 
 
+def osv_client() -> OsvClient:
+    """The API's client, or the imported exports' when PORTAL_OSV_OFFLINE names them."""
+    if settings.PORTAL_OSV_OFFLINE:
+        # Imported here: the offline client is built on this module's OsvError.
+        from portal.releases.osv_offline import OfflineOsvClient
+
+        return OfflineOsvClient()  # type: ignore[return-value]
+    return OsvClient()
+
+
 def check_purls(purls: Iterable[str], *, now: datetime | None = None, client: OsvClient | None = None) -> CheckReport:
     """Ask OSV about the package versions whose answer is missing or expired, keep the answers
     and the records they name. A failure is recorded and keeps every answer already stored."""
     now = now or timezone.now()
-    client = client or OsvClient()
+    client = client or osv_client()
     wanted = sorted({p for p in purls if p and "@" in p})
     fresh = set(PackageCheck.objects.filter(purl__in=wanted, expires_at__gt=now).values_list("purl", flat=True))
     due = [p for p in wanted if p not in fresh]

@@ -59,3 +59,12 @@ def read_all_supply_chain() -> int:
 def refresh_kev() -> str:
     """CISA's KEV catalogue, daily; "" or the recorded error."""
     return refresh_kev_catalogue()
+
+
+@shared_task(name="releases.refresh_osv_offline")
+def refresh_osv_offline() -> dict:
+    """OSV's exports named by PORTAL_OSV_OFFLINE imported again (beat, only when it is set)."""
+    from portal.releases.osv_offline import refresh
+
+    reports = refresh()
+    return {"records": sum(r.records for r in reports), "sources": len(reports)}

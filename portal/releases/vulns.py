@@ -9,7 +9,9 @@ exploited in the wild (CISA KEV), and since when each was last checked.
 first then by severity, and the licence changes of non-OS packages that need a look
 (portal.releases.licences). `describe(diff, kind)` is its Markdown, the one wording of the pull
 request description, the preview and Updates. Whatever is missing (no SBOM, a malformed or
-too large one, OSV or KEV not reachable) is said, and never read as "no vulnerabilities".
+too large one, OSV or KEV not reachable) is said, and never read as "no vulnerabilities":
+where OSV never answered for a version's packages, what a move fixes is "unknown" and says why
+(`unknown_because`), on every page, API answer and tool that counts it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class ImageFacts:
     checked_at: datetime | None = None  # the oldest answer the findings rest on
     osv_error: str = ""
     osv_ok_at: datetime | None = None
+    osv_error_at: datetime | None = None
     kev_ok_at: datetime | None = None
     kev_error: str = ""
 
@@ -128,6 +131,7 @@ def facts_many(pairs: Iterable[tuple[Service, str]], platform: str | None = None
     base: dict[str, Any] = {
         "osv_error": osv.last_error if osv else "",
         "osv_ok_at": osv.last_ok_at if osv else None,
+        "osv_error_at": osv.last_error_at if osv else None,
         "kev_ok_at": kev.last_ok_at if kev else None,
         "kev_error": kev.last_error if kev else "",
     }
@@ -340,6 +344,25 @@ def _feeds(facts: ImageFacts) -> list[str]:
 # --- the one wording ------------------------------------------------------------------------
 
 
+def unknown_because(facts: ImageFacts) -> str:
+    """Why the known vulnerabilities of a version whose SBOM was read are not known ("" when
+    they are, or when there is no SBOM, which says so itself): OSV never answered for some of
+    its packages, because it could not be reached or has not been asked yet."""
+    if not facts.has_sbom or facts.checked:
+        return ""
+    if facts.osv_error:
+        tried = f"last tried {utc_stamp(facts.osv_error_at)}" if facts.osv_error_at else "tried"
+        reached = f"last reached {utc_stamp(facts.osv_ok_at)}" if facts.osv_ok_at else "never reached"
+        return f"OSV could not be reached ({tried}; {reached})"
+    return f"OSV has not been asked about {facts.unchecked} packages of {facts.version} yet"
+
+
+def move_unknown_because(result: SupplyChainDiff) -> str:
+    """`unknown_because` of a move: the new version's reason, else the old one's."""
+    return unknown_because(result.new) or unknown_because(result.old)
+
+
+
 def describe(result: SupplyChainDiff, kind: str = "") -> list[str]:
     """Markdown lines: the supply-chain section of a pull request description."""
     verb = "rollback" if kind == ROLLBACK else "change"
@@ -347,9 +370,13 @@ def describe(result: SupplyChainDiff, kind: str = "") -> list[str]:
     platform = result.new.platform or result.old.platform
     if platform and (result.new.platform_assumed or result.old.platform_assumed):
         lines.append(f"- Platform: {platform} (the cluster's platform is not known; {platform} was read).")
-    if result.old.has_sbom and result.new.has_sbom:
+    unknown = move_unknown_because(result)
+    brought = "brings back" if kind == ROLLBACK else "brings"
+    if result.old.has_sbom and result.new.has_sbom and unknown:
+        lines.append(f"- Known vulnerabilities this {verb} fixes: unknown — {unknown}.")
+        lines.append(f"- Known vulnerabilities this {verb} {brought}: unknown — {unknown}.")
+    elif result.old.has_sbom and result.new.has_sbom:
         lines += _group(f"Known vulnerabilities this {verb} fixes", result.fixed)
-        brought = "brings back" if kind == ROLLBACK else "brings"
         lines += _group(f"Known vulnerabilities this {verb} {brought}", result.brought)
         if result.unchanged:
             keys = ", ".join(f.key for f in result.unchanged[:MAX_LISTED])
@@ -357,14 +384,14 @@ def describe(result: SupplyChainDiff, kind: str = "") -> list[str]:
             lines.append(f"- Still present in {result.new.version} ({len(result.unchanged)}): {keys}{more}.")
         if not (result.fixed or result.brought or result.unchanged) and not result.missing:
             lines.append("- No known vulnerabilities in either version.")
-        if result.licences:
-            lines.append(f"- Licences to look at before merging ({NOT_LEGAL_ADVICE}):")
-            for change in result.licences:
-                was = f"was {change.before}" if change.before else "new package"
-                lines.append(
-                    f"  - `{_plain(change.package)}` {_plain(change.version)}: {_plain(change.licence)} "
-                    f"({change.kind}); {_plain(was)}"
-                )
+    if result.licences:  # only compared where both SBOMs were read
+        lines.append(f"- Licences to look at before merging ({NOT_LEGAL_ADVICE}):")
+        for change in result.licences:
+            was = f"was {change.before}" if change.before else "new package"
+            lines.append(
+                f"  - `{_plain(change.package)}` {_plain(change.version)}: {_plain(change.licence)} "
+                f"({change.kind}); {_plain(was)}"
+            )
     for note in result.missing:
         lines.append(f"- Not complete: {note}.")
     return lines
@@ -374,6 +401,9 @@ def summary(result: SupplyChainDiff) -> str:
     """One line for a list (Updates): what the move fixes and brings, or why it is not known."""
     if not (result.old.has_sbom and result.new.has_sbom):
         return f"supply chain not checked: {result.missing[0]}" if result.missing else "supply chain not checked"
+    unknown = move_unknown_because(result)
+    if unknown:
+        return f"known vulnerabilities fixed: unknown — {unknown}"
     exploited = sum(1 for f in result.fixed if f.exploited)
     parts = [
         f"fixes {len(result.fixed)} known vulnerabilit{'y' if len(result.fixed) == 1 else 'ies'}"

@@ -151,6 +151,9 @@ def test_findings_and_security_tools_answer_what_the_api_serves(live_server, fle
     assert [(f["rule"], f["app"]) for f in first["findings"]] == [
         (r["rule"], f"{r['cluster']}/{r['namespace']}/{r['name']}") for r in api["results"][:2]]
     assert first["findings"][0]["fix"] == api["results"][0]["fix"] and first["findings"][0]["fix"]
+    assert first["findings"][0]["severity"] == api["results"][0]["severity"] == "medium"
+    assert first["findings"][0]["example"] == api["results"][0]["example"]
+    assert "project:" in api["results"][0]["example"]
     assert first["next_cursor"] == "2" and first["summary"].startswith("3 open findings")
 
     async def rest_of(client):

@@ -218,7 +218,7 @@ def derive(cluster_id: int) -> int:
 def fleet(db):
     prod = Environment.objects.create(name="prod", order=3, production=True)
     cluster = Cluster.objects.create(name="prod-1", environment=prod, connection=Cluster.Connection.MANIFESTS)
-    raw = application(project="default", syncPolicy={"automated": {"selfHeal": False}})
+    raw = application(project="default", syncPolicy={"automated": {"prune": True, "selfHeal": False}})
     app = GitOpsApp.objects.create(cluster=cluster, read_from=cluster, tool="argo", kind="Application",
                                    namespace="argocd", name="checkout-prod", project="default", raw=raw)
     service = Service.objects.create(name="checkout", image_repository="ghcr.io/acme/checkout", team="payments")

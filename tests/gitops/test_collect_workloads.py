@@ -26,11 +26,39 @@ def test_healthy_deployment_with_flux_labels() -> None:
     row = real("weave-gitops__deployment-healthy.yaml")
     assert (row.kind, row.namespace, row.name) == ("Deployment", "default", "podinfo")
     assert row.containers == [
-        ContainerImage("podinfod", "ghcr.io/stefanprodan/podinfo:6.3.5", "ghcr.io", "stefanprodan/podinfo", "6.3.5", "")
+        ContainerImage("podinfod", "ghcr.io/stefanprodan/podinfo:6.3.5", "ghcr.io", "stefanprodan/podinfo", "6.3.5", "",
+                       limits=["cpu", "memory"])
     ]
     assert (row.replicas_desired, row.replicas_ready, row.replicas_updated, row.replicas_available) == (2, 2, 2, 2)
     assert row.health_status == "Current"
     assert row.labels["kustomize.toolkit.fluxcd.io/name"]
+
+
+def test_spec_facts_for_findings() -> None:
+    """What portal.findings reads beyond images, from real objects: limits per container (none
+    where `resources: {}` or only requests), kubectl's last-applied annotation (Argo CD's
+    client-side apply wrote it on its guestbook; Flux's podinfo has none), a Rollout's guards."""
+    assert real("argo-cd__deployment-degraded.yaml").containers[0].limits == []
+    assert real("argo-rollouts__canary-rollout.yaml").containers[0].limits == []  # requests only
+    assert real("argo-cd__deployment-degraded.yaml").spec_facts == {"last_applied": True}
+    assert real("weave-gitops__deployment-healthy.yaml").spec_facts == {"last_applied": False}
+    assert real("argo-rollouts__canary-rollout.yaml").spec_facts == {"last_applied": False, "rollout_guards": []}
+    assert "last-applied-configuration" not in json.dumps(real("argo-cd__deployment-degraded.yaml").raw, default=str)
+
+
+def test_rollout_guards_follow_the_argo_rollouts_spec() -> None:
+    canary = load_objects(REAL / "workloads" / "argo-rollouts__canary-rollout.yaml")["Rollout"][0]
+    steps = [*canary["spec"]["strategy"]["canary"]["steps"], {"analysis": {"templates": [{"templateName": "rate"}]}}]
+    analysed = {**canary, "spec": {**canary["spec"], "progressDeadlineAbort": True,
+                                   "strategy": {"canary": {**canary["spec"]["strategy"]["canary"], "steps": steps}}}}
+    row = workload_row(analysed, "Rollout")
+    assert row is not None
+    assert row.spec_facts["rollout_guards"] == ["canary.steps.analysis", "progressDeadlineAbort"]
+    blue_green = load_objects(REAL / "workloads" / "argo-rollouts__bluegreen-rollout.yaml")["Rollout"][0]
+    strategy = {"blueGreen": {**blue_green["spec"]["strategy"]["blueGreen"],
+                              "prePromotionAnalysis": {"templates": [{"templateName": "smoke"}]}}}
+    row = workload_row({**blue_green, "spec": {**blue_green["spec"], "strategy": strategy}}, "Rollout")
+    assert row is not None and row.spec_facts["rollout_guards"] == ["blueGreen.prePromotionAnalysis"]
 
 
 def test_deployment_generation_not_observed() -> None:

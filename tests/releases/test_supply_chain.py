@@ -23,7 +23,7 @@ from portal.releases.osv import OsvClient, check_purls
 from portal.releases.sbom import SbomError, parse_sbom
 from portal.releases.sbom_reading import read_supply_chain
 from portal.releases.sbom_registry import FOUND, MALFORMED, NONE, TOO_LARGE, read_sbom
-from portal.releases.vulns import diff, facts_for
+from portal.releases.vulns import diff, facts_for, summary
 from tests.fakes.forges.harness import FILES, serving
 from tests.fixtures.seed import seed_app
 
@@ -278,6 +278,13 @@ def gitops(monkeypatch: pytest.MonkeyPatch):
 def bridge(db, catalog, open_registry: Registry, feeds: FeedFake):
     """checkout 1.6.0 is ProtonMail Bridge v1.8.0's SBOM (cosign .att), 1.7.0 the derived next
     version's (referrers tag schema), both read from the registry and matched against the fakes."""
+    report = read_bridge(catalog, open_registry)
+    assert report.errors == [] and report.sboms_read == 2
+    return catalog.checkout
+
+
+def read_bridge(catalog, open_registry: Registry):  # type: ignore[no-untyped-def]
+    """The two Bridge images pushed, their SBOMs read and their packages asked of OSV."""
     repository = f"acme/bridge-{free_port()}"
     old = push_image(open_registry.url, repository, "1.6.0", T0, oci=True)
     new = push_image(open_registry.url, repository, "1.7.0", T0 + timedelta(days=30), oci=True)
@@ -286,11 +293,9 @@ def bridge(db, catalog, open_registry: Registry, feeds: FeedFake):
     for tag, digest in (("1.6.0", old), ("1.7.0", new)):
         Release.objects.create(service=catalog.checkout, tag=tag, version=tag, seen_at=T0, digest=digest)
     refresh_kev()
-    report = read_supply_chain(
+    return read_supply_chain(
         catalog.checkout, versions=["1.6.0", "1.7.0"], client=client_for(open_registry), repository=repository
     )
-    assert report.errors == [] and report.sboms_read == 2
-    return catalog.checkout
 
 
 FIXED = (
@@ -449,6 +454,28 @@ def test_with_osv_down_the_upgrade_pull_request_still_opens_and_says_so(bridge, 
     body = gitops.model.pulls[0].body
     assert "- Not complete: OSV: not checked since " in body and "answered 503" in body
     assert "CVE-2023-44487" in body  # the answers kept from before are still the facts
+
+
+def test_with_osv_never_reached_what_the_change_fixes_is_unknown_not_none(
+    db, catalog, open_registry: Registry, feeds: FeedFake, gitops
+) -> None:
+    feeds.fail_osv = True
+    report = read_bridge(catalog, open_registry)
+    assert report.sboms_read == 2 and not FeedStatus.objects.get(name="osv").last_ok_at
+    app = seed_app(
+        catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0", repo_url=gitops.repository,
+        path=PROD,
+    )
+
+    result = open_change(change_for_upgrade(app, catalog.checkout, "1.7.0"), None)
+
+    assert result.ok, result.message
+    body = gitops.model.pulls[0].body
+    assert "- Known vulnerabilities this change fixes: unknown — OSV could not be reached (last tried " in body
+    assert "never reached)" in body and "this change brings: unknown — OSV could not be reached" in body
+    assert "fixes: none" not in body and "No known vulnerabilities" not in body
+    moved = diff(facts_for(catalog.checkout, "1.6.0"), facts_for(catalog.checkout, "1.7.0"))
+    assert summary(moved).startswith("known vulnerabilities fixed: unknown — OSV could not be reached")
 
 
 def test_an_unreachable_registry_leaves_no_answer_and_is_tried_again(db, catalog, feeds) -> None:

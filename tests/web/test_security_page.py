@@ -140,6 +140,37 @@ def test_osv_and_kev_unreachable_say_not_checked_since(client, users, fleet, fee
     assert "CVE-2023-44487" in html  # what was known stays shown
 
 
+@pytest.fixture
+def target_unknown(db, catalog, feeds: FeedFake):
+    """checkout runs 1.6.0 in prod, matched against OSV; 1.7.0's SBOM is read but OSV went down
+    before its packages were asked about: what the upgrade fixes is not known."""
+    store_sbom(catalog.checkout, "1.6.0", "proton-bridge-v1.8.0.cdx.json", "a")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.6.0")
+    refresh_kev()
+    assert check_purls({row[0] for row in ImageSbom.objects.get().packages if row[0]}).error == ""
+    store_sbom(catalog.checkout, "1.7.0", "proton-bridge-derived-next.cdx.json", "b")
+    feeds.fail_osv = True
+    new = ImageSbom.objects.get(digest="sha256:" + "b" * 64)
+    assert "answered 503" in check_purls({row[0] for row in new.packages if row[0]}).error
+
+
+def test_what_the_target_fixes_is_unknown_not_zero_when_osv_never_answered(client, users, target_unknown) -> None:
+    from portal.api.mcp import tools
+    from portal.api.mcp.api_pages import Caller
+    from portal.kernel.accounts import tokens
+
+    client.force_login(users["viewer"])
+    html = client.get(reverse("security")).content.decode()
+    assert "fixes: unknown — OSV could not be reached (last tried " in html and "fixes 0 of" not in html
+    [exposure] = client.get("/api/v1/security").json()["exposures"]
+    assert exposure["fixed_by_newest_acceptable"] is None  # not [], which reads as "fixes nothing"
+    assert exposure["fixed_by_newest_acceptable_unknown"].startswith("OSV could not be reached (last tried ")
+    _, plain = tokens.issue(users["viewer"], "assistant")
+    [compact] = tools.security(Caller(token=plain, host="testserver"), {})["exposures"]
+    assert compact["fixed_by_newest_acceptable"].startswith("unknown — OSV could not be reached")
+    assert "last reached " in compact["fixed_by_newest_acceptable"]
+
+
 def test_the_api_carries_the_same_facts(client, users, fleet) -> None:
     client.force_login(users["viewer"])
 
@@ -258,7 +289,7 @@ def test_the_assistants_service_tool_carries_the_same_facts(users, fleet) -> Non
     assert (prod["version"], prod["count"], prod["exploited"]) == ("1.6.0", 3, 1)
     assert prod["worst"][0] == {"id": "CVE-2023-44487", "severity": prod["worst"][0]["severity"], "exploited": True}
     assert (prod["newest_acceptable"], prod["fixed_by_newest_acceptable"]) == ("1.7.0", 2)
-    assert "prod 1.6.0: 3 (1 exploited), 2 fixed by 1.7.0" in answer["summary"]
+    assert "prod 1.6.0: 3 (1 exploited); fixed by 1.7.0: 2" in answer["summary"]
 
 
 def test_the_assistants_security_tool_carries_the_apis_facts(client, users, fleet) -> None:

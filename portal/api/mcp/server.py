@@ -181,9 +181,9 @@ def _add_report_tools(server: MCPServer) -> None:
     """The /findings and /security pages' facts, read through the same API views."""
 
     @server.tool(annotations=READ_ONLY, description=(
-        "Open GitOps discipline findings (/api/v1/findings; muted ones left out): per app, the rule, what is wrong, "
-        "why the rule matters and what to change; counts per rule over everything matching. Filters (AND): rule, "
-        "environment, cluster. Paged."))
+        "Open GitOps discipline findings (/api/v1/findings; muted ones left out): per app, the rule and its "
+        "severity, what is wrong, why the rule matters, what to change and a YAML example of the change; counts "
+        "per rule over everything matching. Filters (AND): rule, environment, cluster. Paged."))
     async def findings(
         rule: Annotated[Literal[tuple(sorted(RULES))] | None,  # type: ignore[valid-type]
                         Field(description="one rule's findings")] = None,

@@ -285,7 +285,7 @@ def service(caller: Caller, name: str, offers: int | None = None) -> dict[str, A
     if security["exposed"]:
         summary += " Known vulnerabilities: " + "; ".join(
             f"{e['environment']} {e['version']}: {e['count']} ({e['exploited']} exploited)"
-            + (f", {e['fixed_by_newest_acceptable']} fixed by {e['newest_acceptable']}" if e["newest_acceptable"]
+            + (f"; fixed by {e['newest_acceptable']}: {e['fixed_by_newest_acceptable']}" if e["newest_acceptable"]
                else "") for e in security["exposed"]) + "."
     # Each offer says whether the caller may open it (their role and, with team scope, their teams).
     verdict = offer_verdict(api_pages.user_of(caller), name)
@@ -321,7 +321,10 @@ def compact_exposure(e: dict[str, Any]) -> dict[str, Any]:
         "count": len(vulns), "exploited": sum(1 for v in vulns if v["exploited"]),
         "worst": [{"id": v["id"], "severity": v["severity"], "exploited": v["exploited"]} for v in vulns[:5]],
         "newest_acceptable": e["newest_acceptable"],
-        "fixed_by_newest_acceptable": len(e["fixed_by_newest_acceptable"]),
+        # "unknown — why", never 0, when OSV never answered for the target's packages.
+        "fixed_by_newest_acceptable": (len(e["fixed_by_newest_acceptable"])
+                                       if e["fixed_by_newest_acceptable"] is not None
+                                       else f"unknown — {e['fixed_by_newest_acceptable_unknown']}"),
     }
 
 
@@ -361,8 +364,9 @@ def findings(caller: Caller, filters: dict[str, Any], cursor: str | None = None,
     start, size = _offset(cursor), _page_size(page_size)
     answer = api_pages.findings(caller, {**filters, "offset": start, "limit": size})
     shown = [{
-        "rule": f["rule"], "title": f["title"], "message": f["message"], "fix": f["fix"],
-        "principle": f["principle"], "app": f"{f['cluster']}/{f['namespace']}/{f['name']}", "kind": f["kind"],
+        "rule": f["rule"], "title": f["title"], "severity": f["severity"], "message": f["message"],
+        "fix": f["fix"], "example": f["example"], "principle": f["principle"],
+        "app": f"{f['cluster']}/{f['namespace']}/{f['name']}", "kind": f["kind"],
         "tool": f["tool"], "environment": f["environment"], "group": f["group"], "at": f["at"],
         "api_url": f["app_url"],
     } for f in answer["results"]]

@@ -305,6 +305,7 @@ CELERY_TASK_ROUTES = {
     "delivery.read_repository_pins": {"queue": FORGE_QUEUE},
     "delivery.read_git_pins": {"queue": FORGE_QUEUE},
     "delivery.track_pull_requests": {"queue": FORGE_QUEUE},
+    "delivery.track_pull_request": {"queue": FORGE_QUEUE},
     "delivery.open_automatic_prs": {"queue": FORGE_QUEUE},
     "delivery.scan_outside_prs": {"queue": FORGE_QUEUE},
     "delivery.summarise_release_notes": {"queue": FORGE_QUEUE},  # an outside endpoint, slow: forge work

@@ -103,9 +103,27 @@ def open_pull_request(pk: int, run: int) -> str:
     once done and put back when its worker process dies, so a killed run is run again; its
     forge steps are re-entrant, so running again adopts or continues what it made."""
     from portal.delivery.forge_jobs import run as run_job
+    from portal.delivery.pull_requests import OPENED
 
     result = run_job(pk, run)
+    if result is not None and result.status == OPENED:
+        # Its first tracking now rather than at the next half-hourly run: the reviewer opening the
+        # new pull request finds its rendered diff there and on the portal's page.
+        track_pull_request.apply_async((pk,), countdown=FIRST_TRACKING_SECONDS)
     return result.status if result is not None else "stale"
+
+
+# Long enough for the forge to have the branch's head everywhere (GitHub's API answers from
+# replicas), short enough to be there when a reviewer first opens the pull request.
+FIRST_TRACKING_SECONDS = 20
+
+
+@shared_task(name="delivery.track_pull_request")
+def track_pull_request(pk: int) -> dict[str, int]:
+    """One open pull request's state, checks and rendered diff, as the half-hourly run reads them."""
+    from portal.delivery.tracking import refresh_open
+
+    return asdict(refresh_open(only=[pk]))
 
 
 @shared_task(name="delivery.reconcile_pull_requests")

@@ -17,7 +17,7 @@ or a forge failing on the checks, never hides a merge. Checks the token may not 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -104,8 +104,9 @@ def _failing_check(forge: Forge, info: PullRequestInfo, row: PullRequest) -> str
     return link[:500]
 
 
-def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None) -> TrackingReport:
-    """Refresh every open pull request; forges are built once per repository."""
+def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None,
+                 only: Iterable[int] | None = None) -> TrackingReport:
+    """Refresh every open pull request (or those of `only`); forges are built once per repository."""
     if forge_for is None:
         from forges.hosts import forge_for as registry_forge_for
 
@@ -114,6 +115,8 @@ def refresh_open(forge_for: ForgeFor | None = None, now: datetime | None = None)
     report = TrackingReport()
     forges: dict[str, Forge | ForgeError] = {}
     rows = PullRequest.objects.filter(state=PullRequest.State.OPEN, number__isnull=False).order_by("id")
+    if only is not None:
+        rows = rows.filter(pk__in=list(only))
     for row in rows:
         if row.repository not in forges:
             try:

@@ -266,3 +266,31 @@ def test_a_failing_render_never_stops_tracking(opened: PullRequest, forge: Harne
     assert (report.refreshed, report.errors) == (1, 0)
     opened.refresh_from_db()
     assert opened.tracked_at is not None and opened.checks == "none"
+
+
+def test_an_opened_pull_request_is_tracked_at_once_not_at_the_next_run(monkeypatch) -> None:
+    """The opening job's task queues the new pull request's first tracking (its rendered diff and
+    comment) a few seconds later; a refused or stale run queues nothing."""
+    from portal.delivery import forge_jobs, tasks
+    from portal.delivery.pull_requests import OPENED, REFUSED, OpenResult
+
+    queued: list[tuple[tuple[int, ...], int]] = []
+    monkeypatch.setattr(tasks.track_pull_request, "apply_async",
+                        lambda args, countdown: queued.append((args, countdown)))
+    for status in (OPENED, REFUSED):
+        monkeypatch.setattr(forge_jobs, "run", lambda pk, run, status=status: OpenResult(status, ""))
+        tasks.open_pull_request(41, 1)
+    monkeypatch.setattr(forge_jobs, "run", lambda pk, run: None)
+    tasks.open_pull_request(42, 1)
+    assert queued == [((41,), tasks.FIRST_TRACKING_SECONDS)]
+
+
+@pytest.mark.parametrize("forge", ["github"], indirect=True)
+def test_tracking_one_pull_request_leaves_the_others(opened: PullRequest, forge: Harness) -> None:
+    other = PullRequest.objects.create(
+        kind="upgrade", services=["cart"], environment="prod", repository=forge.repository, forge_kind=forge.kind,
+        number=opened.number, title="another", branch="other", base_branch="main", state=PullRequest.State.OPEN)
+    report = refresh_open(forge_for=lambda repository: forge.new_forge(), only=[opened.pk])
+    assert report.refreshed == 1
+    assert PullRequest.objects.get(pk=opened.pk).tracked_at is not None
+    assert PullRequest.objects.get(pk=other.pk).tracked_at is None

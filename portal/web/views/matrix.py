@@ -1,12 +1,14 @@
 """/matrix: services × environments, each cell the versions that run there (portal.web.fleet),
 with "Open PR → X" where a line runs behind; and the cell partial a folded cell's disclosure
 loads, so that a fleet of 500 clusters draws its problems and a summary per cell, not every
-line, and the lines behind a disclosure cost nothing until someone opens it."""
+line, and the lines behind a disclosure cost nothing until someone opens it. Services come
+SERVICES_PER_PAGE at a time, by name: 400 services drew 2,000 lines and 870 KB in one page."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -29,6 +31,8 @@ from portal.web.fleet import CellLine, ServiceRow, service_rows
 from portal.web.hotpath import folded_html, render_matrix
 from portal.web.sharedpages import shared_body
 
+SERVICES_PER_PAGE = 100
+
 
 @require_safe
 @requires_role(Role.VIEWER)
@@ -36,10 +40,13 @@ def matrix(request: HttpRequest) -> HttpResponse:
     can_open = has_role(request.user, Role.MEMBER)
 
     def body_context() -> dict:
-        environments, rows = service_rows()
+        # Rows show a service's name and team; its image aliases (JSON) are not read.
+        page = Paginator(Service.objects.only("id", "name", "team"), SERVICES_PER_PAGE).get_page(
+            request.GET.get("page"))
+        environments, rows = service_rows(list(page.object_list))
         offers = upgrade_offers(rows, can_open=can_open)
         render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
-        return {"environments": environments, "rows": rows}
+        return {"environments": environments, "rows": rows, "page": page}
 
     body = shared_body(request, "matrix", "web/_matrix_body.html", body_context,
                        after=lambda context: release(context["rows"]))

@@ -51,7 +51,8 @@ CLUSTERS_PER_PAGE = 100
 @require_safe
 @requires_role(Role.VIEWER)
 def cluster_list(request: HttpRequest) -> HttpResponse:
-    environments = list(Environment.objects.annotate(cluster_count=Count("clusters")))
+    # Meta.ordering does not apply to a grouped query: said again.
+    environments = list(Environment.objects.annotate(cluster_count=Count("clusters")).order_by("order", "name"))
     listed = Cluster.objects.select_related("environment", "poll").order_by(
         F("environment__order").asc(nulls_last=True), "environment__name", "name"
     )

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from gitops.models import RunningVersion
+from gitops.queries import apps_with_ids_from
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
 from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.deployments import not_deployed_why
@@ -143,17 +144,17 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         return offers
     clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
-    # Each application's columns come with it (`no_pr_reasons_of`): naming the thousands of
-    # applications of a large fleet's lines in a second query cost more than the page.
-    located = []
-    for service_id, cluster_id, *columns in (
+    # Where each line's applications are, then their columns (`no_pr_reasons_of`) read by the
+    # ids the same rows name (`apps_with_ids_from`): one join of the two kept a plan only
+    # while the tables had statistics.
+    running = (
         RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
         .exclude(app=None)
-        .values_list("service_id", "cluster_id", *(f"app__{column}" for column in NO_PR_COLUMNS))
-        .distinct()
-    ):
-        apps.setdefault((service_id, cluster_id), set()).add(columns[0])
-        located.append(tuple(columns))
+        .order_by()
+    )
+    for service_id, cluster_id, app_id in running.values_list("service_id", "cluster_id", "app_id").distinct():
+        apps.setdefault((service_id, cluster_id), set()).add(app_id)
+    located = apps_with_ids_from(running.values("app_id")).values_list(*NO_PR_COLUMNS)
 
     # The applications that cannot get a pull request (no Git location), with why.
     no_pr = no_pr_reasons_of(located)

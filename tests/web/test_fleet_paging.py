@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def cluster_names(html: str) -> list[str]:
-    return re.findall(r"<td><strong>([^<]+)</strong>(?!<br>)", html) + re.findall(r'<tr data-discovered="([^"]+)"', html)
+    """The page's clusters in order: environments' rows, then discovered destinations."""
+    registered = re.findall(r"<td><strong>([^<]+)</strong>(?!<br>)", html)
+    return registered + re.findall(r'<tr data-discovered="([^"]+)"', html)
 
 
 def headings(html: str) -> list[str]:

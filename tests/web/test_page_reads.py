@@ -109,3 +109,23 @@ def test_the_chart_reads_of_delivery_use_the_partial_index_of_chart_apps(catalog
     (sql,) = [q["sql"] for q in read.captured_queries if f'FROM "{table}"' in q["sql"]]
     if connection.vendor == "postgresql":
         assert "gitopsapp_chart_idx" in _plan(sql)
+
+
+def test_the_matrix_offers_and_promotions_read_applications_by_primary_key(client, users, catalog, behind):
+    """The shape that keeps its plan before any ANALYZE (gitops.queries.with_ids_from): the ids'
+    subquery runs once, then the primary key answers; no join the planner could turn into a
+    loop over every application."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plan; SQLite reads `id IN (subquery)`")
+    from portal.delivery.promotions import load
+
+    seed_app(catalog.staging_cluster, "checkout-next", service=catalog.checkout, version="1.5.0")
+    client.force_login(users["member"])
+    with CaptureQueriesContext(connection) as read:
+        client.get(reverse("matrix"))
+        load()
+    by_ids = [q["sql"] for q in read.captured_queries if "= ANY(ARRAY(" in q["sql"]]
+    assert len(by_ids) == 3  # the matrix's offers; the promotions' applications and workloads
+    for sql in by_ids[:2]:
+        plan = _plan(sql)
+        assert "InitPlan" in plan and "gitops_gitopsapp_pkey" in plan and "Join" not in plan.split("InitPlan")[0]

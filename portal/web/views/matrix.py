@@ -1,18 +1,21 @@
 """/matrix: services × environments, each cell the versions that run there (portal.web.fleet),
 with "Open PR → X" where a line runs behind; and the cell partial a folded cell's disclosure
 loads, so that a fleet of 500 clusters draws its problems and a summary per cell, not every
-line, and the lines behind a disclosure cost nothing until someone opens it."""
+line, and the lines behind a disclosure cost nothing until someone opens it. Services come
+SERVICES_PER_PAGE at a time, by name: 400 services drew 2,000 lines and 870 KB in one page."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from gitops.models import RunningVersion
+from gitops.queries import apps_with_ids_from
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, NO_PR_COLUMNS, no_pr_reasons_of
 from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.deployments import not_deployed_why
@@ -29,6 +32,8 @@ from portal.web.fleet import CellLine, ServiceRow, service_rows
 from portal.web.hotpath import folded_html, render_matrix
 from portal.web.sharedpages import shared_body
 
+SERVICES_PER_PAGE = 100
+
 
 @require_safe
 @requires_role(Role.VIEWER)
@@ -36,10 +41,13 @@ def matrix(request: HttpRequest) -> HttpResponse:
     can_open = has_role(request.user, Role.MEMBER)
 
     def body_context() -> dict:
-        environments, rows = service_rows()
+        # Rows show a service's name and team; its image aliases (JSON) are not read.
+        page = Paginator(Service.objects.only("id", "name", "team"), SERVICES_PER_PAGE).get_page(
+            request.GET.get("page"))
+        environments, rows = service_rows(list(page.object_list))
         offers = upgrade_offers(rows, can_open=can_open)
         render_matrix(rows, lambda row, line: offers.get(id(line)), chart_offers(can_open=can_open))
-        return {"environments": environments, "rows": rows}
+        return {"environments": environments, "rows": rows, "page": page}
 
     body = shared_body(request, "matrix", "web/_matrix_body.html", body_context,
                        after=lambda context: release(context["rows"]))
@@ -136,17 +144,17 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         return offers
     clusters = {c for _, _, line, _, _ in behind for c in line.cluster_ids}
     apps: dict[tuple[int, int], set[int]] = {}
-    # Each application's columns come with it (`no_pr_reasons_of`): naming the thousands of
-    # applications of a large fleet's lines in a second query cost more than the page.
-    located = []
-    for service_id, cluster_id, *columns in (
+    # Where each line's applications are, then their columns (`no_pr_reasons_of`) read by the
+    # ids the same rows name (`apps_with_ids_from`): one join of the two kept a plan only
+    # while the tables had statistics.
+    running = (
         RunningVersion.objects.filter(service__in=[row.service.id for row, *_ in behind], cluster__in=clusters)
         .exclude(app=None)
-        .values_list("service_id", "cluster_id", *(f"app__{column}" for column in NO_PR_COLUMNS))
-        .distinct()
-    ):
-        apps.setdefault((service_id, cluster_id), set()).add(columns[0])
-        located.append(tuple(columns))
+        .order_by()
+    )
+    for service_id, cluster_id, app_id in running.values_list("service_id", "cluster_id", "app_id").distinct():
+        apps.setdefault((service_id, cluster_id), set()).add(app_id)
+    located = apps_with_ids_from(running.values("app_id")).values_list(*NO_PR_COLUMNS)
 
     # The applications that cannot get a pull request (no Git location), with why.
     no_pr = no_pr_reasons_of(located)

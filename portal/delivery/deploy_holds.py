@@ -55,6 +55,11 @@ class HeldApp:
         """The portal page that shows the app (its service's page, or /gitops filtered to it)."""
         return app_page_path(self.services, self.cluster, self.name)
 
+    @property
+    def label(self) -> str:
+        """The app as the sentences name it: apps of one name run on several clusters."""
+        return f"{self.name} on {self.cluster}"
+
     def verdict(self, at: datetime) -> syncwindows.SyncWindowVerdict | None:
         """The badge's verdict at `at`, or None when no sync window can hold this app."""
         if not self.windows:
@@ -154,9 +159,9 @@ class DeployHolds:
         apps = self.in_environment(environment, service)
         if not apps:
             return None
-        caveats = [f"{app.name} has no automated sync: it deploys when someone syncs it"
+        caveats = [f"{app.label} has no automated sync: it deploys when someone syncs it"
                    for app in apps if app.manual_sync]
-        suspended = [app.name for app in apps if app.suspended]
+        suspended = [app.label for app in apps if app.suspended]
         if suspended:
             return NextDeploy(service, environment, at, None,
                               [f"{', '.join(suspended)} suspended (spec.suspend: true), with no end in sight"], caveats)
@@ -169,10 +174,10 @@ class DeployHolds:
                 if verdict is None or verdict.can_sync:
                     continue
                 if verdict.blocked_until is None:
-                    return NextDeploy(service, environment, at, None, [*holds, f"{app.name}: {verdict.summary()}"],
+                    return NextDeploy(service, environment, at, None, [*holds, f"{app.label}: {verdict.summary()}"],
                                       caveats)
                 if verdict.blocked_until > when:
-                    holds.append(f"{app.name}: {verdict.summary()}")
+                    holds.append(f"{app.label}: {verdict.summary()}")
                     when, moved = verdict.blocked_until, True
             frozen = [f for f in freezes if f.starts_at <= when < f.ends_at]
             if frozen:

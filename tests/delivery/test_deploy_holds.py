@@ -42,7 +42,7 @@ def test_next_deploy_is_when_the_badge_says_the_deny_window_ends(fleet):
     badge = syncwindows.evaluate([LUNCH_DENY, OFFICE_ALLOW], app_target(checkout), at)
     assert answer.at == badge.blocked_until == MONDAY.replace(hour=13)
     assert not answer.now
-    assert answer.holds == ["checkout-prod: blocked by deny window 'lunch <b>peak</b>' until Mon 2026-03-23 13:00 UTC"]
+    assert answer.holds == ["checkout-prod on prod-eu-1: blocked by deny window 'lunch <b>peak</b>' until Mon 2026-03-23 13:00 UTC"]
 
 
 def test_nothing_holds_a_deploy_inside_the_allow_window(fleet):
@@ -62,7 +62,7 @@ def test_a_freeze_hands_over_to_the_next_allow_window(fleet):
     # (16:00 UTC); the allow window opens again Tuesday 09:00 Berlin = 08:00 UTC.
     assert answer.at == MONDAY + timedelta(days=1, hours=8)
     assert [hold.split(":")[0] for hold in answer.holds] == [
-        "checkout-prod", "change freeze 'quarter close' until 2026-03-23 18", "checkout-prod"]
+        "checkout-prod on prod-eu-1", "change freeze 'quarter close' until 2026-03-23 18", "checkout-prod on prod-eu-1"]
     assert "outside allow windows" in answer.holds[2]
 
 
@@ -129,7 +129,7 @@ def test_an_app_without_automated_sync_is_judged_for_a_manual_sync_and_noted(fle
     # Inside the lunch deny, which lets manual syncs through: nothing holds a manual-only app.
     answer = holds().next_deploy("checkout", "prod", MONDAY.replace(hour=11, minute=30))
     assert answer.now
-    assert answer.caveats == ["checkout-prod has no automated sync: it deploys when someone syncs it"]
+    assert answer.caveats == ["checkout-prod on prod-eu-1 has no automated sync: it deploys when someone syncs it"]
     calendar = deploy_calendar.environment_calendar(holds(), "prod", MONDAY, days=1)
     [manual] = [lane for lane in calendar.lanes if lane.kind == "manual"]
     assert manual.open_ended and [app.name for app in manual.apps] == ["checkout-prod"]

@@ -169,7 +169,7 @@ def test_the_feeds_page_keeps_only_a_digest(viewer_client, users, fleet):
 def test_the_service_page_says_when_it_can_next_deploy(viewer_client, fleet):
     html = viewer_client.get(reverse("service", args=["payments"])).content.decode()
     assert '<p class="next-deploy" data-environment="prod">' in html
-    assert "no end in sight" in html and "payments suspended (spec.suspend: true)" in html
+    assert "no end in sight" in html and "payments on prod-us-1 suspended (spec.suspend: true)" in html
     assert f'{reverse("calendar")}?environment=prod&amp;service=payments' in html
     html = viewer_client.get(reverse("service", args=["checkout"])).content.decode()
     assert '<p class="next-deploy" data-environment="staging">' in html

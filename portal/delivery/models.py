@@ -43,7 +43,9 @@ class ServicePolicy(models.Model):
     reviewers = models.JSONField(default=list, blank=True, help_text="pr_reviewers: logins and @org/team")
     labels = models.JSONField(default=list, blank=True, help_text="pr_labels")
     put_off = models.JSONField(
-        default=list, blank=True, help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day'
+        default=list, blank=True,
+        help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day; with "environment" '
+                  '(and "by", "at", "why", "source"): held there after a rollback, until undone',
     )
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -24,8 +24,8 @@ from django.utils import timezone
 
 from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, PullRequestInfo
 from forges.pr_state import checks_state, pull_request_state
-from portal.delivery import announcements
 from portal.delivery.models import PullRequest
+from portal.delivery.rollback_prs import rollback_pr_moved
 from portal.kernel.links import safe_http_url
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
         row.closed_at = answer.closed_at or row.closed_at or now
     row.tracked_at = now
     row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
-    announcements.rollback_pr_step(row, now)
+    rollback_pr_moved(row, now)
     try:
         checks = checks_state(forge, answer)
     except ForgeError as error:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/pull-requests"
 FIELDS = {"kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state", "checks",
           "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at", "closed_at", "running_at",
-          "opened_outside"}
+          "opened_outside", "rolled_back_on"}
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from gitops.appfilter import SLUG
 from portal.api.serializers.api_fields import OffsetDateTimeField, inline_enum
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
+from portal.delivery.holds import held_versions, rolled_back_on
 from portal.delivery.models import PullRequest
 
 PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
@@ -34,16 +35,32 @@ class PullRequestSerializer(serializers.ModelSerializer):
     merged_at = OffsetDateTimeField(allow_null=True)
     closed_at = OffsetDateTimeField(allow_null=True)
     running_at = OffsetDateTimeField(allow_null=True, help_text="when the new version was first seen running")
+    rolled_back_on = serializers.SerializerMethodField(
+        help_text="opened outside the portal: the day the version it proposes was rolled back where it would "
+                  "deploy (held since); null otherwise")
 
     class Meta:
         model = PullRequest
         fields = ["kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
                   "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
-                  "closed_at", "running_at", "opened_outside"]
+                  "closed_at", "running_at", "opened_outside", "rolled_back_on"]
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_url(self, pull: PullRequest) -> str | None:
         return pull.url or None
+
+    @extend_schema_field(serializers.DateField(allow_null=True))
+    def get_rolled_back_on(self, pull: PullRequest) -> str | None:
+        if not pull.opened_outside:
+            return None
+        # Read once per response: the root serializer's context is shared by every row.
+        held = self.context.get("held_versions")
+        if held is None:
+            held = held_versions()
+            if isinstance(self.context, dict):
+                self.context["held_versions"] = held
+        day = rolled_back_on(held, pull)
+        return day.isoformat() if day is not None else None
 
 
 JOB_STATES = ["opening", *PULL_REQUEST_STATES, "failed"]

@@ -15,7 +15,7 @@ from django.utils import timezone
 from gitops.models import GitOpsApp, RunningVersion, VersionChange
 from portal.delivery import holds
 from portal.delivery.automatic import run as run_automatic
-from portal.delivery.models import PullRequest, ServicePolicy
+from portal.delivery.models import DeliveryEvent, PullRequest, ServicePolicy
 from portal.delivery.outside_prs import scan
 from portal.delivery.tracking import refresh_open
 from portal.delivery.upgrades import BehindLines
@@ -69,6 +69,9 @@ def test_the_merged_rollback_holds_the_bad_version_and_nothing_proposes_it(rolle
     assert (hold.version, hold.environment, hold.by, hold.why, hold.source, hold.until) == (
         "1.7.0", "prod", "member", "rolled back to 1.6.0", f"rollback PR #{pull.number}", None)
     assert AuditLog.objects.filter(action="policy.held", target="checkout", actor_name="member").count() == 1
+    # The opening job and tracking recorded both steps for the app's alert (portal.notifications.episode_steps).
+    assert set(DeliveryEvent.objects.filter(pull_request=row).values_list("kind", flat=True)) == {
+        DeliveryEvent.ROLLBACK_PR_OPENED, DeliveryEvent.ROLLBACK_PR_MERGED}
 
     report = run_automatic()
     assert report.opened == [] and report.failed == []

@@ -194,3 +194,19 @@ def test_the_form_takes_a_variable_name_and_a_conversation_never_a_token(db):
     refused = ChannelForm(data={"name": "bad", "kind": "slack_app", "token_env": TOKEN, "chat_channel": "#ops"})
     assert not refused.is_valid()
     assert set(refused.errors) == {"token_env", "chat_channel"}
+
+
+def test_the_notifications_page_shows_steps_and_the_replacement_never_the_token(catalog, slack, channel, client,
+                                                                                users):
+    degraded_checkout(catalog)
+    scan_and_send(T0 + timedelta(minutes=12))
+    [first] = slack.top_level(CONVERSATION)
+    slack.delete(CONVERSATION, first.ts)
+    announcements.rollback_pr_step(rollback_pr(), T0 + timedelta(minutes=15))
+    scan_and_send(T0 + timedelta(minutes=16))
+    client.force_login(users["admin"])
+    page = client.get("/notifications/").content.decode()
+    assert "Update: Rollback PR #12 opened: checkout 1.7.0 → 1.6.2" in page
+    assert "this one replaces it" in page  # the channel's status says it
+    assert "Slack conversation C0PORTAL01, token from $PORTAL_TEST_SLACK_TOKEN" in page
+    assert TOKEN not in page

@@ -63,7 +63,7 @@ class _Server:
     def base(self) -> str:
         assert self.server is not None
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}" if isinstance(host, str) else f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
         if self.server is not None:
@@ -93,7 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
 class SlackWebAPI:
     def __init__(self, token: str, conversations: tuple[str, ...] = ("C0PORTAL01",)) -> None:
         self.token = token
-        self.conversations = {channel: [] for channel in conversations}  # channel -> messages, oldest first
+        # channel -> its messages, oldest first
+        self.conversations: dict[str, list[SlackMessage]] = {channel: [] for channel in conversations}
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (method, arguments), every call
         self._limits: dict[str, list[int]] = {}
         self._clock = 1767225600  # 2026-01-01, ts seconds; a counter keeps each ts unique
@@ -155,12 +156,12 @@ class SlackWebAPI:
             self.conversations[channel].append(message)
             return {"ok": True, "channel": channel, "ts": message.ts, "message": message.as_json()}
         if method == "chat.update":
-            message = self._find(channel, str(args.get("ts") or ""))
-            if message is None or message.deleted:
+            edited = self._find(channel, str(args.get("ts") or ""))
+            if edited is None or edited.deleted:
                 return {"ok": False, "error": "message_not_found"}
-            message.text, message.blocks, message.edits = str(args.get("text") or ""), blocks, message.edits + 1
-            return {"ok": True, "channel": channel, "ts": message.ts, "text": message.text,
-                    "message": message.as_json()}
+            edited.text, edited.blocks, edited.edits = str(args.get("text") or ""), blocks, edited.edits + 1
+            return {"ok": True, "channel": channel, "ts": edited.ts, "text": edited.text,
+                    "message": edited.as_json()}
         if method == "conversations.replies":
             parent = self._find(channel, str(args.get("ts") or ""))
             if parent is None or parent.deleted:

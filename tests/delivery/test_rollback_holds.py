@@ -151,3 +151,12 @@ def test_a_held_version_without_a_date_is_skipped_only_where_held():
     assert newest_acceptable("1.6.0", ["1.6.0", "1.7.0"], policy, today, "staging") == "1.7.0"
     assert newest_acceptable("1.6.0", ["1.6.0", "1.7.0"], policy, today) == "1.7.0"
     assert VersionPolicy.from_dict(policy.to_dict()) == policy  # the document keeps every field
+
+
+def test_reloading_the_fleet_file_keeps_a_hold(rolled_back, catalog):
+    from portal.delivery.policy_editing import on_fleet_service
+
+    on_fleet_service(None, catalog.checkout, {"policy": {"accept": "minor", "auto_pr": {"prod": "minor"}}})
+    policy = ServicePolicy.objects.get(service=catalog.checkout).as_policy()
+    assert policy.accept == "minor"
+    assert [(h.version, h.environment) for h in policy.held()] == [("1.7.0", "prod")]

@@ -370,6 +370,7 @@ PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "").rstrip("/") or base_url_
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 # Seconds a notification channel (webhook, Slack, Teams, Discord) has to answer.
 PORTAL_NOTIFY_TIMEOUT = float(os.environ.get("PORTAL_NOTIFY_TIMEOUT", "10"))
+PORTAL_SLACK_API_URL = os.environ.get("PORTAL_SLACK_API_URL", "https://slack.com/api/")  # Slack app channels
 # Pull request branches are named <prefix><service>-<version>-<environment> (portal.delivery.planner).
 PORTAL_BRANCH_PREFIX = os.environ.get("PORTAL_BRANCH_PREFIX", "portal/")
 

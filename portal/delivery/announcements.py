@@ -3,7 +3,8 @@ none of them, and nothing answers back.
 
 The periodic deployment tracking (portal.delivery.deployments.track) records each fact as it
 finds it — a merged PR not running everywhere an hour after its merge, an open portal PR whose
-checks forge tracking marked failing, a rollback the portal would propose — under a key that
+checks forge tracking marked failing, a rollback the portal would propose — and the forge work
+records a rollback pull request opened or merged (`rollback_pr_step`) — under a key that
 names the episode, so the same fact found again is the same row, marked unconsumed again; the
 facts a notification is worded from beyond the PR (where it waits, the offer) go with it.
 """
@@ -60,6 +61,29 @@ def rollback_offered(offer: RollbackOffer, app_id: int | None, at: datetime) -> 
     facts = {**asdict(offer), "replaced_at": offer.replaced_at.isoformat(),
              "failing_since": offer.failing_since.isoformat()}
     record(DeliveryEvent.ROLLBACK_OFFERED, offer.event_key, at, app_id=app_id, facts=facts)
+
+
+def rollback_pr_step(pr: PullRequest, at: datetime) -> None:
+    """A portal rollback PR is open, or merged: a step of its application's episode (once each).
+
+    Called wherever a row takes a forge answer (the opening job, the reconciler, tracking); a
+    state already recorded adds nothing, so calling it again is harmless."""
+    if pr.kind != PullRequest.Kind.ROLLBACK or not pr.number:
+        return
+    if pr.state == PullRequest.State.OPEN:
+        kind = DeliveryEvent.ROLLBACK_PR_OPENED
+    elif pr.state == PullRequest.State.MERGED:
+        kind = DeliveryEvent.ROLLBACK_PR_MERGED
+    else:
+        return
+    key = rollback_pr_key(pr, kind)
+    if DeliveryEvent.objects.filter(key=key).exists():
+        return  # a step happens once: found again, it is not news
+    record(kind, key, at, pull_request=pr)
+
+
+def rollback_pr_key(pr: PullRequest, kind: str) -> str:
+    return f"delivery:{kind}:{pr.pk}"
 
 
 def progress_of(event: DeliveryEvent) -> Progress:

@@ -43,7 +43,9 @@ class ServicePolicy(models.Model):
     reviewers = models.JSONField(default=list, blank=True, help_text="pr_reviewers: logins and @org/team")
     labels = models.JSONField(default=list, blank=True, help_text="pr_labels")
     put_off = models.JSONField(
-        default=list, blank=True, help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day'
+        default=list, blank=True,
+        help_text='[{"version": "2.0.0", "until": "2025-07-01"}]: skipped until that day; with "environment" '
+                  '(and "by", "at", "why", "source"): held there after a rollback, until undone',
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -425,7 +427,8 @@ class PinsAtRevision(models.Model):
 
 class DeliveryEvent(models.Model):
     """A fact delivery's tracking found that the layers above act on (notifications), as a row:
-    a merged PR still not deployed, a portal PR whose checks fail, a rollback on offer.
+    a merged PR still not deployed, a portal PR whose checks fail, a rollback on offer, a rollback
+    PR opened or merged.
 
     One row per episode (`key`, as `portal.delivery.announcements` names it): a tracking run that
     finds the fact again marks it unconsumed again (`processed` null), so a rule made while it
@@ -436,10 +439,16 @@ class DeliveryEvent(models.Model):
     MERGED_NOT_DEPLOYED = "merged_not_deployed"
     PR_CHECKS_FAILED = "pr_checks_failed"
     ROLLBACK_OFFERED = "rollback_offered"
+    # The steps of a rollback pull request, which the notifications add to the episode of the
+    # application it rolls back (one message updated in place where a channel can edit).
+    ROLLBACK_PR_OPENED = "rollback_pr_opened"
+    ROLLBACK_PR_MERGED = "rollback_pr_merged"
     KINDS = [
         (MERGED_NOT_DEPLOYED, "Merged but not deployed"),
         (PR_CHECKS_FAILED, "Checks failing on a portal pull request"),
         (ROLLBACK_OFFERED, "Rollback offered"),
+        (ROLLBACK_PR_OPENED, "Rollback pull request opened"),
+        (ROLLBACK_PR_MERGED, "Rollback pull request merged"),
     ]
 
     kind = models.CharField(max_length=40, choices=KINDS)

@@ -62,7 +62,9 @@ def offered_changes(today: datetime | None = None) -> list[Change]:
     Read from the store in a fixed number of queries plus one per HelmRelease's parent."""
     today = today or timezone.now()
     changes: list[Change] = []
-    lines = BehindLines(today=today.date())
+    # Versions held after a rollback are looked for too: a Renovate PR proposing one is stored,
+    # so the pages can say it proposes a version rolled back (portal.delivery.holds).
+    lines = BehindLines(today=today.date(), apply_holds=False)
     promoting, _groups = promotions.load()
     app_ids = {line.app_id for line in lines.lines}
     app_ids |= {t.app_id for p in promoting for t in p.targets if t.app_id is not None}

@@ -12,7 +12,7 @@ through `version_policy.newest_acceptable`, the function the Updates page and au
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -44,10 +44,17 @@ def stored_document(service: Service) -> dict[str, Any]:
 
 
 @transaction.atomic
-def save(service: Service, policy: VersionPolicy, actor: object | None, via: str) -> ServicePolicy:
+def save(service: Service, policy: VersionPolicy, actor: object | None, via: str, *,
+         keep_holds: bool = False) -> ServicePolicy:
     """Store `policy` (already checked) as the service's, auditing the change; `via` says
-    where it was edited (page, admin, fleet file). Saving what is stored already writes nothing."""
+    where it was edited (page, admin, fleet file). Saving what is stored already writes nothing.
+
+    `keep_holds`: versions held after a rollback stay held though `policy` does not name them.
+    A hold is the portal's record of a rollback (portal.delivery.holds), not the fleet file's,
+    so reloading the file does not undo it (the Undo button does)."""
     row = ServicePolicy.objects.select_for_update().filter(service=service).first()
+    if keep_holds and row is not None:
+        policy = with_holds_of(row, policy)
     before = row.document() if row else None
     row = row or ServicePolicy(service=service)
     row.set_policy(policy)
@@ -67,7 +74,18 @@ def on_fleet_service(sender: object, service: Service, item: Mapping[str, Any], 
     it has (set on its page); a bad one refuses the file (PolicyError is a ValueError)."""
     if "policy" not in item:
         return
-    save(service, check(item["policy"]), None, via="fleet file")
+    save(service, check(item["policy"]), None, via="fleet file", keep_holds=True)
+
+
+def with_holds_of(row: ServicePolicy, policy: VersionPolicy) -> VersionPolicy:
+    """`policy` keeping the versions `row` holds after a rollback that it does not name."""
+    try:
+        stored = row.as_policy().held()
+    except PolicyError:
+        return policy
+    named = {(p.version, p.environment) for p in policy.put_off}
+    kept = tuple(hold for hold in stored if (hold.version, hold.environment) not in named)
+    return replace(policy, put_off=policy.put_off + kept) if kept else policy
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from portal.delivery.change_requests import services_of
 from portal.delivery.models import PullRequest
 from portal.delivery.planner import Change, Preview
 from portal.delivery.prtitles import names_change
+from portal.delivery.rollback_prs import rollback_pr_moved
 from portal.kernel.accounts.teams import team_of
 from portal.kernel.audit.models import record
 from portal.kernel.metrics import PULL_REQUESTS
@@ -129,6 +130,7 @@ def advance(
     row.last_error = "; ".join(f"{name}: {why}" for name, why in outcome.skipped.items())
     row.step, row.progress, row.lease_until, row.waiting_until = outcome.status, outcome.message[:500], None, None
     row.save()
+    rollback_pr_moved(row, now())
     return OpenResult(outcome.status, outcome.message, row, outcome.skipped)
 
 
@@ -137,6 +139,7 @@ def adopt(row: PullRequest, pull: PullRequestInfo, message: str, now: Callable[[
     _fill(row, pull, now(), opened_outside=False)
     row.step, row.progress, row.lease_until, row.waiting_until = LINKED, message[:500], None, None
     row.save()
+    rollback_pr_moved(row, now())
     PULL_REQUESTS.labels(kind=row.kind, outcome="opened").inc()
     record(row.opened_by, f"pull_request.{LINKED}", row.url[:300], repository=row.repository, branch=row.branch,
            message=message, number=row.number, automatic=row.automatic)

@@ -28,6 +28,7 @@ from forges.forge import FAIL, MERGED, OPEN, Forge, ForgeError, NotConfigured, P
 from forges.pr_state import checks_state, pull_request_state
 from portal.delivery.models import PullRequest
 from portal.delivery.rendered_previews import follow
+from portal.delivery.rollback_prs import rollback_pr_moved
 from portal.kernel.links import safe_http_url
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ def refresh(row: PullRequest, forge: Forge, now: datetime | None = None) -> Pull
         row.closed_at = answer.closed_at or row.closed_at or now
     row.tracked_at = now
     row.save(update_fields=["title", "url", "state", "merged_at", "closed_at", "tracked_at"])
+    rollback_pr_moved(row, now)
     if row.state == PullRequest.State.OPEN:
         _follow_rendered(row, forge, answer.info.head_sha, now)
     try:

@@ -170,13 +170,14 @@ class UpgradeTargets:
     "Open PR → X": three queries (policies, tags, open pull requests) whatever the number of
     applications, and each (service, running version) judged once."""
 
-    def __init__(self, services: list[Service], today: date | None = None) -> None:
+    def __init__(self, services: list[Service], today: date | None = None, *, apply_holds: bool = True) -> None:
         self.today = today or timezone.now().date()
+        self.apply_holds = apply_holds  # False: versions held after a rollback are offered (outside PR scan)
         self.policies = service_policies(services)
         self.tags, self.notes = _tags(services)
         self.prs = open_upgrade_prs()
         self.past = _past_prs()
-        self._judged: dict[tuple[int, str], str | None] = {}
+        self._judged: dict[tuple[int, str, str | None], str | None] = {}
         self._newest_keys: dict[int, dict[tuple, tuple]] = {}
 
     @staticmethod
@@ -185,13 +186,18 @@ class UpgradeTargets:
         readable = [v for v in versions if parse_tag(v) is not None]
         return sort_tags(readable)[0] if readable else None
 
-    def target(self, service_id: int, current: str) -> str | None:
-        key = (service_id, current)
+    def target(self, service_id: int, current: str, environment: str | None = None) -> str | None:
+        """The newest acceptable release from `current`, in `environment` where a version may be
+        held after a rollback (None: whatever the environment, so no hold applies)."""
+        policy = self.policies.get(service_id)
+        if environment is not None and (not self.apply_holds or policy is None or not policy.held(environment)):
+            environment = None  # nothing held there: the environment-less answer, judged once
+        key = (service_id, current, environment)
         if key not in self._judged:
-            self._judged[key] = self._judge(service_id, current)
+            self._judged[key] = self._judge(service_id, current, environment)
         return self._judged[key]
 
-    def _judge(self, service_id: int, current: str) -> str | None:
+    def _judge(self, service_id: int, current: str, environment: str | None) -> str | None:
         now = parse_tag(current)
         newest = self._newest(service_id).get(now.family) if now is not None else None
         if newest is None or newest <= now.key:  # type: ignore[union-attr]
@@ -199,7 +205,7 @@ class UpgradeTargets:
             # no tag can be accepted, so the policy need not look at each one.
             return None
         policy = self.policies.get(service_id, VersionPolicy())
-        return newest_acceptable(current, self.tags.get(service_id, []), policy, self.today)
+        return newest_acceptable(current, self.tags.get(service_id, []), policy, self.today, environment)
 
     def _newest(self, service_id: int) -> dict[tuple, tuple]:
         """Per version family, the key of the newest tag the service has released."""
@@ -313,11 +319,14 @@ class BehindLines:
         environment: str | None = None,
         app_ids: list[int] | None = None,
         today: date | None = None,
+        apply_holds: bool = True,
     ) -> None:
         self.targets: UpgradeTargets | None = None
+        self._apply_holds = apply_holds
         self._by_id: dict[int, Service] = {}
         self._rows: list[_Row] = []  # a running-version row per line, unordered, then in order
         self._clusters: dict[int, tuple[str, int | None]] = {}  # id -> (name, environment order)
+        self._environments: dict[int, str | None] = {}  # cluster id -> its environment's name
         self._sorted = False
         self._services: set[int] = set()
         self._find(service, environment, app_ids, today or timezone.now().date())
@@ -369,7 +378,7 @@ class BehindLines:
         targets, by_id = self.targets, self._by_id
         lines = []
         for row in window[start - low:stop - low]:
-            target = targets.target(row.service_id, row.version)
+            target = targets.target(row.service_id, row.version, self._environments[row.cluster_id])
             if target is not None:  # moving: judged when the rows were chosen
                 cluster, order = self._clusters[row.cluster_id]
                 lines.append(_Line(by_id[row.service_id], order, cluster, names.get(row.place, ""),
@@ -407,7 +416,7 @@ class BehindLines:
         if not versions:
             return
         services = list(Service.objects.filter(pk__in=versions))
-        self.targets = targets = UpgradeTargets(services, today)
+        self.targets = targets = UpgradeTargets(services, today, apply_holds=self._apply_holds)
         self._by_id = {svc.pk: svc for svc in services}
         # The versions with somewhere to go, and the readable versions sorting before one (which
         # may make a place's oldest version another): only rows at these can be lines or veto one.
@@ -438,14 +447,19 @@ class BehindLines:
         found = [_Row(*columns) for _, _, columns in oldest.values() if targets.target(columns[0], columns[4])]
         if not found:
             return
-        self._clusters = {
-            pk: (name, order) for pk, name, order in
-            Cluster.objects.filter(pk__in={row.cluster_id for row in found})
-            .values_list("pk", "name", "environment__order")
-        }
+        clusters = Cluster.objects.filter(pk__in={row.cluster_id for row in found}).values_list(
+            "pk", "name", "environment__order", "environment__name")
+        for pk, name, order, environment in clusters:
+            self._clusters[pk] = (name, order)
+            self._environments[pk] = environment
         # A workload outside GitOps is a line only where its cluster is in an environment, the
-        # one its pull request is for (an application's line names its destination's).
-        self._rows = [row for row in found if row.app_id is not None or self._clusters[row.cluster_id][1] is not None]
+        # one its pull request is for (an application's line names its destination's). A line is
+        # judged again in its environment, where the version it would move to may be held.
+        self._rows = [
+            row for row in found
+            if (row.app_id is not None or self._clusters[row.cluster_id][1] is not None)
+            and targets.target(row.service_id, row.version, self._environments[row.cluster_id]) is not None
+        ]
         self._services = {row.service_id for row in self._rows}
 
     def load(self, start: int = 0, stop: int | None = None, *,

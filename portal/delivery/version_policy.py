@@ -1,5 +1,6 @@
 """The version policy that picks the next version of a service: the largest jump allowed, a
-semver range, regex allow and ignore lists, pre-releases, versions put off, automatic PRs per
+semver range, regex allow and ignore lists, pre-releases, versions put off (or held in one
+environment after a rollback), automatic PRs per
 environment, and the reviewers and labels of its pull requests. Pure: no I/O. Tags are read as
 versions by portal.releases.versions.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from portal.releases.versions import LEVELS, MAX_PARTS, Version, jump, parse_tag, prerelease_key
@@ -129,13 +130,31 @@ def _comparators(token: str, text: str) -> list[tuple[str, tuple]]:
 @dataclass(frozen=True)
 class PutOff:
     """Skip `version` until `until` (from that day on it counts again). A partial version
-    puts off a whole line: `2` is every 2.x, `1.5` every 1.5.x."""
+    puts off a whole line: `2` is every 2.x, `1.5` every 1.5.x.
+
+    An entry with an `environment` skips the version there only: a version rolled back there
+    is held (`portal.delivery.holds`), with who held it, when, why and its source ("rollback PR
+    #12"). A held version needs no `until`: it stays skipped until undone, and offers move past
+    it on their own as soon as a newer acceptable release exists."""
 
     version: str
-    until: date
+    until: date | None
+    environment: str = ""
+    by: str = ""
+    at: datetime | None = None
+    why: str = ""
+    source: str = ""
 
-    def covers(self, candidate: Version, today: date) -> bool:
-        if today >= self.until:
+    @property
+    def held(self) -> bool:
+        return bool(self.environment)
+
+    def covers(self, candidate: Version, today: date, environment: str | None = None) -> bool:
+        """Whether `candidate` is skipped on `today` in `environment` (None: an environment-less
+        question, which a hold for one environment does not answer)."""
+        if self.until is not None and today >= self.until:
+            return False
+        if self.environment and environment != self.environment:
             return False
         entry = parse_tag(self.version)
         if entry is None:
@@ -144,6 +163,40 @@ class PutOff:
         if padded[: entry.precision] != entry.release:
             return False
         return not entry.prerelease or prerelease_key(entry.prerelease) == prerelease_key(candidate.prerelease)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"version": self.version}
+        if self.until is not None:
+            data["until"] = self.until.isoformat()
+        optional = {"environment": self.environment, "by": self.by, "why": self.why, "source": self.source,
+                    "at": self.at.isoformat() if self.at is not None else ""}
+        data.update((key, value) for key, value in optional.items() if value)
+        return data
+
+    @classmethod
+    def from_entry(cls, entry: Any) -> PutOff:
+        """One stored entry: {"version", "until"} (or a [version, until] pair), and for a held
+        version {"version", "environment", "by", "at", "why", "source"} with `until` optional."""
+        try:
+            if not isinstance(entry, Mapping):
+                version, until = entry
+                entry = {"version": version, "until": until}
+            until = entry.get("until")
+            environment = str(entry.get("environment") or "")
+            if until is None and not environment:
+                raise KeyError("until")
+            at = entry.get("at")
+            return cls(
+                str(entry["version"]),
+                None if until is None else until if isinstance(until, date) else date.fromisoformat(until),
+                environment=environment,
+                by=str(entry.get("by") or ""),
+                at=None if not at else at if isinstance(at, datetime) else datetime.fromisoformat(at),
+                why=str(entry.get("why") or ""),
+                source=str(entry.get("source") or ""),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise PolicyError(f"put_off entries are {{'version': ..., 'until': 'YYYY-MM-DD'}}, not {entry!r}")
 
 
 @dataclass(frozen=True)
@@ -204,13 +257,7 @@ class VersionPolicy:
         unknown = sorted(set(data) - set(KEYS))
         if unknown:
             raise PolicyError(f"unknown policy keys: {', '.join(unknown)}")
-        put_off = []
-        for entry in data.get("put_off") or []:
-            try:
-                version, until = (entry["version"], entry["until"]) if isinstance(entry, Mapping) else entry
-                put_off.append(PutOff(str(version), until if isinstance(until, date) else date.fromisoformat(until)))
-            except (KeyError, TypeError, ValueError):
-                raise PolicyError(f"put_off entries are {{'version': ..., 'until': 'YYYY-MM-DD'}}, not {entry!r}")
+        put_off = [PutOff.from_entry(entry) for entry in data.get("put_off") or []]
         auto_pr = data.get("auto_pr") or {}
         if not isinstance(auto_pr, Mapping):
             raise PolicyError('auto_pr maps environments to a level: {"dev": "minor"}')
@@ -239,8 +286,12 @@ class VersionPolicy:
             "auto_pr": dict(self.auto_pr),
             "pr_reviewers": list(self.reviewers),
             "pr_labels": list(self.labels),
-            "put_off": [{"version": p.version, "until": p.until.isoformat()} for p in self.put_off],
+            "put_off": [p.to_dict() for p in self.put_off],
         }
+
+    def held(self, environment: str | None = None) -> tuple[PutOff, ...]:
+        """The versions held (rolled back) in `environment`, or in any environment."""
+        return tuple(p for p in self.put_off if p.held and (environment is None or p.environment == environment))
 
     def max_jump(self) -> str:
         return "major" if self.accept == "any" else self.accept
@@ -263,8 +314,10 @@ def _strings(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
-def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> list[str]:
-    """Every tag newer than `current` that the policy accepts, oldest first."""
+def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date,
+               environment: str | None = None) -> list[str]:
+    """Every tag newer than `current` that the policy accepts (in `environment`, where versions
+    may be held; None: whatever the environment), oldest first."""
     now = parse_tag(current)
     if now is None:
         return []
@@ -289,7 +342,7 @@ def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: 
             continue
         if any(pattern.search(tag) for pattern in ignore):
             continue
-        if any(p.covers(candidate, today) for p in policy.put_off):
+        if any(p.covers(candidate, today, environment) for p in policy.put_off):
             continue
         found.append(candidate)
     # Same version spelled twice (`v1.5.0` and `1.5.0`): the current spelling sorts last, so it wins.
@@ -297,8 +350,9 @@ def acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: 
     return [v.tag for v in found]
 
 
-def newest_acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date) -> str | None:
-    """The newest tag the service should move to, or None when nothing newer is acceptable
-    (or `current` is not a version: `latest`, a digest)."""
-    found = acceptable(current, tags, policy, today)
+def newest_acceptable(current: str, tags: Iterable[str], policy: VersionPolicy, today: date,
+                      environment: str | None = None) -> str | None:
+    """The newest tag the service should move to (in `environment`: see `acceptable`), or None
+    when nothing newer is acceptable (or `current` is not a version: `latest`, a digest)."""
+    found = acceptable(current, tags, policy, today, environment)
     return found[-1] if found else None

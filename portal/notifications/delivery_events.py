@@ -1,5 +1,6 @@
 """Delivery's announcements turned into notification events: a merged PR not deployed after an
-hour, a portal PR whose checks fail, a rollback offered.
+hour, a portal PR whose checks fail, a rollback offered; and a rollback PR opened or merged,
+which is a step of its application's episode (portal.notifications.episode_steps).
 
 Delivery records each as a `DeliveryEvent` row (portal.delivery.announcements), as the store
 records a state change as a StateChange row; the minute's pass (`emit_delivery_events`, run by
@@ -20,6 +21,7 @@ from portal.delivery import announcements, rollbacks
 from portal.delivery.deployments import Progress
 from portal.delivery.models import DeliveryEvent, PullRequest
 from portal.kernel.timestamps import utc_stamp
+from portal.notifications.episode_steps import rollback_pr_step
 from portal.notifications.events import Event, EventKind, emit, links, portal_url
 
 
@@ -97,6 +99,8 @@ def rollback_event(offer: rollbacks.RollbackOffer) -> Event:
     )
 
 
+# Rollback PRs opened and merged: steps of the episode of the application they roll back.
+STEP_KINDS = (DeliveryEvent.ROLLBACK_PR_OPENED, DeliveryEvent.ROLLBACK_PR_MERGED)
 # Rows claimed per pass; the rest wait for the next minute.
 BATCH = 500
 
@@ -120,6 +124,9 @@ def emit_delivery_events(at: datetime | None = None) -> int:
         if not DeliveryEvent.objects.filter(pk=row_id, processed__isnull=True).update(processed=at):
             continue  # another worker has it
         row = DeliveryEvent.objects.select_related("pull_request").get(pk=row_id)
-        emit(event_of(row), at=row.seen_at, app_id=row.app_id)
+        if row.kind in STEP_KINDS:
+            rollback_pr_step(row)  # a step of an application's episode, not an episode of its own
+        else:
+            emit(event_of(row), at=row.seen_at, app_id=row.app_id)
         emitted += 1
     return emitted

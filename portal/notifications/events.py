@@ -49,6 +49,16 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Step:
+    """What happened to an episode after its first message, as a channel that edits shows it."""
+
+    text: str  # "Rollback PR #12 merged: checkout 1.7.0 → 1.6.2"
+    at: datetime
+    url: str = ""
+    ended: bool = False  # the episode is over (recovered, or its application gone)
+
+
+@dataclass(frozen=True)
 class Event:
     kind: str
     key: str  # names the episode: one event, one set of deliveries, however often it is emitted
@@ -164,5 +174,6 @@ def add_deliveries(episode: Episode, rules: Iterable[Rule], at: datetime) -> Non
             Delivery.objects.get_or_create(
                 episode=episode,
                 rule=rule,
+                step=None,
                 defaults={"channel_id": rule.channel_id, "created_at": at, "next_attempt_at": at},
             )

@@ -1,8 +1,10 @@
 """Forms for channels and rules. A channel's URL and signing secret are write-only fields:
-never rendered back (not even after a validation error); left empty, they keep their value."""
+never rendered back (not even after a validation error); left empty, they keep their value.
+A Slack app channel stores no secret at all: only the name of the variable with its bot token."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -12,6 +14,9 @@ from django.core.validators import validate_email
 from portal.kernel.links import safe_http_url
 from portal.notifications.events import RULE_KINDS
 from portal.notifications.models import Channel, Rule
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+SLACK_CONVERSATION = re.compile(r"^[CGD][A-Z0-9]{2,30}$")
 
 
 class ChannelForm(forms.ModelForm):
@@ -34,8 +39,14 @@ class ChannelForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "recipients"]
+        fields = ["name", "kind", "recipients", "token_env", "chat_channel"]
         widgets = {"recipients": forms.TextInput(attrs={"size": 60})}
+        labels = {"token_env": "Bot token variable", "chat_channel": "Slack conversation id"}
+        help_texts = {
+            "token_env": "Slack app: the NAME of the environment variable holding the bot token (xoxb-…), "
+            "e.g. SLACK_BOT_TOKEN; the token itself is never stored.",
+            "chat_channel": "Slack app: the conversation the bot posts in (C0123ABCD); invite the bot there.",
+        }
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -50,6 +61,11 @@ class ChannelForm(forms.ModelForm):
                     validate_email(address)
                 except ValidationError:
                     self.add_error("recipients", f"“{address}” is not an e-mail address.")
+        elif kind == Channel.Kind.SLACK_APP:
+            if not ENV_NAME.match(data.get("token_env") or ""):
+                self.add_error("token_env", "Give the name of an environment variable, e.g. SLACK_BOT_TOKEN.")
+            if not SLACK_CONVERSATION.match(data.get("chat_channel") or ""):
+                self.add_error("chat_channel", "Give a Slack conversation id, e.g. C0123ABCD.")
         elif kind:
             if url and not safe_http_url(url):
                 self.add_error("url", "Give an http(s) URL.")

@@ -5,6 +5,11 @@ out of sync or degraded past the grace period, a failing pull request...), uniqu
 key: a worker that sees the same episode again finds the row instead of making a second
 one. A `Delivery` is one (episode, rule) pair, created before anything is sent and unique
 in the database, so several workers, retries and restarts send each message once.
+
+An episode moves on after its first message (portal.notifications.episode_steps): an
+`EpisodeStep` (a rollback PR opened, merged, the application recovered) gets one delivery per
+channel that can edit what it posted (a Slack app, a Discord webhook), and that channel's
+`ChatMessage` of the episode is updated in place, with a thread reply where the chat has threads.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from urllib.parse import urlsplit
 from django.db import models
 
 from portal.kernel.catalog.models import Cluster, Environment, Service
-from portal.notifications.events import Event, EventKind
+from portal.notifications.events import Event, EventKind, Step
 
 if TYPE_CHECKING:
     from portal.notifications.channels import Transport
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 class Channel(models.Model):
     class Kind:
         SLACK = "slack"
+        SLACK_APP = "slack_app"
         TEAMS = "teams"
         EMAIL = "email"
         WEBHOOK = "webhook"
@@ -31,6 +37,7 @@ class Channel(models.Model):
         NTFY = "ntfy"
         choices = [
             (SLACK, "Slack (incoming webhook)"),
+            (SLACK_APP, "Slack app (bot token; one message per episode, updated)"),
             (TEAMS, "Microsoft Teams (incoming webhook / workflow)"),
             (EMAIL, "E-mail"),
             (WEBHOOK, "Webhook (signed JSON)"),
@@ -45,6 +52,10 @@ class Channel(models.Model):
     url = models.TextField(blank=True)
     secret = models.CharField(max_length=200, blank=True)
     recipients = models.TextField(blank=True, help_text="e-mail addresses, comma separated")
+    # A Slack app's bot token is never stored: the channel names the environment variable that
+    # holds it (portal.kernel.credentials), and the conversation it posts in.
+    token_env = models.CharField(max_length=100, blank=True, help_text="variable holding the bot token")
+    chat_channel = models.CharField(max_length=100, blank=True, help_text="Slack conversation id, e.g. C0123ABCD")
     created_at = models.DateTimeField(auto_now_add=True)
     last_sent_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
@@ -58,13 +69,25 @@ class Channel(models.Model):
 
     @property
     def uses_url(self) -> bool:
-        return self.kind != self.Kind.EMAIL
+        return self.kind not in (self.Kind.EMAIL, self.Kind.SLACK_APP)
+
+    @property
+    def edits_messages(self) -> bool:
+        """Whether an episode's later steps update the message its first one posted."""
+        return self.kind in (self.Kind.SLACK_APP, self.Kind.DISCORD)
+
+    def bot_token(self) -> str:
+        from portal.kernel.credentials import named_secret
+
+        return named_secret(self.token_env) if self.kind == self.Kind.SLACK_APP else ""
 
     def recipient_list(self) -> list[str]:
         return [r.strip() for r in self.recipients.replace(";", ",").split(",") if r.strip()]
 
     def masked_target(self) -> str:
         """Where messages go, safe to show: scheme and host only, never path or query."""
+        if self.kind == self.Kind.SLACK_APP:
+            return f"Slack conversation {self.chat_channel}, token from ${self.token_env}"
         if not self.uses_url:
             return ", ".join(self.recipient_list())
         try:
@@ -79,7 +102,7 @@ class Channel(models.Model):
 
     def secrets(self) -> list[str]:
         """Values that must never reach a page, a log line or an error message."""
-        values = [v for v in (self.url, self.secret) if v]
+        values = [v for v in (self.url, self.secret, self.bot_token()) if v]
         try:
             parts = urlsplit(self.url)
             values += [p for p in (parts.path, parts.query) if len(p) > 1]
@@ -151,6 +174,57 @@ class Episode(models.Model):
         return Event.from_dict(self.payload)
 
 
+class EpisodeStep(models.Model):
+    """Something that happened to an episode after its first message: a rollback PR opened or
+    merged, the application back in sync and healthy. Unique by `key`, so a step found again
+    is the same row."""
+
+    class Kind:
+        ROLLBACK_PR_OPENED = "rollback_pr_opened"
+        ROLLBACK_PR_MERGED = "rollback_pr_merged"
+        ENDED = "ended"
+        choices = [
+            (ROLLBACK_PR_OPENED, "Rollback PR opened"),
+            (ROLLBACK_PR_MERGED, "Rollback PR merged"),
+            (ENDED, "Episode over"),
+        ]
+
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="steps")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    key = models.CharField(max_length=700, unique=True)
+    at = models.DateTimeField()
+    text = models.CharField(max_length=500)  # "Rollback PR #12 merged: checkout 1.7.0 → 1.6.2"
+    url = models.URLField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def as_step(self) -> Step:
+        return Step(self.text, self.at, self.url, ended=self.kind == self.Kind.ENDED)
+
+
+class ChatMessage(models.Model):
+    """The message a channel that edits posted for an episode: Slack's `ts` in the channel's
+    conversation, or the Discord webhook message's id. One per episode and channel; replaced
+    (`replaced_at`, said once) when the chat refuses to update it."""
+
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="chat_messages")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="chat_messages")
+    message_id = models.CharField(max_length=100)
+    posted_at = models.DateTimeField()
+    updated_at = models.DateTimeField(null=True, blank=True)
+    replaced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["episode", "channel"], name="uniq_chat_message_per_channel")]
+
+    def __str__(self) -> str:
+        return f"{self.episode_id}/{self.channel_id}: {self.message_id}"
+
+
 class Trouble(models.Model):
     """An application the notification pass knows is not in sync and healthy.
 
@@ -182,6 +256,8 @@ class Delivery(models.Model):
         choices = [(PENDING, "pending"), (SENT, "sent"), (FAILED, "failed")]
 
     episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="deliveries")
+    # A later step of the episode (null: its first message).
+    step = models.ForeignKey(EpisodeStep, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries")
     rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="deliveries")
     # The rule's channel when the delivery was made: editing a rule later does not re-route it.
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
@@ -198,7 +274,12 @@ class Delivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["episode", "rule"], name="uniq_delivery_per_episode_rule")]
+        constraints = [
+            models.UniqueConstraint(fields=["episode", "rule"], condition=models.Q(step__isnull=True),
+                                    name="uniq_delivery_per_episode_rule"),
+            models.UniqueConstraint(fields=["step", "rule"], condition=models.Q(step__isnull=False),
+                                    name="uniq_delivery_per_step_rule"),
+        ]
         indexes = [models.Index(fields=["status", "next_attempt_at"])]
 
     def __str__(self) -> str:

@@ -4,7 +4,9 @@ A delivery row exists before anything is sent (unique per episode and rule). A w
 claims it with one conditional UPDATE (pending, not leased by someone else): of several
 workers only one gets the row. A worker that crashes after claiming leaves a lease that
 expires, and the next scan sends it. Transient errors come back with a growing delay,
-at most MAX_ATTEMPTS times; a permanent error fails the delivery at once.
+at most MAX_ATTEMPTS times (not before a rate-limited receiver's Retry-After); a permanent
+error fails the delivery at once. A channel that edits its messages (a Slack app, Discord)
+goes through portal.notifications.chat_messages: one message per episode, updated per step.
 
 Every database step here is one short statement in autocommit (no transaction held
 across a send), so on the embedded SQLite a writer waits for another's lock within the
@@ -23,7 +25,8 @@ from django.utils import timezone
 
 from portal.kernel.metrics import NOTIFICATIONS
 from portal.kernel.redaction import redact
-from portal.notifications.channels import TransportError, transport_for
+from portal.notifications import chat_messages
+from portal.notifications.channels import EditingTransport, TransportError, transport_for
 from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import Event, EventKind, Link, base_url
 from portal.notifications.models import Channel, Delivery
@@ -61,10 +64,18 @@ def claim(delivery_id: int, at: datetime) -> bool:
 def attempt(delivery: Delivery, at: datetime) -> str:
     """Send one claimed delivery; record the outcome on it and on its channel."""
     channel = delivery.channel
+    retry_after: float | None = None
     try:
-        transport_for(channel, clock=lambda: at).notify(delivery.episode.event)
+        transport = transport_for(channel, clock=lambda: at)
+        if isinstance(transport, EditingTransport):
+            chat_messages.send(delivery, transport, at)
+        elif delivery.step_id is not None:
+            raise TransportError("the channel no longer edits messages: the step is not sent", permanent=True)
+        else:
+            transport.notify(delivery.episode.event)
     except TransportError as exc:
         error, permanent = redact(exc.message, channel.secrets()), exc.permanent
+        retry_after = exc.retry_after
     except Exception as exc:  # a defect in a transport must not stop the other deliveries
         logger.exception("notification delivery %s failed unexpectedly", delivery.pk)
         error, permanent = f"internal error: {type(exc).__name__}", False
@@ -75,7 +86,7 @@ def attempt(delivery: Delivery, at: datetime) -> str:
     NOTIFICATIONS.labels(channel=channel.kind, outcome="failed").inc()
     give_up = permanent or delivery.attempts >= MAX_ATTEMPTS
     status = Delivery.Status.FAILED if give_up else Delivery.Status.PENDING
-    _record_error(delivery, at, status, error, permanent)
+    _record_error(delivery, at, status, error, permanent, retry_after)
     # Channel and episode ids only: the channel's URL is a credential.
     logger.warning(
         "notification to channel %s for episode %s: %s (%s, attempt %s)",
@@ -91,11 +102,14 @@ def _record_sent(delivery: Delivery, at: datetime) -> None:
     Channel.objects.filter(pk=delivery.channel_id).update(last_sent_at=at)
 
 
-def _record_error(delivery: Delivery, at: datetime, status: str, error: str, permanent: bool) -> None:
+def _record_error(delivery: Delivery, at: datetime, status: str, error: str, permanent: bool,
+                  retry_after: float | None = None) -> None:
+    # A receiver that said when to come back (HTTP 429 Retry-After) is not asked before then.
+    delay = max(retry_delay(delivery.attempts), timedelta(seconds=retry_after or 0))
     Delivery.objects.filter(pk=delivery.pk).update(
         status=status,
         lease_until=None,
-        next_attempt_at=at + retry_delay(delivery.attempts),
+        next_attempt_at=at + delay,
         last_error=error,
         last_error_permanent=permanent,
     )
@@ -114,7 +128,7 @@ def deliver_pending(at: datetime | None = None) -> SendReport:
     for delivery_id in due:
         if not claim(delivery_id, at):
             continue  # another worker has it
-        delivery = Delivery.objects.select_related("episode", "channel").get(pk=delivery_id)
+        delivery = Delivery.objects.select_related("episode", "channel", "step").get(pk=delivery_id)
         outcome = attempt(delivery, at)
         if outcome == Delivery.Status.SENT:
             report.sent += 1

@@ -41,6 +41,7 @@ from django.utils import timezone
 
 from gitops.models import GitOpsApp, StateChange, grace_cutoff
 from portal.delivery.current_pins import pinned_versions
+from portal.notifications.episode_steps import episode_ended
 from portal.notifications.events import EventKind, add_deliveries, emit, enabled_rules
 from portal.notifications.gitops_events import build_event, episode_key, is_resolved
 from portal.notifications.models import Delivery, Episode, Rule, Trouble
@@ -238,13 +239,20 @@ def open_due_episodes(at: datetime, rules: list[Rule]) -> list[Episode]:
 
 
 def close_ended_episodes(at: datetime) -> int:
-    """Close the open gitops episodes no trouble points at: recovered, gone, or superseded."""
+    """Close the open gitops episodes no trouble points at: recovered, gone, or superseded; a
+    channel that edits its message of one is told it is over (episode_steps)."""
     current = Trouble.objects.filter(episode__isnull=False).values("episode_id")
-    return (
+    ending = list(
         Episode.objects.filter(kind=EventKind.APP_ATTENTION, ended_at__isnull=True)
         .exclude(id__in=current)
-        .update(ended_at=at)
+        .only("id", "key", "app_id")
     )
+    if not ending:
+        return 0
+    # Compare-and-set: of two workers closing the same episode, one tells its end.
+    closed = [e for e in ending if Episode.objects.filter(pk=e.pk, ended_at__isnull=True).update(ended_at=at)]
+    episode_ended(closed, at)
+    return len(closed)
 
 
 def add_deliveries_for_new_rules(at: datetime, rules: Iterable[Rule]) -> None:

@@ -44,7 +44,7 @@ def _object(request: HttpRequest, model: type[Model]) -> Model | None:
 @require_safe
 @requires_role(Role.VIEWER)
 def index(request: HttpRequest) -> HttpResponse:
-    deliveries = Delivery.objects.select_related("episode", "rule", "channel")[:RECENT_DELIVERIES]
+    deliveries = Delivery.objects.select_related("episode", "rule", "channel", "step")[:RECENT_DELIVERIES]
     context = {
         "channels": Channel.objects.all(),
         "rules": Rule.objects.select_related("channel", "environment", "cluster", "service"),

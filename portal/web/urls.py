@@ -37,6 +37,7 @@ urlpatterns = [
     path("findings/mute", findings.mute_finding, name="finding-mute"),
     path("updates", updates.updates, name="updates"),
     path("updates/put-off", updates.put_off_version, name="updates-put-off"),
+    path("updates/release-hold", updates.release_held_version, name="updates-release-hold"),
     path("updates/freezes", updates.freeze_create, name="freeze-create"),
     path("updates/freezes/end", updates.freeze_end, name="freeze-end"),
     path("delivery", delivery.delivery, name="delivery"),

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/pull-requests"
 FIELDS = {"id", "kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
           "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at", "closed_at",
-          "running_at", "opened_outside", "reach", "rendered_diff"}
+          "running_at", "opened_outside", "reach", "rendered_diff", "rolled_back_on"}
 
 
 @pytest.fixture

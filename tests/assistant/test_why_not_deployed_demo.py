@@ -120,5 +120,6 @@ def test_the_next_deploy_of_payments_to_prod_waits_for_the_change_freeze_window(
     [coming] = answer["next_deploy"]
     # The deny window reopens as it closes (0 0 * * * for 24h): no end to name, as the badge says.
     assert coming["environment"] == "prod" and coming["at"] is None and not coming["now"]
-    assert coming["reason"].startswith("payments-prod on prod-eu-1: blocked by deny window 'Change freeze: Black Friday")
+    assert coming["reason"].startswith(
+        "payments-prod on prod-eu-1: blocked by deny window 'Change freeze: Black Friday")
     assert "Next deploy to prod: no end in sight" in answer["summary"]

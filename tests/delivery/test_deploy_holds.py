@@ -42,7 +42,8 @@ def test_next_deploy_is_when_the_badge_says_the_deny_window_ends(fleet):
     badge = syncwindows.evaluate([LUNCH_DENY, OFFICE_ALLOW], app_target(checkout), at)
     assert answer.at == badge.blocked_until == MONDAY.replace(hour=13)
     assert not answer.now
-    assert answer.holds == ["checkout-prod on prod-eu-1: blocked by deny window 'lunch <b>peak</b>' until Mon 2026-03-23 13:00 UTC"]
+    assert answer.holds == [
+        "checkout-prod on prod-eu-1: blocked by deny window 'lunch <b>peak</b>' until Mon 2026-03-23 13:00 UTC"]
 
 
 def test_nothing_holds_a_deploy_inside_the_allow_window(fleet):

@@ -29,7 +29,7 @@ def test_the_message_is_an_embed_without_mentions(catalog):
                health_message="@everyone look")
         scan_and_send(T0 + timedelta(minutes=12))
     [request] = receiver.requests
-    assert request.path == HOOK_PATH
+    assert request.path == HOOK_PATH + "?wait=true"  # Discord answers with the message, to edit it later
     portal = "http://127.0.0.1:8000/services/checkout"
     commit = f"https://github.com/acme/gitops/commit/{SHA}"
     assert request.json() == {

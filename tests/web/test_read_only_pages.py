@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 # The views that take POST (forms, htmx writes), by URL name.
 TAKE_POST = {
     "cluster-poll", "cluster-enabled", "cluster-add", "cluster-agent-token", "cluster-agent-token-revoke",
-    "discovery", "finding-mute", "updates-put-off", "freeze-create", "freeze-end",
+    "discovery", "finding-mute", "updates-put-off", "updates-release-hold", "freeze-create", "freeze-end",
     "service-policy-check", "service-policy", "pr-open",
     "notification-channel-form", "notification-channel-test", "notification-channel-delete",
     "notification-rule-form", "notification-rule-delete",

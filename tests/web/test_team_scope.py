@@ -99,6 +99,19 @@ def test_with_the_setting_off_a_member_acts_on_any_service_as_before(client, use
 
 
 @scoped
+def test_undoing_a_hold_is_refused_on_another_teams_service(client, users, team_fleet, catalog):
+    hold = {"version": "3.1.0", "environment": "prod", "by": "ana", "why": "rolled back to 3.0.0",
+            "source": "rollback PR #4"}
+    ServicePolicy.objects.create(service=catalog.payments, put_off=[hold])
+    client.force_login(users["member"])
+    response = client.post(reverse("updates-release-hold"),
+                           {"service": "payments", "version": "3.1.0", "environment": "prod"})
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [f"Not undone: {REFUSAL}"]
+    assert ServicePolicy.objects.get(service=catalog.payments).put_off == [hold]
+    assert not AuditLog.objects.exists()
+
+
+@scoped
 def test_put_off_and_mute_are_refused_on_another_teams_service(client, users, team_fleet, catalog):
     client.force_login(users["member"])
     response = client.post(reverse("updates-put-off"),

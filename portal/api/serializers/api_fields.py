@@ -53,8 +53,11 @@ _STRINGS = {"type": "array", "items": {"type": "string"}}
                     "description": "environment -> largest jump that gets an automatic pull request"},
         "pr_reviewers": {**_STRINGS, "description": "logins, and teams as @org/team"},
         "pr_labels": _STRINGS,
-        "put_off": {"type": "array", "items": {"type": "object", "properties": {
-            "version": {"type": "string"}, "until": {"type": "string", "format": "date"}}}},
+        "put_off": {"type": "array", "items": {"type": "object", "required": ["version"], "properties": {
+            "version": {"type": "string"}, "until": {"type": "string", "format": "date"},
+            "environment": {"type": "string", "description": "held in this environment only, after a rollback"},
+            "by": {"type": "string"}, "at": {"type": "string", "format": "date-time"},
+            "why": {"type": "string"}, "source": {"type": "string", "description": 'e.g. "rollback PR #12"'}}}},
     },
 })
 class VersionPolicyField(serializers.Field):

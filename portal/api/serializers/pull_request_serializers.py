@@ -11,6 +11,7 @@ from gitops.appfilter import SLUG
 from portal.api.serializers.api_fields import OffsetDateTimeField, inline_enum
 from portal.api.serializers.rendered_diff_serializers import RenderedDiffSerializer
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
+from portal.delivery.holds import held_versions, rolled_back_on
 from portal.delivery.models import PullRequest, RenderedDiff
 
 PULL_REQUEST_KINDS = ["upgrade", "promotion", "rollback"]
@@ -89,12 +90,15 @@ class PullRequestSerializer(serializers.ModelSerializer):
     )
     reach = serializers.SerializerMethodField(help_text="what it reaches; null when opened before this was kept, "
                                               "or linked from outside")
+    rolled_back_on = serializers.SerializerMethodField(
+        help_text="opened outside the portal: the day the version it proposes was rolled back where it would "
+                  "deploy (held since); null otherwise")
 
     class Meta:
         model = PullRequest
         fields = ["id", "kind", "services", "environment", "clusters", "repository", "number", "url", "title", "state",
                   "checks", "from_version", "to_version", "automatic", "opened_by", "opened_at", "merged_at",
-                  "closed_at", "running_at", "opened_outside", "reach", "rendered_diff"]
+                  "closed_at", "running_at", "opened_outside", "reach", "rendered_diff", "rolled_back_on"]
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_url(self, pull: PullRequest) -> str | None:
@@ -111,6 +115,19 @@ class PullRequestSerializer(serializers.ModelSerializer):
     @extend_schema_field(ReachSerializer(allow_null=True))
     def get_reach(self, pull: PullRequest) -> dict | None:
         return pull.reach or None
+
+    @extend_schema_field(serializers.DateField(allow_null=True))
+    def get_rolled_back_on(self, pull: PullRequest) -> str | None:
+        if not pull.opened_outside:
+            return None
+        # Read once per response: the root serializer's context is shared by every row.
+        held = self.context.get("held_versions")
+        if held is None:
+            held = held_versions()
+            if isinstance(self.context, dict):
+                self.context["held_versions"] = held
+        day = rolled_back_on(held, pull)
+        return day.isoformat() if day is not None else None
 
 
 JOB_STATES = ["opening", *PULL_REQUEST_STATES, "failed"]

@@ -11,7 +11,7 @@ hundreds of production clusters draws one page, and the pager's links keep the r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
@@ -26,6 +26,7 @@ from gitops.models import GitOpsApp, Workload
 from portal.delivery import leadtimes, promotions
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR, no_chart_pr_reasons, no_pr_reason, no_pr_reasons
 from portal.delivery.deployments import TRACK_FOR, Fleet, Progress
+from portal.delivery.holds import held_versions, rolled_back_on
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.links import safe_http_url
@@ -45,6 +46,7 @@ class Row:
     pr: PullRequest
     lead: leadtimes.LeadTime
     progress: Progress | None  # merged and not running yet
+    rolled_back_on: date | None = None  # an outside PR proposing a version held since a rollback
 
     @property
     def who(self) -> str:
@@ -107,9 +109,11 @@ def rows_for(prs: list[PullRequest], now: datetime) -> list[Row]:
     ]
     fleet = Fleet.for_pull_requests(waiting)
     ids = {pr.pk for pr in waiting}
+    held = held_versions() if any(pr.opened_outside for pr in prs) else []
     return [
         Row(pr, leadtimes.lead_time(pr.opened_at, pr.merged_at, pr.running_at),
-            fleet.progress(pr, now) if pr.pk in ids else None)
+            fleet.progress(pr, now) if pr.pk in ids else None,
+            rolled_back_on(held, pr) if pr.opened_outside else None)
         for pr in prs
     ]
 

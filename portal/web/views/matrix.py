@@ -112,7 +112,7 @@ def upgrade_offers(rows: list[ServiceRow], *, folded: bool = False, can_open: bo
         for cell in row.cells:
             for line in cell.fold()[1 if folded else 0]:
                 current = UpgradeTargets.current(line.versions)
-                target = targets.target(row.service.id, current) if current else None
+                target = targets.target(row.service.id, current, cell.environment.name) if current else None
                 if current and target:
                     behind.append((row, cell.environment.name, line, current, target))
     if not behind:

@@ -22,10 +22,12 @@ from portal.delivery import policy_editing
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deploy_holds import DeployHolds, NextDeploy
 from portal.delivery.deployments import not_deployed_why
+from portal.delivery.holds import held_versions
 from portal.delivery.models import AutoPRAttempt
 from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.delivery.version_policy import PolicyError, VersionPolicy
 from portal.kernel.accounts.roles import Role, has_role, requires_role
+from portal.kernel.accounts.teams import refusal
 from portal.kernel.catalog.models import Environment, Service
 from portal.kernel.changelog.kept import kept
 from portal.kernel.links import ArgoCDLinks, argocd_links
@@ -214,6 +216,8 @@ def _policy_context(service: Service, user: object, form: PolicyForm | None = No
         "policy_json": json.dumps(stored, indent=2),
         "policy_problem": problem,
         "policy_form": form if is_admin else None,
+        "policy_held": held_versions(service),
+        "policy_can_release": has_role(user, Role.MEMBER) and refusal(user, [service]) is None,
         **shared,
     }
 

@@ -1,5 +1,6 @@
 """/updates: every service behind its newest acceptable release, with Open PR and Put off on each
-line, ticks to open several at once; and the change freezes admins define. Reads the store only.
+line, ticks to open several at once; the versions held after a rollback, with an undo; and the
+change freezes admins define. Reads the store only.
 
 The list is paged on the server, its filters (service, environment) in the query string so a
 filtered view can be shared and the pager's links keep it: a new release of a service that
@@ -23,10 +24,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from portal.delivery import holds
 from portal.delivery.change_builders import MAX_CHANGES_PER_PR
 from portal.delivery.chart_upgrades import ChartBehind, charts_behind
 from portal.delivery.deployments import not_deployed_why
 from portal.delivery.freezes import current_and_coming
+from portal.delivery.holds import held_versions
 from portal.delivery.models import AutoPRAttempt, ChangeFreeze
 from portal.delivery.upgrades import Behind, BehindLines, put_off
 from portal.kernel.accounts.roles import Role, has_role, post_only, requires_role
@@ -123,6 +126,8 @@ def updates(request: HttpRequest) -> HttpResponse:
         "max_ticks": MAX_CHANGES_PER_PR,
         # Chart versions pinned behind what the chart repository offers, and charts that follow a range.
         "chart_lines": charts,
+        # Versions held after a rollback, with who, when, why and an undo.
+        "held": held_versions(service, environment),
         # "Nothing is behind" is only true of services whose releases were read: say which were not.
         "services_with_releases": Release.objects.values("service").distinct().count(),
         "registry_errors": list(
@@ -217,6 +222,25 @@ def put_off_version(request: HttpRequest) -> HttpResponse:
         return redirect("updates")
     record(request.user, "policy.put_off", service.name, team=service.team, version=version, until=until.isoformat())
     messages.success(request, f"{service.name} {version} is put off until {until:%Y-%m-%d}.")
+    return redirect("updates")
+
+
+@requires_role(Role.MEMBER)
+@post_only("updates")
+def release_held_version(request: HttpRequest) -> HttpResponse:
+    """Undo a hold: the version is offered again in that environment (automatic PRs included)."""
+    service = get_object_or_404(Service, name=request.POST.get("service", ""))
+    version, environment = request.POST.get("version", ""), request.POST.get("environment", "")
+    refused = refusal(request.user, [service])
+    if refused is not None:
+        messages.error(request, f"Not undone: {refused}")
+        return redirect("updates")
+    if not holds.release(service, version, environment):
+        messages.error(request, f"{service.name} {version} is not held in {environment}.")
+        return redirect("updates")
+    record(request.user, "policy.hold_released", service.name, team=service.team, version=version,
+           environment=environment)
+    messages.success(request, f"{service.name} {version} is no longer held in {environment}.")
     return redirect("updates")
 
 

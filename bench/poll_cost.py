@@ -17,8 +17,9 @@ Poll kinds, in the order a steady fleet meets them (each measured over every pol
 - flip: one app's health changed (collected and stored alone);
 - full: the periodic full poll (every 5-10 minutes; gitops.derive.unchanged), nothing changed
   but the stamps.
-Printed: the floor's CPU per cluster (fetching and JSON-parsing the same lists), and each kind's
-CPU per poll and its ratio to that floor; with --profile KIND, that kind's cProfile (top
+Printed: each kind's CPU per poll and its ratio to the floor's CPU per cluster (fetching and
+JSON-parsing the same lists), the floor measured right before each kind (the CPU a second buys
+varies on a shared machine), medians over --rounds rounds; with --profile KIND, that kind's cProfile (top
 functions by cumulative time), written to --profile-out as well. `--tree` measures another
 checkout (a base commit's worktree, for a before/after in one run).
 """
@@ -29,6 +30,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import statistics
 import sys
 import time
 from datetime import timedelta
@@ -47,6 +49,8 @@ def main() -> None:
     parser.add_argument("--polled", type=int, default=8, help="of them polled (4 in 5 Argo CD, as bench/fleet.py)")
     parser.add_argument("--apps", type=int, default=100)
     parser.add_argument("--tree", type=Path, default=HERE.parent, help="the checkout whose poll is measured")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the later kinds (unchanged to full); the median of each is printed")
     parser.add_argument("--profile", choices=KINDS, help="profile this kind of poll")
     parser.add_argument("--profile-out", type=Path, help="where to write the profile (pstats)")
     args = parser.parse_args()
@@ -93,15 +97,21 @@ def run(args: argparse.Namespace) -> None:
         polled = list(Cluster.objects.filter(pk__in=[c.pk for c in polled]).order_by("name"))
 
         fleetbench.floor_seconds(fleet, base)  # nginx's caches warm
-        cpu = time.process_time()
         _, objects, size = fleetbench.floor_seconds(fleet, base)
-        floor = (time.process_time() - cpu) / len(fleet)
         print(f"catalog {args.catalog} clusters, {len(fleet)} polled x {args.apps} apps "
               f"({sum(c.argo for c in fleet)} Argo CD), {objects // len(fleet)} objects and "
-              f"{size / len(fleet) / 1e6:.2f} MB of lists a cluster; tree {args.tree}")
-        print(f"floor: fetch + JSON-parse one cluster's lists: {floor * 1000:.1f} ms CPU")
+              f"{size / len(fleet) / 1e6:.2f} MB of lists a cluster; polling from {polling.__file__}")
+        measured: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+
+        def floor_cpu() -> float:
+            """The floor's CPU per cluster, measured now: on a shared machine the CPU a second buys
+            varies from minute to minute, so each kind is weighed against a floor of its moment."""
+            cpu = time.process_time()
+            fleetbench.floor_seconds(fleet, base)
+            return (time.process_time() - cpu) / len(fleet)
 
         def poll_all(kind: str) -> float:
+            floor = floor_cpu()
             profiler = cProfile.Profile() if kind == args.profile else None
             cpu = time.process_time()
             if profiler:
@@ -112,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
             if profiler:
                 profiler.disable()
             per_poll = (time.process_time() - cpu) / len(polled)
-            print(f"{kind:<10} {per_poll * 1000:7.1f} ms CPU a poll = {per_poll / floor:5.2f}x the floor", flush=True)
+            measured[kind].append((per_poll, floor))
             if profiler:
                 stats = pstats.Stats(profiler)
                 if args.profile_out:
@@ -131,21 +141,28 @@ def run(args: argparse.Namespace) -> None:
                             app["status"]["reconciledAt"] = stamp
                 fleetbench.write_cluster(www, cluster)
 
-        poll_all("first")
-        poll_all("unchanged")
-        restamp(0)
-        poll_all("restamp")
-        for cluster in fleet:
-            fleetbench._flip_health(cluster.apps()[5], cluster)
-            fleetbench.write_cluster(www, cluster)
-        poll_all("flip")
-        restamp(1)
         from django.utils import timezone
 
-        # The last full poll's trust lapsed, as it does every 5-10 minutes.
-        ClusterObjectVersions.objects.filter(cluster__in=polled).update(
-            full_poll_trusted_until=timezone.now() - timedelta(hours=1))
-        poll_all("full")
+        poll_all("first")
+        for round_ in range(args.rounds):
+            poll_all("unchanged")
+            restamp(round_ % 3)
+            poll_all("restamp")
+            for cluster in fleet:
+                fleetbench._flip_health(cluster.apps()[5 + round_], cluster)
+                fleetbench.write_cluster(www, cluster)
+            poll_all("flip")
+            restamp((round_ + 1) % 3)
+            # The last full poll's trust lapsed, as it does every 5-10 minutes.
+            ClusterObjectVersions.objects.filter(cluster__in=polled).update(
+                full_poll_trusted_until=timezone.now() - timedelta(hours=1))
+            poll_all("full")
+        for kind, samples in measured.items():
+            per_poll = statistics.median(cpu for cpu, _ in samples)
+            ratio = statistics.median(cpu / floor for cpu, floor in samples)
+            floors = statistics.median(floor for _, floor in samples)
+            print(f"{kind:<10} {per_poll * 1000:7.1f} ms CPU a poll (median of {len(samples)}) = {ratio:5.2f}x "
+                  f"the floor of its moment (median floor {floors * 1000:.1f} ms)", flush=True)
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)

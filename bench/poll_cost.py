@@ -7,7 +7,7 @@ by nginx as there; the catalog holds --catalog clusters (a fleet's size: what a 
 the catalog grows with it), --polled of them actually polled.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/poll_cost.py \\
-        [--catalog 1000] [--polled 8] [--apps 100] [--tree PATH] [--profile KIND] [--profile-out FILE]
+        [--catalog 1000] [--polled 8] [--apps 100] [--rounds 3] [--profile KIND] [--profile-out FILE]
 
 Poll kinds, in the order a steady fleet meets them (each measured over every polled cluster):
 - first: the first poll (every row inserted);
@@ -19,9 +19,11 @@ Poll kinds, in the order a steady fleet meets them (each measured over every pol
   but the stamps.
 Printed: each kind's CPU per poll and its ratio to the floor's CPU per cluster (fetching and
 JSON-parsing the same lists), the floor measured right before each kind (the CPU a second buys
-varies on a shared machine), medians over --rounds rounds; with --profile KIND, that kind's cProfile (top
-functions by cumulative time), written to --profile-out as well. `--tree` measures another
-checkout (a base commit's worktree, for a before/after in one run).
+varies on a shared machine), medians over --rounds rounds, and the database rows
+a poll reads (a count the machine's load does not move); with --profile KIND, that kind's cProfile (top
+functions by cumulative time), written to --profile-out as well. It measures the checkout it
+sits in (and says which): for a before/after, copy it into the older checkout's bench/ and run
+both at once.
 """
 
 from __future__ import annotations
@@ -48,18 +50,14 @@ def main() -> None:
     parser.add_argument("--catalog", type=int, default=1000, help="clusters in the catalog")
     parser.add_argument("--polled", type=int, default=8, help="of them polled (4 in 5 Argo CD, as bench/fleet.py)")
     parser.add_argument("--apps", type=int, default=100)
-    parser.add_argument("--tree", type=Path, default=HERE.parent, help="the checkout whose poll is measured")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of the later kinds (unchanged to full); the median of each is printed")
     parser.add_argument("--profile", choices=KINDS, help="profile this kind of poll")
     parser.add_argument("--profile-out", type=Path, help="where to write the profile (pstats)")
     args = parser.parse_args()
-    tree = args.tree.resolve()
-    sys.path.insert(0, str(tree))  # ahead of this checkout: the tree's gitops, portal and tests
-
     from harness import bench_database
 
-    with bench_database(tree):
+    with bench_database():
         run(args)
 
 
@@ -102,6 +100,8 @@ def run(args: argparse.Namespace) -> None:
               f"({sum(c.argo for c in fleet)} Argo CD), {objects // len(fleet)} objects and "
               f"{size / len(fleet) / 1e6:.2f} MB of lists a cluster; polling from {polling.__file__}")
         measured: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+        rows_read: dict[str, list[int]] = {kind: [] for kind in KINDS}
+        rows = count_rows_fetched()
 
         def floor_cpu() -> float:
             """The floor's CPU per cluster, measured now: on a shared machine the CPU a second buys
@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> None:
 
         def poll_all(kind: str) -> float:
             floor = floor_cpu()
+            before = rows[0]
             profiler = cProfile.Profile() if kind == args.profile else None
             cpu = time.process_time()
             if profiler:
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> None:
                 profiler.disable()
             per_poll = (time.process_time() - cpu) / len(polled)
             measured[kind].append((per_poll, floor))
+            rows_read[kind].append((rows[0] - before) // len(polled))
             if profiler:
                 stats = pstats.Stats(profiler)
                 if args.profile_out:
@@ -162,10 +164,29 @@ def run(args: argparse.Namespace) -> None:
             ratio = statistics.median(cpu / floor for cpu, floor in samples)
             floors = statistics.median(floor for _, floor in samples)
             print(f"{kind:<10} {per_poll * 1000:7.1f} ms CPU a poll (median of {len(samples)}) = {ratio:5.2f}x "
-                  f"the floor of its moment (median floor {floors * 1000:.1f} ms)", flush=True)
+                  f"the floor of its moment (median floor {floors * 1000:.1f} ms); "
+                  f"{statistics.median(rows_read[kind]):.0f} database rows read a poll", flush=True)
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
+
+
+def count_rows_fetched() -> list[int]:
+    """A counter of the rows every psycopg cursor of this process hands out, from now on: a
+    figure the machine's load does not move, unlike CPU seconds."""
+    import psycopg
+
+    counter = [0]
+    for name in ("fetchone", "fetchmany", "fetchall"):
+        method = getattr(psycopg.Cursor, name)
+
+        def counted(self, *args, _method=method, **kwargs):
+            got = _method(self, *args, **kwargs)
+            counter[0] += (1 if got is not None else 0) if _method.__name__ == "fetchone" else len(got)
+            return got
+
+        setattr(psycopg.Cursor, name, counted)
+    return counter
 
 
 if __name__ == "__main__":

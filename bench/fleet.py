@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/fleet.py \\
         [--mode pull|forge|agent] [--clusters 500] [--apps 100] [--warmup 3] [--minutes 10] \\
-        [--concurrency 2] [--compare]
+        [--concurrency 2] [--compare [--compare-processes 1,2,4]] [--broker-db 9] [--cache-db 10]
 
 Modes (--mode):
 - pull (default): the portal polls every cluster (Cluster connection "api").
@@ -55,9 +55,10 @@ Printed, per run:
   repository at a revision) in the measured window, per repository and in total, scaled to
   10 minutes (target: at most 40 for 40 repositories), and every forge request by kind, in
   the measured window and over the whole run;
-- with --compare, the same with 1 and 2 worker processes on a saturating poll interval, and
-  the ratio of their sweep rates, each measured from the end of the warm-up or from when every
-  cluster has been stored once, whichever is later (a first poll costs several later ones: with
+- with --compare, the same with 1 and 2 worker processes (--compare-processes: any list, e.g.
+  1,2,4) on a saturating poll interval, and each one's sweep rate as a multiple of the
+  first's, each measured from the end of the warm-up or from when every cluster has been
+  stored once, whichever is later (a first poll costs several later ones: with
   one process the first sweep of 500 clusters outlasts a 3-minute warm-up);
 - the whole machine's CPU in the window, and PostgreSQL's part of it (its processes', and its
   exited backends' as the postmaster counts them).
@@ -92,8 +93,6 @@ from tests.fakes.fleet import FleetCluster, ForgeFleet, build_fleet, forge_repos
 TOKEN_ENV = "BENCH_FLEET_TOKEN"
 FORGE_TOKEN_ENV = "BENCH_FORGE_TOKEN"
 TOKEN = "bench-fleet-token-" + uuid.uuid4().hex
-REDIS_DB = 9  # the broker (flushed at each run)
-CACHE_DB = 10  # CACHE_URL, as docker-compose.yml gives the web its own cache database
 def write_cluster(www: Path, cluster: FleetCluster) -> int:
     """Every list of one cluster as a file; replaced atomically (nginx never serves half a file)."""
     written = 0
@@ -546,8 +545,10 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     `settle`, measured only once every cluster has been stored once, for the same `minutes`."""
     agent = mode == "agent"
     database = fresh_database(f"bench_fleet_{mode}_{concurrency}")
-    redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    cache_url = f"redis://127.0.0.1:6379/{CACHE_DB}"
+    # The broker's and the cache's Redis databases, flushed at each run (--broker-db, --cache-db:
+    # a shared server's other users keep theirs).
+    redis_url = f"redis://127.0.0.1:6379/{args.broker_db}"
+    cache_url = f"redis://127.0.0.1:6379/{args.cache_db}"
     import redis
 
     redis.Redis.from_url(redis_url).flushdb()
@@ -813,6 +814,10 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true",
                         help="also run 1 and 2 processes on a saturating interval (5 s) and compare sweep rates")
     parser.add_argument("--compare-minutes", type=float, default=3.0)
+    parser.add_argument("--compare-processes", default="1,2",
+                        help="with --compare: the poll worker process counts compared, comma-separated (1,2,4)")
+    parser.add_argument("--broker-db", type=int, default=9, help="Redis database of the broker (flushed)")
+    parser.add_argument("--cache-db", type=int, default=10, help="Redis database of CACHE_URL (flushed)")
     parser.add_argument("--worker-arg", action="append", help="extra argument for `celery worker` (repeatable)")
     parser.add_argument("--forge-token", default="",
                         help="PORTAL_GITOPS_TOKEN for the worker in pull mode (none by default; the apps' "
@@ -861,6 +866,7 @@ def main() -> None:
             report(runs["pull"], floor, f"{args.mode if args.mode == 'forge' else 'pull'} mode, "
                                         f"PORTAL_POLL_INTERVAL={args.interval}")
         if args.mode == "agent":
+            fleet = []  # one fleet in memory at a time
             fleet = build_fleet(args.clusters, args.apps)
             for c in fleet:
                 write_cluster(www, c)
@@ -879,7 +885,9 @@ def main() -> None:
                     print(f"  {name:5}: no sweep measured")
         if args.compare:
             rates = {}
-            for concurrency in (1, 2):
+            processes = [int(n) for n in args.compare_processes.split(",")]
+            for concurrency in processes:
+                fleet = []  # one fleet in memory at a time (1.8 GB at 1,000 clusters x 100 apps)
                 fleet = build_fleet(args.clusters, args.apps, place)
                 for c in fleet:
                     write_cluster(www, c)
@@ -888,8 +896,10 @@ def main() -> None:
                 report(compared, floor, f"saturated (PORTAL_POLL_INTERVAL=5), measured from t+"
                                         f"{compared.settled_after:.0f} s: the warm-up, and every cluster stored once")
                 rates[concurrency] = compared.sweep_rate()
-            if rates[1]:
-                print(f"\n2 processes sweep {rates[2] / rates[1]:.2f}x as fast as 1")
+            first = processes[0]
+            if rates[first]:
+                print("\nsweep rate against " + f"{first} process(es): " + ", ".join(
+                    f"{n} processes {rates[n] / rates[first]:.2f}x" for n in processes[1:]))
     finally:
         if nginx is not None:
             nginx.terminate()

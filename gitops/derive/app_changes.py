@@ -205,8 +205,9 @@ def _compare_images(out: AppChanges, state: ClusterState, wanted: dict[tuple, di
         if app.pk is not None:  # a new app has no versions before
             apps[app.pk] = app
             after[(app.pk, row["cluster_id"], row["service_id"])].add(row["version"])
-    environments = {c.pk: c.environment_id for c in state.catalog}
-    for (app_id, cluster_id, service_id), from_version, to_version in image_version_changes(before, after):
+    changes = image_version_changes(before, after)
+    environments = state.catalog.environments({cluster_id for (_, cluster_id, _), _, _ in changes}) if changes else {}
+    for (app_id, cluster_id, service_id), from_version, to_version in changes:
         out.version_changes.append(fitted(VersionChange, {
             "service_id": service_id, "environment_id": environments.get(cluster_id), "cluster_id": cluster_id,
             "app": apps[app_id], "from_version": from_version, "to_version": to_version, "at": at,

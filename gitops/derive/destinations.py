@@ -15,6 +15,7 @@ an agent cluster the portal does not read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from gitops.derive.topology import (
     AgentMapping,
@@ -56,10 +57,15 @@ class Placer:
 
     def __init__(self, state: ClusterState, snapshot: Snapshot) -> None:
         self.home = state.cluster
-        self.index = CatalogIndex(state.catalog)
+        self.catalog = state.catalog
         self.clusters = snapshot.argocd_clusters
         instance = state.instance
         self.agents = AgentMapping(instance.agent_mapping, instance.namespace) if instance else AgentMapping()
+
+    @cached_property
+    def index(self) -> CatalogIndex:
+        """Built when an app deploys elsewhere than in-cluster: the catalog is read only then."""
+        return CatalogIndex(self.catalog.clusters())
 
     def place(self, row: AppRow) -> Placement:
         if row.tool != ARGO:
@@ -70,7 +76,7 @@ class Placer:
             # Argo CD cannot place it either (InvalidSpecError): it stays with the instance, saying why.
             row.warnings.append(f"destination: {destination.error}")
             return Placement(cluster=self.home, destination=destination)
-        matched = self.index.match(destination, self.home)
+        matched = self.home if destination.in_cluster else self.index.match(destination, self.home)
         if matched is None:
             new = unregistered(destination)
             if new is None:

@@ -5,9 +5,9 @@ derive step pure and the number of queries per poll constant, whatever the fleet
 Only what the poll listed is read: kinds it could not list are left alone by the write.
 
 A cluster's rows are the apps *read from* it (`GitOpsApp.read_from`), wherever they deploy;
-the catalog's clusters are read too, to place each app on its destination
-(gitops.derive.topology), and so are the apps other clusters' polls placed here, whose
-workloads this poll may read.
+the catalog's clusters are read too, when an app deploys elsewhere than where it is read, to
+place it on its destination (gitops.derive.topology), and so are the apps other clusters' polls
+placed here, whose workloads this poll may read.
 """
 
 from __future__ import annotations
@@ -55,6 +55,27 @@ class StoredImageVersion:
     version: str
 
 
+class Catalog:
+    """The catalog's clusters as placing apps reads them, read on first use: an app deploying
+    in-cluster lands on the cluster it is read from, known without reading anything, and the
+    catalog grows with the fleet (at 1,000 clusters every poll of a standalone fleet read 1,000
+    rows it never used)."""
+
+    def __init__(self, clusters: list[Cluster] | None = None) -> None:
+        self._clusters = clusters
+
+    def clusters(self) -> list[Cluster]:
+        if self._clusters is None:
+            self._clusters = list(Cluster.objects.order_by("id").only(*_CATALOG_FIELDS))
+        return self._clusters
+
+    def environments(self, cluster_ids: set[int]) -> dict[int, int | None]:
+        """Cluster id -> environment id, for these clusters only (read now unless loaded)."""
+        if self._clusters is not None:
+            return {c.pk: c.environment_id for c in self._clusters if c.pk in cluster_ids}
+        return dict(Cluster.objects.filter(pk__in=sorted(cluster_ids)).values_list("pk", "environment_id"))
+
+
 @dataclass
 class ClusterState:
     """One cluster, and what the store held of it when the poll began."""
@@ -69,8 +90,9 @@ class ClusterState:
     workload_kinds: set[str] = field(default_factory=set)  # workload kinds this poll listed
     workloads: dict[WorkloadKey, Workload] = field(default_factory=dict)
     running: list[StoredVersion] = field(default_factory=list)
-    # Every catalog cluster (to place apps on their destinations) and this cluster's Argo CD.
-    catalog: list[Cluster] = field(default_factory=list)
+    # Every catalog cluster (to place apps on their destinations), read when first needed, and
+    # this cluster's Argo CD.
+    catalog: Catalog = field(default_factory=Catalog)
     instance: ArgoCDInstance | None = None
     image_versions: list[StoredImageVersion] = field(default_factory=list)
     # Apps read elsewhere (a hub) that deploy here, by the resources they manage: this
@@ -79,8 +101,8 @@ class ClusterState:
 
 
 def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
-    """A query per table: services, apps, AppProjects (when not listed), catalog clusters,
-    the Argo CD instance, versions from Argo CD, workloads, running versions, foreign apps."""
+    """A query per table: services, apps, AppProjects (when not listed), the Argo CD instance,
+    versions from Argo CD, workloads, running versions, foreign apps."""
     services = list(Service.objects.all())
     projects = None
     if "AppProject" not in listed_kinds:
@@ -99,7 +121,6 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
         },
         projects=projects,
         workload_kinds=listed_kinds & (set(WORKLOAD_KINDS) | PLATFORM_KINDS),
-        catalog=list(Cluster.objects.order_by("id").only(*_CATALOG_FIELDS)),
     )
     if "Application" in listed_kinds:
         state.instance = instance_of(cluster)
@@ -144,7 +165,6 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
         apps=apps,
         projects={p.name: ProjectRow(namespace=p.namespace, name=p.name, sync_windows=p.sync_windows)
                   for p in AppProject.objects.filter(cluster=cluster)},
-        catalog=list(Cluster.objects.order_by("id").only(*_CATALOG_FIELDS)),
     )
     if "Application" in listed_kinds:
         state.instance = instance_of(cluster)

@@ -381,6 +381,29 @@ def test_a_muted_group_stays_muted_across_polls_and_a_changed_group(silent_fleet
     assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "argo"), ("prod", "flux"), ("staging", "argo")]
 
 
+def test_a_large_group_is_said_from_its_count_and_first_members_as_from_all_of_them(silent_fleet, admin_user):
+    """group_silent reads a group's count and first few members, not all of them (30,000 at
+    1,000 clusters): what it writes is what the whole list says, its carrier the muted member."""
+    cluster = silent_fleet["prod-us-1"]
+    for n in range(12):
+        GitOpsApp.objects.create(cluster=cluster, read_from=cluster, tool="argo", kind="Application",
+                                 namespace="argocd", name=f"bulk-{n:02d}", project="shop", raw=application())
+    for each in silent_fleet.values():
+        derive(each.pk)
+    members = list(Finding.objects.filter(rule=f.SILENT, app__tool="argo", app__cluster__environment__name="prod")
+                   .order_by("app__cluster__name", "app__namespace", "app__name")
+                   .values_list("app__name", "app__cluster__name"))
+    assert len(members) == 18
+    held = Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod")
+    assert held.message == f.group_message("argo", "prod", members)[: derivation.MESSAGE_CHARS]
+    assert "18 Argo CD applications" in held.message and "and 13 more" in held.message
+    # A mute on a member past the named ones makes it the carrier.
+    last = GitOpsApp.objects.get(name="bulk-11")
+    mutes.mute(last, f.GROUPED, "heard elsewhere", admin_user)
+    derive(cluster.pk)
+    assert Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app == last
+
+
 def test_the_group_message_names_a_few_and_counts_the_rest():
     assert f.group_message("flux", None, [("apps", "edge-1")]) == (
         "No notification rule on unregistered destinations: a failed sync of 1 Flux application notifies nobody "

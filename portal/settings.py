@@ -517,7 +517,8 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": PORTAL_LOG_FORMAT, "filters": ["context"]}
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # The development server's access lines (make run) pass the one redaction like every other.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "django.server": {"propagate": True, "handlers": []}},
 }
 
 

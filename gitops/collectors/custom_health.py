@@ -27,7 +27,7 @@ ran into its limits is not run again in the same poll, and the whole pass has a 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -172,47 +172,44 @@ def wanted_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
     """The custom kinds worth listing: deployed by an app AND covered by a rule for that app.
 
     Over the listed app objects as they came (no rows built twice); nothing when no rule exists."""
-    portal = tuple(portal)
     out: dict[tuple[str, str], KindSpec] = {}
+    for _tool, deployed, rules in _deployments(objects_by_kind, argocd, portal):
+        if not rules.rules:
+            continue
+        for (group, kind), version in deployed.items():
+            if (group, kind) in out or not rules.covers(group, kind):
+                continue
+            out[(group, kind)] = KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES)
+    return out
+
+
+def _deployments(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
+                 portal: Iterable[PortalRule]) -> Iterator[tuple[str, dict[tuple[str, str], str], HealthRules]]:
+    """Each listed app object that deploys custom kinds: its tool, those kinds (with the version
+    it names) and the rules that apply to it."""
+    portal = tuple(portal)
     for app_kind, tool in _APP_KINDS.items():
         for raw in as_list(objects_by_kind.get(app_kind)):
             if not isinstance(raw, Mapping):
                 continue
             deployed = _deployed(tool, raw)
-            if not deployed:
-                continue
-            rules = _rules_for(tool, app_kind, raw, argocd, portal)
-            if not rules.rules:
-                continue
-            for (group, kind), version in deployed.items():
-                if (group, kind) in out or not rules.covers(group, kind):
-                    continue
-                out[(group, kind)] = KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES)
-    return out
+            if deployed:
+                yield tool, deployed, _rules_for(tool, app_kind, raw, argocd, portal)
 
 
 def blind_spot_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
                      portal: Iterable[PortalRule]) -> list[tuple[tuple[str, str], KindSpec]]:
     """The custom kinds apps deploy that neither the tool nor any rule checks, those most apps
     deploy first: read so that the tool's blind spot shows without a rule."""
-    portal = tuple(portal)
     apps_deploying: dict[tuple[str, str], int] = {}
     specs: dict[tuple[str, str], KindSpec] = {}
-    for app_kind, tool in _APP_KINDS.items():
-        for raw in as_list(objects_by_kind.get(app_kind)):
-            if not isinstance(raw, Mapping):
+    for tool, deployed, rules in _deployments(objects_by_kind, argocd, portal):
+        said = cast(Tool, ARGO_CD if tool == ARGO else FLUX)
+        for (group, kind), version in deployed.items():
+            if missing_health_check(said, group, kind, rules) is None:
                 continue
-            deployed = _deployed(tool, raw)
-            if not deployed:
-                continue
-            rules = _rules_for(tool, app_kind, raw, argocd, portal)
-            said = cast(Tool, ARGO_CD if tool == ARGO else FLUX)
-            for (group, kind), version in deployed.items():
-                if missing_health_check(said, group, kind, rules) is None:
-                    continue
-                apps_deploying[(group, kind)] = apps_deploying.get((group, kind), 0) + 1
-                specs.setdefault((group, kind),
-                                 KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES))
+            apps_deploying[(group, kind)] = apps_deploying.get((group, kind), 0) + 1
+            specs.setdefault((group, kind), KindSpec(group, kind, plural_of(kind), (version or "v1",), HEALTH_RULES))
     order = sorted(apps_deploying, key=lambda key: (-apps_deploying[key], key))
     return [(key, specs[key]) for key in order]
 

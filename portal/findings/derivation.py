@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Any, overload
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Window
 from django.utils import timezone
 
 from gitops.models import AppProject, Finding, FindingMute, GitOpsApp, StateChange, Workload
@@ -180,15 +180,16 @@ def group_silent(groups: Collection[tuple[int | None, str]], at: datetime) -> in
                      else Q(app__cluster__environment__isnull=True))
             existing = Finding.objects.filter(scope, rule=GROUPED, app__tool=tool)
             silent = Finding.objects.filter(scope, rule=SILENT, app__tool=tool).order_by(*order)
-            first = list(silent.values_list("app_id", "app__name", "app__cluster__name",
-                                            "app__cluster__environment__name")[:GROUP_NAMED])
+            # The first members and, on each row, how many there are in all (the window is counted
+            # before the limit): one query whatever the group's size.
+            first = list(silent.annotate(total=Window(Count("pk"))).values_list(
+                "app_id", "app__name", "app__cluster__name", "app__cluster__environment__name", "total")[:GROUP_NAMED])
             if not first:
                 existing.delete()
                 continue
             muted = FindingMute.objects.filter(rule=GROUPED, app_id=OuterRef("app_id"))
             carrier = silent.filter(Exists(muted)).values_list("app_id", flat=True).first() or first[0][0]
-            members = _Members([(name, cluster) for _, name, cluster, _ in first],
-                               silent.count() if len(first) == GROUP_NAMED else len(first))
+            members = _Members([(name, cluster) for _, name, cluster, _, _ in first], first[0][4])
             message = group_message(tool, first[0][3], members)[:MESSAGE_CHARS]
             if list(existing.values_list("app_id", "message")) == [(carrier, message)]:
                 continue  # said as it was: the row (and its time) stays, as an unchanged app's findings do

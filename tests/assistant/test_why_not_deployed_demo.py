@@ -123,3 +123,4 @@ def test_the_next_deploy_of_payments_to_prod_waits_for_the_change_freeze_window(
     assert coming["reason"].startswith(
         "payments-prod on prod-eu-1: blocked by deny window 'Change freeze: Black Friday")
     assert "Next deploy to prod: no end in sight" in answer["summary"]
+    assert ": sync_window. Next deploy to prod:" in answer["summary"]  # two sentences, not one run-on

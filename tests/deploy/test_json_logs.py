@@ -220,3 +220,23 @@ def test_an_unknown_log_format_refuses_to_start(tmp_path):
     done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "PORTAL_LOG_FORMAT must be plain or json" in done.stderr
+
+
+FEED_PATH = "/calendar/feeds/gcal_Zq8vKx3mWp0RtY7uLs2N/environments/prod.ics"
+
+
+@pytest.mark.parametrize("fmt", ["json", "plain"])
+def test_the_development_servers_access_lines_are_redacted(tmp_path, fmt):
+    """`make run` serves through Django's development server, whose access lines (the logger
+    django.server, with a handler of Django's own by default) quote the path, and a calendar
+    feed's path carries its secret."""
+    env = {**os.environ, "PORTAL_LOG_FORMAT": fmt, "PORTAL_VAR_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    # What django.core.servers.basehttp.WSGIRequestHandler.log_message writes for a request.
+    script = ("import logging\n"
+              f"logging.getLogger('django.server').info('\"%s\" %s %s', 'GET {FEED_PATH} HTTP/1.1', '200', '1583')\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "/calendar/feeds/gcal_" in done.stderr
+    assert "Zq8vKx3mWp0RtY7uLs2N" not in done.stderr

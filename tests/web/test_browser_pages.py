@@ -143,8 +143,8 @@ def test_the_api_docs_page_draws_the_schema_with_swagger_ui_from_the_portal_alon
     page.goto(f"{seeded.url}/api/docs")
     page.wait_for_selector("#swagger-ui .opblock")
     page.wait_for_selector("#swagger-ui .models")
-    # gitops, its detail, pull-requests, projects, workloads, services, findings, security
-    assert page.locator("#swagger-ui .opblock-get").count() == 8
+    # gitops, its detail, pull-requests, one of them, projects, workloads, services, findings, security
+    assert page.locator("#swagger-ui .opblock-get").count() == 9
     shown = page.locator("#swagger-ui").inner_text()
     for text in ("/api/v1/gitops", "/api/v1/pull-requests", "needs_attention", "sync_blocked_until", "after_change"):
         assert text in shown, text

@@ -242,7 +242,7 @@ def why_not_deployed(caller: Caller, service: str | None = None, environment: st
                         "verdict": reasons[0]["detail"] if reasons else "Nothing holds it: it is synced and healthy."})
     held = [a for a in answers if a["reasons"]]
     summary = (f"{len(held)} of {len(answers)} apps are held: "
-               + "; ".join(f"{a['app']}: {a['reasons'][0]['reason']}" for a in held[:5])
+               + "; ".join(f"{a['app']}: {a['reasons'][0]['reason']}" for a in held[:5]) + "."
                if held else f"All {len(answers)} apps are synced and healthy; nothing holds them.")
     if not service:
         return {"summary": summary, "apps": answers}

@@ -5,7 +5,8 @@ it deploys, with no health rule anywhere (the tool's blind spot, gitops.health.b
 - the DecisionModel going RolledBack opens one episode once the grace period has passed: the
   webhook receiver gets one signed message whose summary is the disagreement's sentence and
   whose action link is the app's page (where the suggested rule is), e-mail says the same;
-- going Ready again ends it: the channel that edits its message says it recovered;
+- going Ready again ends it: the channels that edit their message (Discord, the Slack app) say
+  it recovered; Slack's and Teams' webhooks and ntfy carry the sentence as well;
 - a disabled rule, or one routed to another cluster, sends nothing.
 """
 
@@ -16,15 +17,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core import mail
 from django.test import override_settings
+from slack_sdk import WebClient
 
 from gitops.models import GitOpsApp, StateChange
 from portal.kernel.catalog.models import Cluster, Environment
 from portal.notifications.events import EventKind
 from portal.notifications.models import Channel, Episode, Rule, Trouble
 from portal.notifications.senders import scan_and_send
-from tests.fakes.chat_apis import DiscordWebhook
+from tests.fakes.chat_apis import DiscordWebhook, SlackWebAPI
 from tests.fakes.receivers import HttpReceiver
 from tests.gitops.test_health_rules_poll import TOKEN_ENV, flux_kustomization, model_for, serve
+from tests.notifications.test_slack_app import CONVERSATION, TOKEN, texts_of
 
 pytestmark = pytest.mark.django_db
 
@@ -160,3 +163,44 @@ def test_a_rule_that_is_off_or_routed_elsewhere_sends_nothing(cluster, kube_emul
     scan_and_send(seen + timedelta(minutes=11))
     assert Episode.objects.get().payload["summary"] == SENTENCE  # the episode is there, nobody is told
     assert receiver.requests == []
+
+
+def test_every_channel_kind_carries_the_sentence_and_the_slack_app_edits_it_on_recovery(
+    cluster, kube_emulator, receiver, monkeypatch
+):
+    monkeypatch.setenv("PORTAL_TEST_SLACK_TOKEN", TOKEN)
+    posting = {Channel.Kind.SLACK: "/slack", Channel.Kind.TEAMS: "/teams", Channel.Kind.NTFY: "/ntfy-topic"}
+    for kind, path in posting.items():
+        channel = Channel.objects.create(name=kind, kind=kind, url=receiver.url(path))
+        Rule.objects.create(name=kind, kinds=[EventKind.APP_ATTENTION], channel=channel)
+    with SlackWebAPI(TOKEN, (CONVERSATION,)) as slack, override_settings(PORTAL_SLACK_API_URL=slack.base_url):
+        app_channel = Channel.objects.create(
+            name="slack-app",
+            kind=Channel.Kind.SLACK_APP,
+            token_env="PORTAL_TEST_SLACK_TOKEN",
+            chat_channel=CONVERSATION,
+        )
+        Rule.objects.create(name="slack-app", kinds=[EventKind.APP_ATTENTION], channel=app_channel)
+        seen = roll_back(cluster, kube_emulator)
+        assert scan_and_send(seen + timedelta(minutes=11)).sent == 4
+        bodies = {request.path: request.body.decode() for request in receiver.requests}
+        assert set(bodies) == set(posting.values())
+        for path, body in bodies.items():
+            assert "DecisionModel dm-ready reports RolledBack: candidate failed the gate" in body, path
+        [message] = slack.top_level(CONVERSATION)
+        assert SENTENCE in texts_of(message.blocks)
+
+        set_phase(kube_emulator, "Ready")
+        cleared = seen + timedelta(minutes=20)
+        poll_at(cluster, cleared)
+        scan_and_send(cleared + timedelta(minutes=1))
+        [message] = slack.top_level(CONVERSATION)
+        assert message.edits == 1
+        assert "*Now:* Recovered: ks-dm-ready is in sync and healthy on prod-1" in texts_of(message.blocks)
+        replies = WebClient(token=TOKEN, base_url=slack.base_url).conversations_replies(
+            channel=CONVERSATION, ts=message.ts
+        )
+        assert [m["text"] for m in replies["messages"][1:]] == [
+            "Recovered: ks-dm-ready is in sync and healthy on prod-1"
+        ]
+        assert len(receiver.requests) == 3  # channels that only post hear of an episode once

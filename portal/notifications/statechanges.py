@@ -59,6 +59,8 @@ BATCH = 2000
 RESOLVED = ("Synced", "Healthy", "")
 # The StateChange fields that make or end a trouble.
 TROUBLE_FIELDS = ("sync", "health", "disagreement")
+# What a StateChange row keeps of a value: an app's disagreement is compared with its rows at that length.
+KEPT = StateChange._meta.get_field("new").max_length
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _apply(rows: list[tuple]) -> None:
     troubles = {t.app_id: t for t in Trouble.objects.filter(app_id__in=list(by_app))}
     appeared = [app_id for app_id, changes in by_app.items() if any(c[2] == "presence" for c in changes)]
     current = {
-        app_id: (sync, health, disagreement[:300])
+        app_id: (sync, health, disagreement[:KEPT])
         for app_id, sync, health, disagreement in GitOpsApp.objects.filter(id__in=appeared).values_list(
             "id", "sync_status", "health_status", "health_disagreement"
         )

@@ -80,6 +80,13 @@ def state_title(app: GitOpsApp) -> str:
     return " and ".join(words) or app.health_status
 
 
+def suggested_rules(app: GitOpsApp) -> list[dict[str, str]]:
+    """The health rules that would make the tool agree (tool, kind, where, rule), as the API gives
+    them: read by `GitOpsApp.objects.with_rule_words()`, none on a row read without it."""
+    found = getattr(app, "health_suggested", None)
+    return found if isinstance(found, list) else []
+
+
 def tool_state_is_fine(app: GitOpsApp) -> bool:
     """The tool itself reports nothing wrong: only a disagreement can make the app news."""
     return app.health_status not in ATTENTION_HEALTH and app.sync_status != "OutOfSync"
@@ -209,7 +216,7 @@ def word_event(
             changes_url,
             commit_url,
             argocd_url,
-            suggested=bool(getattr(app, "health_suggested", None)),
+            suggested=bool(suggested_rules(app)),
         ),
         details=_details(app, versions, pins, rollback, commit_url, changes_url),
     )
@@ -304,6 +311,7 @@ def _details(
             "health_message": app.health_message,
             "health_disagreement": app.health_disagreement,
         },
+        "suggested_health_rules": suggested_rules(app),
         "revision": {
             "synced": app.synced_revision,
             "commit_url": commit_url,

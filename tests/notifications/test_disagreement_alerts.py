@@ -112,6 +112,10 @@ def test_a_rolled_back_decision_model_alerts_once_past_the_grace_period_and_reso
         assert {"label": "Health disagreement", "value": SENTENCE} in event["facts"]
         assert event["links"][0] == {"label": "Suggested health rule", "url": APP_PAGE}
         assert event["details"]["app"]["health_disagreement"] == SENTENCE
+        [rule] = event["details"]["suggested_health_rules"]
+        assert (rule["tool"], rule["kind"]) == ("Flux", "DecisionModel")
+        assert rule["where"] == "Kustomization flux-system/ks-dm-ready spec.healthCheckExprs"
+        assert "RolledBack" in rule["rule"]
         [message] = discord.messages
         assert SENTENCE in message.embeds[0]["description"]
 

@@ -443,7 +443,7 @@ class StateChange(models.Model):
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="state_changes")
     # Kept when the app row is removed: "argo/Application/argocd/checkout".
     object_key = models.CharField(max_length=600)
-    field = models.CharField(max_length=32)  # sync | health | presence | suspended | revision
+    field = models.CharField(max_length=32)  # sync | health | presence | suspended | revision | disagreement
     old = models.CharField(max_length=300, blank=True)
     new = models.CharField(max_length=300, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -223,6 +223,8 @@ def _follow(out: AppChanges, state: ClusterState, app: GitOpsApp, row: AppRow, v
         ("health", app.health_status, row.health_status),
         ("suspended", str(app.suspended), str(row.suspended)),
         ("revision", app.synced_revision, row.synced_revision),
+        # The tool and what a custom resource reports disagree: an alert of its own (notifications).
+        ("disagreement", app.health_disagreement, row.health_disagreement),
     ):
         if old != new:
             out.state_changes.append(_state_change(state, app, key, name, old, new, at))

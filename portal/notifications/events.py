@@ -30,7 +30,7 @@ class EventKind:
     ROLLBACK_OFFERED = "rollback_offered"
     TEST = "test"
     choices = [
-        (APP_ATTENTION, "Application out of sync, degraded or missing past the grace period"),
+        (APP_ATTENTION, "Application out of sync, degraded, missing or in health disagreement past the grace period"),
         (PR_CHECKS_FAILED, "Checks failing on a portal pull request"),
         (MERGED_NOT_DEPLOYED, "Merged but not deployed"),
         (ROLLBACK_OFFERED, "Rollback offered"),

@@ -1,6 +1,7 @@
-"""What a gitops episode says: an application out of sync, degraded or missing past the grace period.
+"""What a gitops episode says: an application out of sync, degraded, missing or in health
+disagreement past the grace period.
 
-An episode begins when the application leaves "in sync and healthy" and ends when it is
+An episode begins when the application leaves "in sync, healthy and agreed" and ends when it is
 back (statechanges.py follows that from the StateChange rows). This module words it: the
 title, the likeliest cause first, the facts and the links, the action first. The episode's
 start is part of its key, so the key is the same on every pass and on every worker.
@@ -10,7 +11,11 @@ The alert carries the fix where the portal has one:
   <version>" opening the rollback's preview, and the version change it blames first;
 - out of sync: "Git pins X, runs Y" (portal.delivery.current_pins) and, for an Argo CD app synced
   by hand, "Argo CD waits for someone to sync it" with the Argo CD link;
-- a suspended Flux object: "suspended, deploys once resumed".
+- a suspended Flux object: "suspended, deploys once resumed";
+- a health disagreement (the tool calls the app healthy while a custom resource reports
+  failure, or a health rule says otherwise): the disagreement's own sentence, leading when the
+  tool's state is otherwise fine, and "Suggested health rule" linking the app's page, which
+  shows the rule that would make the tool agree (gitops.health.suggested_rules).
 
 `build_event` reads what it needs from the store, then `word_event` (no queries) says it;
 the channels' "Send test" words sample rows through the same `word_event`, so a test is
@@ -39,11 +44,12 @@ from portal.notifications.events import Event, EventKind, Link, links, portal_ur
 # Causes are looked for among changes of the day before the episode began.
 CAUSE_WINDOW = timedelta(days=1)
 MANUAL_SYNC_WORDS = "Argo CD waits for someone to sync it"
+DISAGREEMENT_WORDS = "in health disagreement"
 
 
-def is_resolved(sync: str, health: str) -> bool:
-    """Back in sync and healthy: the end of an episode."""
-    return sync != "OutOfSync" and health == "Healthy"
+def is_resolved(sync: str, health: str, disagreement: str) -> bool:
+    """Back in sync, healthy and agreed on: the end of an episode."""
+    return sync != "OutOfSync" and health == "Healthy" and not disagreement
 
 
 def episode_key(app: GitOpsApp, start: datetime) -> str:
@@ -52,12 +58,14 @@ def episode_key(app: GitOpsApp, start: datetime) -> str:
 
 
 def state_words(app: GitOpsApp) -> str:
-    """ "degraded", "missing", "out of sync", "degraded and out of sync"."""
+    """ "degraded", "missing", "out of sync", "degraded and out of sync", "in health disagreement"."""
     words = []
     if app.health_status in ATTENTION_HEALTH:
         words.append(app.health_status.lower())
     if app.sync_status == "OutOfSync":
         words.append("out of sync")
+    if app.health_disagreement:
+        words.append(DISAGREEMENT_WORDS)
     return " and ".join(words) or app.health_status.lower()
 
 
@@ -67,7 +75,21 @@ def state_title(app: GitOpsApp) -> str:
         words.append(app.health_status)
     if app.sync_status == "OutOfSync":
         words.append("OutOfSync")
+    if app.health_disagreement:
+        words.append(DISAGREEMENT_WORDS)
     return " and ".join(words) or app.health_status
+
+
+def suggested_rules(app: GitOpsApp) -> list[dict[str, str]]:
+    """The health rules that would make the tool agree (tool, kind, where, rule), as the API gives
+    them: read by `GitOpsApp.objects.with_rule_words()`, none on a row read without it."""
+    found = getattr(app, "health_suggested", None)
+    return found if isinstance(found, list) else []
+
+
+def tool_state_is_fine(app: GitOpsApp) -> bool:
+    """The tool itself reports nothing wrong: only a disagreement can make the app news."""
+    return app.health_status not in ATTENTION_HEALTH and app.sync_status != "OutOfSync"
 
 
 def _causes(app: GitOpsApp, start: datetime, versions: list[VersionChange]) -> list[str]:
@@ -187,7 +209,15 @@ def word_event(
         services=tuple(services),
         facts=_facts(app, environment, since, services, pins, window),
         causes=tuple(causes),
-        links=_links(app, services, rollback, changes_url, commit_url, argocd_url),
+        links=_links(
+            app,
+            services,
+            rollback,
+            changes_url,
+            commit_url,
+            argocd_url,
+            suggested=bool(suggested_rules(app)),
+        ),
         details=_details(app, versions, pins, rollback, commit_url, changes_url),
     )
 
@@ -217,6 +247,13 @@ def _ordered_causes(
             )
         elif pins:
             first.append(f"Out of sync on {cluster}: {pins}")
+    if app.health_disagreement:
+        # The disagreement is the news when the tool reports nothing wrong; else it follows the fix.
+        sentence = app.health_disagreement[:300]
+        if tool_state_is_fine(app):
+            first.insert(0, sentence)
+        else:
+            first.append(sentence)
     causes = first + causes
     if window and app.sync_status != "OutOfSync":
         causes.append(window)  # no cause of the trouble, but holds its fix (a rollback) too
@@ -272,7 +309,9 @@ def _details(
             "sync_status": app.sync_status,
             "health_status": app.health_status,
             "health_message": app.health_message,
+            "health_disagreement": app.health_disagreement,
         },
+        "suggested_health_rules": suggested_rules(app),
         "revision": {
             "synced": app.synced_revision,
             "commit_url": commit_url,
@@ -304,10 +343,14 @@ def _links(
     changes_url: str | None,
     commit_url: str | None,
     argocd_url: str | None,
+    *,
+    suggested: bool = False,
 ) -> tuple[Link, ...]:
     """The action first: the rollback's preview when one is on offer, Argo CD when it waits for
-    someone to sync, else the portal's page of the app."""
-    action: list[tuple[str, str | None]] = [("Open in portal", _action_link(app, services))]
+    someone to sync, else the portal's page of the app — named for the health rule it suggests
+    when `suggested` (the tool's blind spot: the page shows the rule that makes it agree)."""
+    page = "Suggested health rule" if suggested and app.health_disagreement else "Open in portal"
+    action: list[tuple[str, str | None]] = [(page, _action_link(app, services))]
     argocd: list[tuple[str, str | None]] = [("Argo CD", argocd_url)]
     if rollback is not None:
         action.insert(0, (f"Rollback PR → {rollback.previous}", portal_url(rollbacks.preview_url(rollback))))

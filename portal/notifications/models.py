@@ -226,9 +226,11 @@ class ChatMessage(models.Model):
 
 
 class Trouble(models.Model):
-    """An application the notification pass knows is not in sync and healthy.
+    """An application the notification pass knows is not in sync and healthy, or whose health
+    the tool and its custom resources disagree on (a health disagreement: gitops.health.blindspot
+    and the health rules).
 
-    Made from the StateChange row that took the app out of "in sync and healthy" (`since`,
+    Made from the StateChange row that took the app out of "in sync, healthy and agreed" (`since`,
     the episode's start) and kept, with the state the rows since then describe, until a row
     brings it back. Its episode is opened once the trouble has lasted past the grace period
     in an attention state; an open gitops episode no trouble points at is over.
@@ -238,6 +240,8 @@ class Trouble(models.Model):
     since = models.DateTimeField()
     sync_status = models.CharField(max_length=16)
     health_status = models.CharField(max_length=16)
+    # The disagreement as the rows tell it (StateChange keeps 300 characters); empty: none.
+    disagreement = models.CharField(max_length=300, blank=True, default="")
     episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
@@ -245,7 +249,8 @@ class Trouble(models.Model):
         indexes = [models.Index(fields=["since"], condition=models.Q(episode__isnull=True), name="trouble_unopened")]
 
     def __str__(self) -> str:
-        return f"{self.app_id}: {self.sync_status}/{self.health_status} since {self.since:%Y-%m-%d %H:%M}"
+        disputed = "/disputed" if self.disagreement else ""
+        return f"{self.app_id}: {self.sync_status}/{self.health_status}{disputed} since {self.since:%Y-%m-%d %H:%M}"
 
 
 class Delivery(models.Model):

@@ -1,16 +1,23 @@
 """Gitops episodes from StateChange rows, each row consumed exactly once.
 
-The store writes a StateChange row whenever an app's sync, health or presence changes.
-A minute's pass claims the rows nobody has consumed yet (`processed` is null: a partial
-index keeps that a handful of rows, however long the history) and moves each app's
-`Trouble` forward with them:
+The store writes a StateChange row whenever an app's sync, health, presence or health
+disagreement changes. A minute's pass claims the rows nobody has consumed yet (`processed`
+is null: a partial index keeps that a handful of rows, however long the history) and moves
+each app's `Trouble` forward with them:
 
-- a row that takes an app out of "in sync and healthy" makes its trouble, dated by the
-  row's time — the episode's "since when";
+- a row that takes an app out of "in sync, healthy and agreed" makes its trouble, dated by
+  the row's time — the episode's "since when";
 - rows while it is in trouble only update the state the trouble knows (Degraded ->
   Progressing -> Degraded, or OutOfSync -> Synced while still Degraded, stays one episode:
   people hear about it once);
-- a row that brings it back to in sync and healthy removes the trouble.
+- a row that brings it back to in sync, healthy and agreed removes the trouble.
+
+A health disagreement ("Flux says healthy, but DecisionModel support-router reports
+RolledBack: …", gitops.health.blindspot and the health rules) is a `disagreement` row like
+the others rather than something this pass reads off the stored app: events travel down as
+rows (docs/architecture.md), so the pass keeps reading only what is new instead of every
+app's column each minute, a disagreement is dated by the poll that saw it, and a poll that
+turns an app Degraded while its rule disagrees is one episode, not two.
 
 A row is claimed as soon as it exists, before its grace period may have passed: the
 claim records the trouble, and the episode opens on the first pass at which the trouble
@@ -48,8 +55,12 @@ from portal.notifications.models import Delivery, Episode, Rule, Trouble
 
 # Rows claimed per transaction: a first pass over a long history runs in several short ones.
 BATCH = 2000
-# The state a row is applied to when the app has no trouble: in sync and healthy.
-RESOLVED = ("Synced", "Healthy")
+# The state a row is applied to when the app has no trouble: in sync, healthy, no disagreement.
+RESOLVED = ("Synced", "Healthy", "")
+# The StateChange fields that make or end a trouble.
+TROUBLE_FIELDS = ("sync", "health", "disagreement")
+# What a StateChange row keeps of a value: an app's disagreement is compared with its rows at that length.
+KEPT = StateChange._meta.get_field("new").max_length
 
 
 @dataclass
@@ -58,6 +69,7 @@ class _State:
     health: str
     since: datetime
     episode_id: int | None = None
+    disagreement: str = ""
 
 
 class _ClaimLost(Exception):
@@ -111,23 +123,27 @@ def consume_batch(at: datetime, after: int = 0) -> tuple[int, int]:
 def _apply(rows: list[tuple]) -> None:
     by_app: dict[int, list[tuple]] = defaultdict(list)
     for row in rows:
-        if row[1] is not None and row[2] in ("sync", "health", "presence"):
+        if row[1] is not None and row[2] in (*TROUBLE_FIELDS, "presence"):
             by_app[row[1]].append(row)
     if not by_app:
         return
     troubles = {t.app_id: t for t in Trouble.objects.filter(app_id__in=list(by_app))}
     appeared = [app_id for app_id, changes in by_app.items() if any(c[2] == "presence" for c in changes)]
     current = {
-        app_id: (sync, health)
-        for app_id, sync, health in GitOpsApp.objects.filter(id__in=appeared).values_list(
-            "id", "sync_status", "health_status"
+        app_id: (sync, health, disagreement[:KEPT])
+        for app_id, sync, health, disagreement in GitOpsApp.objects.filter(id__in=appeared).values_list(
+            "id", "sync_status", "health_status", "health_disagreement"
         )
     }
     final: dict[int, _State | None] = {}
     for app_id, changes in by_app.items():
         changes.sort(key=lambda c: (c[5], c[0]))
         known = troubles.get(app_id)
-        state = _State(known.sync_status, known.health_status, known.since, known.episode_id) if known else None
+        state = (
+            _State(known.sync_status, known.health_status, known.since, known.episode_id, known.disagreement)
+            if known
+            else None
+        )
         # The changes of one poll share their time: they are applied together, so OutOfSync ->
         # Synced written with Healthy -> Degraded is no recovery in between.
         for when, group in groupby(changes, key=lambda c: c[5]):
@@ -137,34 +153,37 @@ def _apply(rows: list[tuple]) -> None:
 
 
 def _step(
-    state: _State | None, group: list[tuple], when: datetime, current: tuple[str, str] | None, changes: list[tuple]
+    state: _State | None,
+    group: list[tuple],
+    when: datetime,
+    current: tuple[str, str, str] | None,
+    changes: list[tuple],
 ) -> _State | None:
     """The trouble after one poll's changes: made, updated or over."""
-    sync, health = (state.sync, state.health) if state else RESOLVED
+    seen = dict(zip(TROUBLE_FIELDS, (state.sync, state.health, state.disagreement) if state else RESOLVED, strict=True))
     for change in group:
         field, new = change[2], change[4]
         if field == "presence" and new == "present":
-            sync, health = _state_when_seen(current, changes[changes.index(change) + 1 :])
-        elif field == "sync":
-            sync = new
-        elif field == "health":
-            health = new
-    if is_resolved(sync, health):
+            seen = _state_when_seen(current, changes[changes.index(change) + 1 :])
+        elif field in seen:
+            seen[field] = new
+    sync, health, disagreement = (seen[field] for field in TROUBLE_FIELDS)
+    if is_resolved(sync, health, disagreement):
         return None
     if state is None:
-        return _State(sync, health, when)
-    state.sync, state.health = sync, health
+        return _State(sync, health, when, disagreement=disagreement)
+    state.sync, state.health, state.disagreement = sync, health, disagreement
     return state
 
 
-def _state_when_seen(current: tuple[str, str] | None, later: list[tuple]) -> tuple[str, str]:
+def _state_when_seen(current: tuple[str, str, str] | None, later: list[tuple]) -> dict[str, str]:
     """The state an app was first seen in: its state now, undone by the changes after it."""
-    sync, health = current or RESOLVED
-    for field in ("sync", "health"):
+    seen = dict(zip(TROUBLE_FIELDS, current or RESOLVED, strict=True))
+    for field in TROUBLE_FIELDS:
         first = next((c for c in later if c[2] == field), None)
         if first is not None:
-            sync, health = (first[3], health) if field == "sync" else (sync, first[3])
-    return sync, health
+            seen[field] = first[3]
+    return seen
 
 
 def _save(final: dict[int, _State | None], troubles: dict[int, Trouble]) -> None:
@@ -178,9 +197,10 @@ def _save(final: dict[int, _State | None], troubles: dict[int, Trouble]) -> None
         trouble = troubles.get(app_id) or Trouble(app_id=app_id)
         trouble.sync_status, trouble.health_status = state.sync, state.health
         trouble.since, trouble.episode_id = state.since, state.episode_id
+        trouble.disagreement = state.disagreement
         (changed if trouble.pk is not None else new).append(trouble)
     Trouble.objects.bulk_create(new)
-    Trouble.objects.bulk_update(changed, ["sync_status", "health_status", "since", "episode"])
+    Trouble.objects.bulk_update(changed, ["sync_status", "health_status", "disagreement", "since", "episode"])
 
 
 # Apps worded per round: a fleet's first minutes past the grace period may hold thousands of
@@ -194,7 +214,11 @@ def due_troubles(at: datetime) -> list[Trouble]:
     """Troubles without an episode that have lasted past the grace period in an attention state
     (their apps not loaded: `open_due_episodes` loads them a chunk at a time)."""
     waiting = Trouble.objects.filter(episode__isnull=True, since__lte=grace_cutoff(at))
-    return [t for t in waiting.only("id", "app_id", "since", "sync_status", "health_status") if _needs_attention(t, at)]
+    return [
+        t
+        for t in waiting.only("id", "app_id", "since", "sync_status", "health_status", "disagreement")
+        if _needs_attention(t, at)
+    ]
 
 
 def _apps_of(troubles: list[Trouble]) -> dict[int, GitOpsApp]:
@@ -203,6 +227,7 @@ def _apps_of(troubles: list[Trouble]) -> dict[int, GitOpsApp]:
         GitOpsApp.objects.select_related("cluster", "cluster__environment")
         .prefetch_related("services")
         .defer(*_UNWORDED)
+        .with_rule_words()  # the suggested health rule an alert of a disagreement links
     )
     return apps.in_bulk([t.app_id for t in troubles])
 
@@ -214,6 +239,8 @@ def _needs_attention(trouble: Trouble, at: datetime) -> bool:
         health_status=trouble.health_status,
         sync_since=trouble.since,
         health_since=trouble.since,
+        health_disagreement=trouble.disagreement,
+        health_disagreement_since=trouble.since,
     )
     return state.needs_attention(at)
 

@@ -108,3 +108,37 @@ def test_many_due_episodes_are_worded_a_chunk_at_a_time(catalog, rule, monkeypat
     assert len(reads) == 3, "one pin read per chunk of two"
     app_reads = [q["sql"] for q in queries.captured_queries if 'FROM "gitops_gitopsapp"' in q["sql"]]
     assert app_reads and not any('"gitops_gitopsapp"."raw"' in sql for sql in app_reads)
+
+
+DISAGREEMENT = "Flux says healthy, but DecisionModel support-router reports RolledBack: candidate failed the gate"
+
+
+def test_a_disagreement_while_degraded_is_one_episode_that_ends_when_both_are_over(catalog, rule):
+    app = seeded(catalog.prod_eu, "support-router", health="Degraded", now=T0, since=timedelta(0),
+                 first_seen=T0 - timedelta(days=1))
+    state_change(app, "disagreement", "", DISAGREEMENT, T0 + timedelta(minutes=2))
+    [episode] = emit_gitops_events(T0 + timedelta(minutes=10))
+    assert episode.started_at == T0
+    # Healthy again, but the disagreement holds: the trouble and its episode go on.
+    state_change(app, "health", "Degraded", "Healthy", T0 + timedelta(minutes=20))
+    assert emit_gitops_events(T0 + timedelta(minutes=21)) == []
+    assert Trouble.objects.get(app=app).disagreement == DISAGREEMENT
+    assert Episode.objects.get().ended_at is None
+    state_change(app, "disagreement", DISAGREEMENT, "", T0 + timedelta(minutes=30))
+    emit_gitops_events(T0 + timedelta(minutes=31))
+    assert Episode.objects.get().ended_at == T0 + timedelta(minutes=31)
+    assert not Trouble.objects.exists()
+
+
+def test_an_app_first_seen_disagreeing_opens_an_episode_after_the_grace_period(catalog, rule):
+    app = GitOpsApp.objects.create(cluster=catalog.prod_eu, tool="flux", kind="Kustomization", namespace="flux-system",
+                                   name="support-router", sync_status="Unknown", health_status="Healthy",
+                                   health_since=T0, health_disagreement=DISAGREEMENT, health_disagreement_since=T0,
+                                   first_seen=T0)
+    state_change(app, "presence", "", "present", T0)  # all the store writes for a new app
+    assert emit_gitops_events(T0 + timedelta(minutes=9)) == []
+    [episode] = emit_gitops_events(T0 + timedelta(minutes=10))
+    assert episode.event.title == "support-router is in health disagreement on prod-eu-1"
+    assert episode.event.summary == DISAGREEMENT
+    # No suggested rule on this row: the page is linked as ever.
+    assert episode.event.links[0].label == "Open in portal"

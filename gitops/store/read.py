@@ -18,6 +18,7 @@ from gitops.collectors.workloads import WORKLOAD_KINDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS
 from gitops.rows import ProjectRow, ResourceKey, app_key
+from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
 
 # Large JSON columns, always rewritten from the poll's values when a row changes: an
@@ -53,6 +54,38 @@ class StoredImageVersion:
     service_id: int
     image: str
     version: str
+
+
+@dataclass(frozen=True)
+class ServiceCatalog:
+    """The catalog's services as a poll maps images to them, as of a catalog revision."""
+
+    revision: int
+    index: dict[str, str]  # normalised image name -> service name
+    ids: dict[str, int]  # service name -> id
+
+
+_services: ServiceCatalog | None = None
+
+
+def catalog_services() -> ServiceCatalog:
+    """The services, read again only when the catalog's revision moved (every save or delete of
+    a service moves it: portal.kernel.catalog.revision): every poll used to read all of them (400
+    at 1,000 clusters) to map a handful of images. The revision is read first, so services read
+    after a change that lands in between are kept under the older revision and read again at
+    the next poll, never the other way round."""
+    global _services
+    revision = catalog_revision.current()
+    if _services is None or _services.revision != revision:
+        services = list(Service.objects.only("id", "name", "image_repository", "image_aliases"))
+        _services = ServiceCatalog(revision, service_image_index(services), {s.name: s.id for s in services})
+    return _services
+
+
+def forget_services() -> None:
+    """Drop the services kept in this process (tests: a rolled-back test's catalog reuses its revisions)."""
+    global _services
+    _services = None
 
 
 class Catalog:
@@ -103,7 +136,7 @@ class ClusterState:
 def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
     """A query per table: services, apps, AppProjects (when not listed), the Argo CD instance,
     versions from Argo CD, workloads, running versions, foreign apps."""
-    services = list(Service.objects.all())
+    services = catalog_services()
     projects = None
     if "AppProject" not in listed_kinds:
         projects = {
@@ -113,8 +146,8 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
     state = ClusterState(
         cluster=cluster,
         listed_kinds=listed_kinds,
-        service_index=service_image_index(services),
-        service_ids={s.name: s.id for s in services},
+        service_index=services.index,
+        service_ids=services.ids,
         apps={
             app_key(a.tool, a.kind, a.namespace, a.name): a
             for a in GitOpsApp.objects.filter(read_from=cluster).defer(*APP_DEFERRED)
@@ -152,7 +185,7 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
     uids, their versions as Argo CD reports them, and the stored sync windows (so the AppProjects
     are left as they are). No workload kind counts as listed: workloads are left as stored.
     A query per table, as `read_state`."""
-    services = list(Service.objects.all())
+    services = catalog_services()
     apps = {
         app_key(a.tool, a.kind, a.namespace, a.name): a
         for a in GitOpsApp.objects.filter(read_from=cluster, uid__in=sorted(uids)).defer(*APP_DEFERRED)
@@ -160,8 +193,8 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
     state = ClusterState(
         cluster=cluster,
         listed_kinds=set(listed_kinds),
-        service_index=service_image_index(services),
-        service_ids={s.name: s.id for s in services},
+        service_index=services.index,
+        service_ids=services.ids,
         apps=apps,
         projects={p.name: ProjectRow(namespace=p.namespace, name=p.name, sync_windows=p.sync_windows)
                   for p in AppProject.objects.filter(cluster=cluster)},

@@ -43,6 +43,43 @@ class StoredVersion:
     image: str
 
 
+# What a poll compares of a stored workload with its row (gitops.derive.workload_changes).
+WORKLOAD_COMPARED = (
+    "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
+    "health_status", "health_message", "spec_facts", "git_repo", "git_path", "git_branch",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWorkload:
+    """One Workload row as stored, its columns a poll compares: read as values, not as a model
+    instance (a cluster holds hundreds, and building model instances of them was a full poll's
+    largest CPU cost after the services); a changed one is written through a Workload built
+    from its row (gitops.derive.workload_changes)."""
+
+    id: int
+    kind: str
+    namespace: str
+    name: str
+    app_id: int | None
+    uid: str
+    containers: list
+    replicas_desired: int | None
+    replicas_ready: int | None
+    replicas_updated: int | None
+    replicas_available: int | None
+    health_status: str
+    health_message: str
+    spec_facts: dict
+    git_repo: str
+    git_path: str
+    git_branch: str
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+
 @dataclass(frozen=True)
 class StoredImageVersion:
     """A RunningVersion without a workload: a version as Argo CD reports it (summary.images)
@@ -121,7 +158,7 @@ class ClusterState:
     # The stored sync windows, for a poll that could not list AppProjects (None when it could).
     projects: dict[str, ProjectRow] | None
     workload_kinds: set[str] = field(default_factory=set)  # workload kinds this poll listed
-    workloads: dict[WorkloadKey, Workload] = field(default_factory=dict)
+    workloads: dict[WorkloadKey, StoredWorkload] = field(default_factory=dict)
     running: list[StoredVersion] = field(default_factory=list)
     # Every catalog cluster (to place apps on their destinations), read when first needed, and
     # this cluster's Argo CD.
@@ -163,10 +200,9 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
             ).values_list("id", "app_id", "cluster_id", "service_id", "image", "version")
         ]
     if state.workload_kinds:
-        state.workloads = {
-            (w.kind, w.namespace, w.name): w
-            for w in Workload.objects.filter(cluster=cluster, kind__in=state.workload_kinds)
-        }
+        stored = Workload.objects.filter(cluster=cluster, kind__in=state.workload_kinds).values_list(
+            "id", "kind", "namespace", "name", "app_id", *WORKLOAD_COMPARED)
+        state.workloads = {(w.kind, w.namespace, w.name): w for w in (StoredWorkload(*values) for values in stored)}
         state.running = [
             StoredVersion(id=rid, service_id=sid, workload=(kind, namespace, name), container=container,
                           version=version, app_id=aid, image=image)

@@ -50,7 +50,7 @@ def app_target(row_or_app: Any) -> dict[str, str]:
     }
 
 
-def verdict(windows: list[dict[str, Any]], target: dict[str, str], manual: bool, at: datetime) -> dict[str, Any]:
+def verdict(windows: syncwindows.Windows, target: dict[str, str], manual: bool, at: datetime) -> dict[str, Any]:
     result = syncwindows.evaluate(windows, target, at, manual=manual)
     blocking = list(getattr(result, "blocking", None) or [])
     window: dict[str, Any] = {}
@@ -71,16 +71,35 @@ def verdict(windows: list[dict[str, Any]], target: dict[str, str], manual: bool,
     }
 
 
-def window_state(row: AppRow, projects: dict[str, ProjectRow], at: datetime) -> dict[str, Any] | None:
+class ProjectWindows:
+    """A poll's AppProjects by name, each one's sync windows compiled on first use and then
+    judged for every app of the project (`window_state`)."""
+
+    def __init__(self, projects: Mapping[str, ProjectRow]) -> None:
+        self.projects = projects
+        self._compiled: dict[str, syncwindows.CompiledWindows] = {}
+
+    def of(self, name: str) -> syncwindows.CompiledWindows | None:
+        """The project's windows, compiled; None when the poll knows no such project."""
+        compiled = self._compiled.get(name)
+        if compiled is None:
+            project = self.projects.get(name)
+            if project is None:
+                return None
+            compiled = self._compiled[name] = syncwindows.compile_windows(project.sync_windows or [])
+        return compiled
+
+
+def window_state(row: AppRow, projects: ProjectWindows, at: datetime) -> dict[str, Any] | None:
     """Fields for GitOpsApp, or None to leave them as they are (project not readable)."""
     if row.tool == "flux":
         if row.suspended:
             return {"sync_blocked": True, "sync_blocked_until": None,
                     "sync_window": {"kind": "suspend", "description": "spec.suspend: true"}, "window_next_edge": None}
         return {"sync_blocked": False, "sync_blocked_until": None, "sync_window": {}, "window_next_edge": None}
-    project = projects.get(row.project or "default")
-    if project is None:
-        return None if not projects else {
+    windows = projects.of(row.project or "default")
+    if windows is None:
+        return None if not projects.projects else {
             "sync_blocked": False, "sync_blocked_until": None, "sync_window": {}, "window_next_edge": None,
         }
-    return verdict(project.sync_windows or [], app_target(row), row.manual_sync, at)
+    return verdict(windows, app_target(row), row.manual_sync, at)

@@ -101,3 +101,14 @@ def _counted_queries_draw_pages_anew(monkeypatch):
         return enter(self)
 
     monkeypatch.setattr(CaptureQueriesContext, "__enter__", entering)
+
+
+@pytest.fixture(autouse=True)
+def _no_services_from_another_test() -> Iterator[None]:
+    """Each test's polls read its own services: a poll keeps them by the catalog's revision
+    (gitops.store.read.catalog_services), which starts again with each test's database."""
+    from gitops.store.read import forget_services
+
+    forget_services()
+    yield
+    forget_services()

@@ -24,10 +24,10 @@ from gitops.derive.topology import Unregistered
 from gitops.derive.unchanged import without_stamps
 from gitops.models import PROBLEM_RANK, RANK_OK, AppProject, GitOpsApp, VersionChange, problem_rank
 from gitops.rawobjects import json_safe
-from gitops.rows import ARGO, HISTORY_KEPT, AppRow, ProjectRow, Snapshot, WorkloadRow, app_key
+from gitops.rows import ARGO, HISTORY_KEPT, AppRow, Snapshot, WorkloadRow, app_key
 from gitops.store.column_limits import fitted
 from gitops.store.read import ClusterState
-from gitops.windowstate import window_state
+from gitops.windowstate import ProjectWindows, window_state
 from portal.kernel.catalog.images import parse_image
 
 # Every GitOpsApp column a poll writes for an app it has seen before.
@@ -116,6 +116,7 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
             for p in snapshot.projects
         ]
         projects = {p.name: p for p in snapshot.projects}
+    windows = ProjectWindows(projects)
     workloads_by_app: dict[tuple, list[WorkloadRow]] = defaultdict(list)
     for workload in snapshot.workloads:
         if workload.app_key:
@@ -139,7 +140,7 @@ def derive_apps(state: ClusterState, snapshot: Snapshot, at: datetime) -> AppCha
         else:
             running = _services_for_app(row, workloads_by_app.get(row.key, []), state.service_index, names)
         app = state.apps.get(key)
-        values = _app_values(row, running, projects, at)
+        values = _app_values(row, running, windows, at)
         values.update(_since_values(app, row, at))
         values["cluster_id"] = placement.cluster.pk if placement.cluster is not None else None
         values["argocd_instance_id"] = state.instance.pk if state.instance is not None and row.tool == ARGO else None
@@ -339,7 +340,7 @@ def _services_from_images(row: AppRow, index: dict[str, str]) -> dict[str, list[
     return dict(running)
 
 
-def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, ProjectRow],
+def _app_values(row: AppRow, running: dict[str, list[str]], windows: ProjectWindows,
                 at: datetime) -> dict[str, Any]:
     """Every column a poll writes for the app from its row, its sync-window verdict included
     (the caller adds where it belongs and the fingerprint)."""
@@ -387,7 +388,7 @@ def _app_values(row: AppRow, running: dict[str, list[str]], projects: dict[str, 
         "flux_alerts": row.flux_alerts,
         "updated_at": at,
     }
-    window = window_state(row, projects, at)
+    window = window_state(row, windows, at)
     if window is not None:
         values.update(window)
     return fitted(GitOpsApp, values)

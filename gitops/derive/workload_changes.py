@@ -17,7 +17,7 @@ from gitops.derive.app_changes import plain
 from gitops.models import GitOpsApp, RunningVersion, VersionChange, Workload
 from gitops.rows import Snapshot, WorkloadRow, app_key
 from gitops.store.column_limits import fitted
-from gitops.store.read import ClusterState, WorkloadKey
+from gitops.store.read import ClusterState, StoredWorkload, WorkloadKey
 
 # Every Workload column a poll writes for a workload it has seen before.
 WORKLOAD_FIELDS = [
@@ -99,9 +99,8 @@ def _compare(out: WorkloadChanges, state: ClusterState, row: WorkloadRow, app: G
     if same_app and not any(getattr(workload, name) != value for name, value in values.items()
                             if name != "updated_at"):
         return
-    for name, value in values.items():
-        setattr(workload, name, value)
-    out.updated.append((workload, app))
+    out.updated.append((Workload(id=workload.id, cluster=state.cluster, kind=row.kind, namespace=row.namespace,
+                                 name=row.name, **values), app))
 
 
 def _running_versions(out: WorkloadChanges, state: ClusterState,
@@ -114,7 +113,8 @@ def _running_versions(out: WorkloadChanges, state: ClusterState,
         before[(stored.service_id, stored.workload)].add(stored.version)
         app = stored_app_keys.get(stored.app_id) if stored.app_id is not None else None
         have[(stored.service_id, stored.workload, stored.container, stored.version, app, stored.image)] = stored.id
-    instances = {(w.kind, w.namespace, w.name): w for w, _ in out.created + out.updated}
+    instances: dict[WorkloadKey, Workload | StoredWorkload] = {
+        (w.kind, w.namespace, w.name): w for w, _ in out.created + out.updated}
     wanted: dict[_VersionKey, dict[str, Any]] = {}
     after: dict[tuple[int, WorkloadKey], set[str]] = defaultdict(set)
     for key, (row, app) in seen.items():

@@ -18,6 +18,7 @@ from gitops.collectors.workloads import WORKLOAD_KINDS
 from gitops.models import AppProject, GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS
 from gitops.rows import ProjectRow, ResourceKey, app_key
+from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Service, service_image_index
 
 # Large JSON columns, always rewritten from the poll's values when a row changes: an
@@ -42,6 +43,43 @@ class StoredVersion:
     image: str
 
 
+# What a poll compares of a stored workload with its row (gitops.derive.workload_changes).
+WORKLOAD_COMPARED = (
+    "uid", "containers", "replicas_desired", "replicas_ready", "replicas_updated", "replicas_available",
+    "health_status", "health_message", "spec_facts", "git_repo", "git_path", "git_branch",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWorkload:
+    """One Workload row as stored, its columns a poll compares: read as values, not as a model
+    instance (a cluster holds hundreds, and building model instances of them was a full poll's
+    largest CPU cost after the services); a changed one is written through a Workload built
+    from its row (gitops.derive.workload_changes)."""
+
+    id: int
+    kind: str
+    namespace: str
+    name: str
+    app_id: int | None
+    uid: str
+    containers: list
+    replicas_desired: int | None
+    replicas_ready: int | None
+    replicas_updated: int | None
+    replicas_available: int | None
+    health_status: str
+    health_message: str
+    spec_facts: dict
+    git_repo: str
+    git_path: str
+    git_branch: str
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+
 @dataclass(frozen=True)
 class StoredImageVersion:
     """A RunningVersion without a workload: a version as Argo CD reports it (summary.images)
@@ -53,6 +91,38 @@ class StoredImageVersion:
     service_id: int
     image: str
     version: str
+
+
+@dataclass(frozen=True)
+class ServiceCatalog:
+    """The catalog's services as a poll maps images to them, as of a catalog revision."""
+
+    revision: int
+    index: dict[str, str]  # normalised image name -> service name
+    ids: dict[str, int]  # service name -> id
+
+
+_services: ServiceCatalog | None = None
+
+
+def catalog_services() -> ServiceCatalog:
+    """The services, read again only when the catalog's revision moved (every save or delete of
+    a service moves it: portal.kernel.catalog.revision): every poll used to read all of them (400
+    at 1,000 clusters) to map a handful of images. The revision is read first, so services read
+    after a change that lands in between are kept under the older revision and read again at
+    the next poll, never the other way round."""
+    global _services
+    revision = catalog_revision.current()
+    if _services is None or _services.revision != revision:
+        services = list(Service.objects.only("id", "name", "image_repository", "image_aliases"))
+        _services = ServiceCatalog(revision, service_image_index(services), {s.name: s.id for s in services})
+    return _services
+
+
+def forget_services() -> None:
+    """Drop the services kept in this process (tests: a rolled-back test's catalog reuses its revisions)."""
+    global _services
+    _services = None
 
 
 class Catalog:
@@ -88,7 +158,7 @@ class ClusterState:
     # The stored sync windows, for a poll that could not list AppProjects (None when it could).
     projects: dict[str, ProjectRow] | None
     workload_kinds: set[str] = field(default_factory=set)  # workload kinds this poll listed
-    workloads: dict[WorkloadKey, Workload] = field(default_factory=dict)
+    workloads: dict[WorkloadKey, StoredWorkload] = field(default_factory=dict)
     running: list[StoredVersion] = field(default_factory=list)
     # Every catalog cluster (to place apps on their destinations), read when first needed, and
     # this cluster's Argo CD.
@@ -103,7 +173,7 @@ class ClusterState:
 def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
     """A query per table: services, apps, AppProjects (when not listed), the Argo CD instance,
     versions from Argo CD, workloads, running versions, foreign apps."""
-    services = list(Service.objects.all())
+    services = catalog_services()
     projects = None
     if "AppProject" not in listed_kinds:
         projects = {
@@ -113,8 +183,8 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
     state = ClusterState(
         cluster=cluster,
         listed_kinds=listed_kinds,
-        service_index=service_image_index(services),
-        service_ids={s.name: s.id for s in services},
+        service_index=services.index,
+        service_ids=services.ids,
         apps={
             app_key(a.tool, a.kind, a.namespace, a.name): a
             for a in GitOpsApp.objects.filter(read_from=cluster).defer(*APP_DEFERRED)
@@ -130,10 +200,9 @@ def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
             ).values_list("id", "app_id", "cluster_id", "service_id", "image", "version")
         ]
     if state.workload_kinds:
-        state.workloads = {
-            (w.kind, w.namespace, w.name): w
-            for w in Workload.objects.filter(cluster=cluster, kind__in=state.workload_kinds)
-        }
+        stored = Workload.objects.filter(cluster=cluster, kind__in=state.workload_kinds).values_list(
+            "id", "kind", "namespace", "name", "app_id", *WORKLOAD_COMPARED)
+        state.workloads = {(w.kind, w.namespace, w.name): w for w in (StoredWorkload(*values) for values in stored)}
         state.running = [
             StoredVersion(id=rid, service_id=sid, workload=(kind, namespace, name), container=container,
                           version=version, app_id=aid, image=image)
@@ -152,7 +221,7 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
     uids, their versions as Argo CD reports them, and the stored sync windows (so the AppProjects
     are left as they are). No workload kind counts as listed: workloads are left as stored.
     A query per table, as `read_state`."""
-    services = list(Service.objects.all())
+    services = catalog_services()
     apps = {
         app_key(a.tool, a.kind, a.namespace, a.name): a
         for a in GitOpsApp.objects.filter(read_from=cluster, uid__in=sorted(uids)).defer(*APP_DEFERRED)
@@ -160,8 +229,8 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
     state = ClusterState(
         cluster=cluster,
         listed_kinds=set(listed_kinds),
-        service_index=service_image_index(services),
-        service_ids={s.name: s.id for s in services},
+        service_index=services.index,
+        service_ids=services.ids,
         apps=apps,
         projects={p.name: ProjectRow(namespace=p.namespace, name=p.name, sync_windows=p.sync_windows)
                   for p in AppProject.objects.filter(cluster=cluster)},

@@ -34,23 +34,34 @@ from gitops.syncwindows.timeline import DEFAULT_HORIZON, TooDense, occurrences
 from gitops.syncwindows.verdict import (
     SyncWindowVerdict,
     VerdictSpan,
+    Windows,
     evaluate,
     matching_windows,
     next_edge,
     verdict_spans,
 )
-from gitops.syncwindows.windows import Window, compile_window, match_app, window_label
+from gitops.syncwindows.windows import (
+    CompiledWindows,
+    Window,
+    compile_window,
+    compile_windows,
+    match_app,
+    window_label,
+)
 
 __all__ = [
     "DEFAULT_HORIZON",
+    "CompiledWindows",
     "Explanation",
     "SyncWindowVerdict",
     "TooDense",
     "VerdictSpan",
     "Window",
     "WindowExplanation",
+    "Windows",
     "compile_glob",
     "compile_window",
+    "compile_windows",
     "evaluate",
     "explain",
     "format_explanation",

@@ -17,7 +17,10 @@ from gitops.syncwindows.timeline import (
     to_ns,
     window_edges,
 )
-from gitops.syncwindows.windows import Window, compile_window, match_app, window_label
+from gitops.syncwindows.windows import CompiledWindows, Window, compile_window, match_app, window_label
+
+# A project's `spec.syncWindows` as listed, or compiled once for many apps (`compile_windows`).
+Windows = Iterable[Mapping[str, Any]] | CompiledWindows | None
 
 
 @dataclass(frozen=True)
@@ -87,14 +90,16 @@ def _decide(matching: Sequence[Window], active: Sequence[Window], manual: bool
     return True, None, []
 
 
-def matching_windows(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any]) -> list[Window]:
+def matching_windows(windows: Windows, app: Mapping[str, Any]) -> list[Window]:
     """The project's windows that apply to the app, compiled."""
+    if isinstance(windows, CompiledWindows):
+        return [w for w in windows.windows if match_app(w.raw, app)[0]]
     return [
         compile_window(i, w) for i, w in enumerate(windows or []) if isinstance(w, Mapping) and match_app(w, app)[0]
     ]
 
 
-def evaluate(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any], at: datetime,
+def evaluate(windows: Windows, app: Mapping[str, Any], at: datetime,
              manual: bool = False, *, horizon: timedelta = DEFAULT_HORIZON) -> SyncWindowVerdict:
     """Argo CD's answer to "may this app sync at `at`?", plus who blocks it and until when.
 
@@ -164,7 +169,7 @@ class VerdictSpan:
     blocking: list[dict]
 
 
-def verdict_spans(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any], start: datetime,
+def verdict_spans(windows: Windows, app: Mapping[str, Any], start: datetime,
                   end: datetime, manual: bool = False) -> list[VerdictSpan]:
     """The verdict for this app from `start` to `end`, as consecutive spans, each a different answer.
 
@@ -197,7 +202,7 @@ def verdict_spans(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str,
     return spans
 
 
-def next_edge(windows: Iterable[Mapping[str, Any]] | None, app: Mapping[str, Any], at: datetime, *,
+def next_edge(windows: Windows, app: Mapping[str, Any], at: datetime, *,
               horizon: timedelta = DEFAULT_HORIZON) -> datetime | None:
     """The next instant after `at` at which a window applying to this app opens or closes.
 

@@ -3,7 +3,7 @@ applies to an app (`SyncWindows.Matches`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -103,6 +103,21 @@ def compile_window(index: int, raw: Mapping[str, Any]) -> Window:
     return Window(index=index, raw=window, kind=kind, manual_sync=bool(window.get("manualSync")),
                    schedule=schedule, duration_ns=duration_ns, zone=zone, error=error,
                    warnings=tuple(warnings))
+
+
+@dataclass(frozen=True)
+class CompiledWindows:
+    """An AppProject's windows compiled once, to judge many apps by (a poll judges every app of
+    a project at once; compiling the windows again per app was most of the verdict's cost)."""
+
+    windows: tuple[Window, ...]
+
+
+def compile_windows(windows: Iterable[Mapping[str, Any]] | None) -> CompiledWindows:
+    """Every window of `spec.syncWindows`, each with its index in the list (entries that are not
+    mappings are skipped, as matching skips them)."""
+    return CompiledWindows(tuple(compile_window(i, w) for i, w in enumerate(windows or [])
+                                 if isinstance(w, Mapping)))
 
 
 def _app_value(app: Mapping[str, Any], key: str) -> str:

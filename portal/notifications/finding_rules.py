@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 
 from gitops.models import GitOpsApp
-from portal.findings.derivation import derive_silence, judged_apps
+from portal.findings.derivation import announced_apps, derive_silence, judged_apps
 from portal.notifications.events import EventKind
 from portal.notifications.models import Rule
 
@@ -63,6 +63,7 @@ def on_cluster_stored(sender: Any, cluster: Any, read: Collection[int] = (), at:
         return
     try:
         with transaction.atomic():  # a savepoint: findings never cost a poll its data
-            judge_silence(cluster.pk, at, read)
+            apps = announced_apps(cluster.pk, read)
+            derive_silence(cluster.pk, apps, covered_app_ids(apps), at)
     except Exception:  # noqa: BLE001 - logged; the apps are stored all the same
         log.exception("silent sync failures of %s not derived", cluster.name)

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_safe
 from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
+from gitops.queries import project_names
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.models import PullRequest
@@ -171,10 +172,7 @@ def _context(request: HttpRequest) -> dict:
         "query": query,
         "clusters": Cluster.objects.values_list("name", flat=True),
         "environments": Environment.objects.values_list("name", flat=True),
-        "projects": GitOpsApp.objects.exclude(project="")
-        .values_list("project", flat=True)
-        .distinct()
-        .order_by("project"),
+        "projects": project_names(),
         "statuses": STATUSES,
         "sorts": SORTS,
     }

@@ -1,6 +1,6 @@
 """Read queries over GitOpsApp that the ORM cannot make cheap enough for the pages: the one
 raw SQL read of the applications that need attention, applications read by the ids a subquery
-yields, and timestamps read as epoch seconds.
+yields, timestamps read as epoch seconds, and the project names the filters offer.
 
 Each must keep a good plan on tables filled a moment ago, before any ANALYZE: PostgreSQL then
 takes gitops_gitopsapp for one row (EXPLAIN: rows=1 on 100,000), as its assumed row width passes
@@ -146,3 +146,23 @@ def with_ids_from(rows: QuerySet[M], ids: QuerySet) -> QuerySet[M]:
 def apps_with_ids_from(ids: QuerySet) -> QuerySet[GitOpsApp]:
     """The applications whose ids `ids` yields (`with_ids_from`)."""
     return with_ids_from(GitOpsApp.objects.all(), ids)
+
+
+# Each next project is the smallest one past the last: one step down the project index per
+# project, where a DISTINCT read every application (287 ms at 100,000 apps on a cold cache).
+_PROJECT_NAMES_SQL = """
+WITH RECURSIVE projects(name) AS (
+    SELECT MIN(project) FROM {table} WHERE project > ''
+    UNION ALL
+    SELECT (SELECT MIN(project) FROM {table} WHERE project > projects.name)
+    FROM projects WHERE projects.name IS NOT NULL
+)
+SELECT name FROM projects WHERE name IS NOT NULL
+"""
+
+
+def project_names() -> list[str]:
+    """Every Argo CD project an application names, in order (none for Flux: no project)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PROJECT_NAMES_SQL.format(table=connection.ops.quote_name(GitOpsApp._meta.db_table)))
+        return [name for (name,) in cursor.fetchall()]

@@ -422,10 +422,13 @@ class BehindLines:
         # may make a place's oldest version another): only rows at these can be lines or veto one.
         rank: dict[int, dict[str, int]] = {}
         wanted: list[str] = []
+        # (service id, version) with somewhere to go: tens of thousands of places test it below.
+        movable: set[tuple[int, str]] = set()
         for svc in services:
             readable = sort_tags([v for v in versions[svc.pk] if parse_tag(v) is not None])
             rank[svc.pk] = {version: position for position, version in enumerate(readable)}
             moving = [position for position, version in enumerate(readable) if targets.target(svc.pk, version)]
+            movable.update((svc.pk, readable[position]) for position in moving)
             if moving:
                 wanted.extend(f"{svc.pk}:{version}" for version in readable[:moving[-1] + 1])
         if not wanted:
@@ -444,7 +447,7 @@ class BehindLines:
             known = oldest.get(where)
             if known is None or (position, pk) < known[:2]:
                 oldest[where] = (position, pk, (service_id, cluster_id, app_id, workload_id, version))
-        found = [_Row(*columns) for _, _, columns in oldest.values() if targets.target(columns[0], columns[4])]
+        found = [_Row(*columns) for _, _, columns in oldest.values() if (columns[0], columns[4]) in movable]
         if not found:
             return
         clusters = Cluster.objects.filter(pk__in={row.cluster_id for row in found}).values_list(

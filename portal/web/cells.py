@@ -216,10 +216,10 @@ class CellViews:
         found = []
         for flag in tile.flags:
             # The portal's first sight of a state is no duration: the state may be much older.
-            lasted = (f"for {duration_since(flag.since)}" if flag.exact
-                      else f"at least since {localstamp(flag.since)}")
+            stamp = localstamp(flag.since)
+            lasted = f"for {duration_since(flag.since)}" if flag.exact else f"at least since {stamp}"
             title = f"{flag.app} on {flag.cluster} {'since' if flag.exact else 'at least since'} "
-            found.append(TileFlag(flag, title + localstamp(flag.since), lasted))
+            found.append(TileFlag(flag, title + stamp, lasted))
         return found
 
 

@@ -15,13 +15,16 @@ line) doubled both pages, which grow with the fleet (the budget: 300 ms at 50,00
 What each line says (its title, where it runs, its problems, its offer) is worked out in
 portal.web.cells (`LineView`, `CellView`, `TileFlag`); this module only writes their markup.
 Badges and pull request states are not spelled here: they come from their template fragments
-(web/_badge.html, web/_pr_state.html), drawn only for the few lines with problems or pull
-requests. Values are escaped with `html.escape(quote=True)`, whose output is Django's
+(web/_badge.html, web/_pr_state.html). A badge's fragment is drawn once per shape and filled
+(`badge`): at 100,000 applications the overview's tiles show 1,600 badges, and a template
+render each cost half the page's CPU (225 ms -> 116 ms, process_time, min of 7, pages100k).
+Values are escaped with `html.escape(quote=True)`, whose output is Django's
 `escape`'s, without its lazy-string wrapper (3 µs a call, thousands of calls a page).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from html import escape
 
 from django.template.loader import get_template
@@ -37,9 +40,33 @@ EMPTY = '<span class="muted">—</span>'
 _EMPTY = SafeString(EMPTY)
 
 
+# Where a value goes in a badge's drawn skeleton: private-use characters, which escaping
+# leaves alone and no cluster's string is expected to hold (one that does is drawn in full).
+_SLOTS = {"kind": "\ue000kind\ue001", "label": "\ue000label\ue001", "title": "\ue000title\ue001"}
+
+
+@cache
+def _badge_skeleton(filled: tuple[bool, bool, bool]) -> str | None:
+    """web/_badge.html drawn once with a slot for each non-empty value (`filled`: kind, label,
+    title), or None when the fragment does not show each slot exactly once as given (a filter
+    changed it): then every badge is drawn in full."""
+    values = {name: slot if on else "" for (name, slot), on in zip(_SLOTS.items(), filled, strict=True)}
+    drawn = get_template(BADGE_TEMPLATE).render(values)
+    return drawn if all(drawn.count(slot) == 1 for slot in values.values() if slot) else None
+
+
 def badge(kind: str, label: str, title: str = "") -> str:
-    """The badge fragment (web/_badge.html), the one spelling of a badge."""
-    return get_template(BADGE_TEMPLATE).render({"kind": kind, "label": label, "title": title})
+    """The badge fragment (web/_badge.html), the one spelling of a badge. The fragment is drawn
+    once per shape and each badge fills its slots (escaped as Django escapes): the overview at
+    100,000 applications drew 1,600 badges, a template render each."""
+    values = {"kind": kind, "label": label, "title": title}
+    skeleton = _badge_skeleton((bool(kind), bool(label), bool(title)))
+    if skeleton is None or any("\ue000" in value for value in values.values()):
+        return get_template(BADGE_TEMPLATE).render(values)
+    for name, value in values.items():
+        if value:
+            skeleton = skeleton.replace(_SLOTS[name], escape(value))
+    return skeleton
 
 
 def pr_state(state: PrState) -> str:

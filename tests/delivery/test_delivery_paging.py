@@ -124,3 +124,21 @@ def test_the_delivery_page_queries_do_not_grow_with_the_waiting_promotions(clien
 
     assert len(promoted(html)) == PROMOTIONS_PER_PAGE
     assert len(many.captured_queries) == len(few.captured_queries)
+
+
+def test_only_the_shown_promotions_spell_their_preview_links(client, users, catalog, monkeypatch):
+    """Every waiting promotion gets its offers (the train takes them all), but a preview link is
+    spelled only for the page's rows: at 100,000 applications spelling the rest cost most of the
+    page's time. The train still promotes the services of every page."""
+    waiting_services(catalog, PROMOTIONS_PER_PAGE + 3)
+    spelled = []
+    spell = promotions.preview_url
+    monkeypatch.setattr(promotions, "preview_url", lambda *a, **kw: spelled.append(a[1][0][0]) or spell(*a, **kw))
+    client.force_login(users["member"])
+
+    html = client.get(reverse("delivery")).content.decode()
+
+    assert sorted(spelled) == sorted(promoted(html))  # one link per shown row's production app
+    assert len(spelled) == PROMOTIONS_PER_PAGE
+    train = re.search(r'class="button-link promote-train" href="([^"]+)"', html)
+    assert train is not None and "svc12" in train.group(1)  # a service from the second page

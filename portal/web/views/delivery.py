@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import cached_property
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
@@ -85,10 +86,18 @@ class PromotionOffer:
     label: str
     cluster: str
     current: str
-    url: str | None  # None: no GitOps application to change there, or `no_pr`
+    # What the preview link proposes: (application, moves, back). None: no GitOps application
+    # to change there, or `no_pr`.
+    proposes: tuple[int | str, list[tuple[str, str, str]], str] | None
     open_pr: PullRequest | None
     no_pr: str = ""  # why no pull request can be proposed there (no Git location known)
     pinned: str = ""  # what Git pins there when it is not what runs (the PR starts from it)
+
+    @cached_property
+    def url(self) -> str | None:
+        """Spelled when a page shows it: every waiting promotion has offers (the trains need
+        them all) and spelling thousands of links nobody sees cost most of the page's time."""
+        return promotions.preview_url(*self.proposes) if self.proposes is not None else None
 
     @property
     def open_pr_link(self) -> str | None:
@@ -165,8 +174,7 @@ def promotion_offers(
                 cluster=target.cluster,
                 current=target.current,
                 pinned=target.pinned,
-                url=promotions.preview_url(target.ref, [(promotion.service, target.start, promotion.version)],
-                                           back)
+                proposes=(target.ref, [(promotion.service, target.start, promotion.version)], back)
                 if target.ref is not None and not _why_not(target, no_pr, outside) else None,
                 open_pr=pending.get((promotion.service, target.cluster, promotion.version)),
                 no_pr=_why_not(target, no_pr, outside),
@@ -178,7 +186,7 @@ def promotion_offers(
     # A train takes what its rows offer: not a target with no Git location or a PR already open.
     blocked = {
         id(target) for promotion, row in waiting for target, offer in zip(promotion.targets, row, strict=True)
-        if offer.url is None or offer.open_pr is not None
+        if offer.proposes is None or offer.open_pr is not None
     }
     train_list = [
         (train, promotions.train_url(train, back) if len(train.moves) <= MAX_CHANGES_PER_PR else None)

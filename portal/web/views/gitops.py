@@ -10,7 +10,8 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet, Window
+from django.db.models import Count, F, IntegerField, OrderBy, Q, QuerySet, Value, Window
+from django.db.models.functions import Concat
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_safe
 from forges import weblinks
 from gitops.appfilter import SORTS, STATUSES, GitOpsAppFilter
 from gitops.models import GitOpsApp
+from gitops.queries import project_names
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.models import PullRequest
@@ -49,13 +51,33 @@ def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
     if wanted < 1:
         return paginator.get_page(wanted)  # as Paginator.get_page: the last page
     start = (wanted - 1) * PAGE_SIZE
-    keys = list(apps.annotate(matching=Window(Count("id"))).values_list("pk", "matching")[start : start + PAGE_SIZE])
+    keys = list(_in_scanned_order(apps).annotate(matching=Window(Count("id")))
+                .values_list("pk", "matching")[start : start + PAGE_SIZE])
     if not keys and wanted > 1:
         return paginator.get_page(wanted)
     found = apps.order_by().in_bulk([pk for pk, _ in keys])
     rows = [found[pk] for pk, _ in keys if pk in found]  # one removed in between is left out
     paginator.count = keys[0][1] if keys else 0  # type: ignore[misc]  # a cached_property, known now
     return Page(rows, wanted, paginator)
+
+
+def _in_scanned_order(apps: QuerySet[GitOpsApp]) -> QuerySet[GitOpsApp]:
+    """`apps` in the same order, its first key spelled as an expression no index answers
+    (`problem_rank + 0`, `name || ''`). A text search tests every row, so the rows are best
+    read in the table's own order and sorted; with the bare column PostgreSQL walked the
+    column's index instead, hoping the LIMIT would stop it early, and visited every row in
+    index order: 229 ms where the scan and sort take 89 (a fifth of 100,000 apps matching)."""
+    order = list(apps.query.order_by)
+    first = order[0] if order else None
+    if not isinstance(first, OrderBy) or not isinstance(first.expression, F) or "__" in first.expression.name:
+        return apps  # a computed key (an environment's order, a time) or a cluster's: not this table's index
+    column = first.expression.name
+    if isinstance(GitOpsApp._meta.get_field(column), IntegerField):
+        unindexed = F(column) + 0
+    else:
+        unindexed = Concat(F(column), Value(""))
+    order[0] = OrderBy(unindexed, descending=first.descending)
+    return apps.order_by(*order)
 
 
 def _pins_of(app: GitOpsApp, pins: dict[tuple[int, str], list[str]]) -> list[tuple[str, str]]:
@@ -150,10 +172,7 @@ def _context(request: HttpRequest) -> dict:
         "query": query,
         "clusters": Cluster.objects.values_list("name", flat=True),
         "environments": Environment.objects.values_list("name", flat=True),
-        "projects": GitOpsApp.objects.exclude(project="")
-        .values_list("project", flat=True)
-        .distinct()
-        .order_by("project"),
+        "projects": project_names(),
         "statuses": STATUSES,
         "sorts": SORTS,
     }

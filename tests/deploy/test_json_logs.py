@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client, override_settings
-from django.urls import path, set_urlconf
+from django.urls import clear_url_caches, path, set_urlconf
 
 from portal import requestids
 from portal.celery import app as celery_app
@@ -82,9 +82,17 @@ def captured(formatter: logging.Formatter) -> Iterator[Console]:
 def _this_threads_urlconf_put_back() -> Iterator[None]:
     """A request sets its thread's URL conf (this module's, under override_settings) and only a
     finished response puts it back; a test whose view raises leaves it set, and later tests in
-    this worker would resolve and reverse against this module's three URLs."""
+    this worker would resolve and reverse against this module's three URLs. Its ROOT_URLCONF too:
+    after this module, a later test in the same worker found ROOT_URLCONF still naming it
+    (test_roles' guarded URLs came out empty), so the setting is put back here as well."""
+    from django.conf import settings
+
+    root = settings.ROOT_URLCONF
     yield
     set_urlconf(None)
+    if settings.ROOT_URLCONF != root:
+        settings.ROOT_URLCONF = root
+        clear_url_caches()
 
 
 @pytest.fixture(params=["json", "plain"])

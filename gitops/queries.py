@@ -1,6 +1,6 @@
 """Read queries over GitOpsApp that the ORM cannot make cheap enough for the pages: the one
-raw SQL read of the applications that need attention, applications read by the ids a subquery
-yields, timestamps read as epoch seconds, and the project names the filters offer.
+raw SQL read of the applications that need attention, rows read by the ids a subquery
+yields or a long list names, timestamps read as epoch seconds, and the project names the filters offer.
 
 Each must keep a good plan on tables filled a moment ago, before any ANALYZE: PostgreSQL then
 takes gitops_gitopsapp for one row (EXPLAIN: rows=1 on 100,000), as its assumed row width passes
@@ -13,11 +13,12 @@ state again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import NamedTuple, TypeVar
 
 from django.db import connection
-from django.db.models import BooleanField, F, FloatField, Func, Model, QuerySet
+from django.db.models import BigIntegerField, BooleanField, F, FloatField, Func, Model, QuerySet, Value
 
 from gitops.derive.attention import Attention
 from gitops.models import GitOpsApp, app_condition_sql
@@ -141,6 +142,21 @@ def with_ids_from(rows: QuerySet[M], ids: QuerySet) -> QuerySet[M]:
     listed = Func(F("pk"), ArraySubquery(ids), arg_joiner=" = ANY(", template="%(expressions)s)",
                   output_field=BooleanField())
     return rows.filter(listed)
+
+
+def with_ids(rows: QuerySet[M], ids: Iterable[int], field: str = "pk") -> QuerySet[M]:
+    """`rows` whose `field` (an integer column: the id, a foreign key) is one of `ids`, a list
+    the caller holds. On PostgreSQL as `field = ANY(%s)` with the ids as one array parameter: an
+    `IN` of 3,125 literals cost Django 30 ms to compile and PostgreSQL as much to parse (the
+    Delivery page's promotions at 100,000 applications), and the plan is the same."""
+    listed = list(dict.fromkeys(ids))
+    if connection.vendor != "postgresql":
+        return rows.filter(**{f"{field}__in": listed})
+    from django.contrib.postgres.fields import ArrayField
+
+    array = Value(listed, output_field=ArrayField(BigIntegerField()))
+    matches = Func(F(field), array, arg_joiner=" = ANY(", template="%(expressions)s)", output_field=BooleanField())
+    return rows.filter(matches)
 
 
 def apps_with_ids_from(ids: QuerySet) -> QuerySet[GitOpsApp]:

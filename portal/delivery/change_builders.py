@@ -31,6 +31,7 @@ from gitops.git_locations import (
     revision_kind,
 )
 from gitops.models import GitOpsApp, RunningVersion, Workload
+from gitops.queries import with_ids
 from portal.delivery.planner import PROMOTION, ROLLBACK, UPGRADE, Change
 from portal.kernel.catalog.models import Service
 from portal.releases import summaries
@@ -80,7 +81,7 @@ def no_pr_reasons(app_ids: Iterable[int]) -> dict[int, str]:
     ids = list(dict.fromkeys(app_ids))
     if not ids:
         return {}
-    return no_pr_reasons_of(GitOpsApp.objects.filter(pk__in=ids).values_list(*NO_PR_COLUMNS))
+    return no_pr_reasons_of(with_ids(GitOpsApp.objects.all(), ids).values_list(*NO_PR_COLUMNS))
 
 
 # The columns `no_pr_reasons_of` reads of each application, in its order.

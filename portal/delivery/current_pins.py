@@ -69,6 +69,7 @@ from gitops.git_locations import (
     revision_kind,
 )
 from gitops.models import GitOpsApp
+from gitops.queries import with_ids
 from gitops.rows import ARGO
 from portal.delivery import version_matrix
 from portal.delivery.models import GitPin, GitPinRead
@@ -501,7 +502,7 @@ def git_pins_by_app(app_ids: Iterable[int]) -> dict[int, list[dict]]:
 
 def pinned_versions(app_ids: Iterable[int], service: Service | None = None) -> dict[tuple[int, str], list[str]]:
     """(app id, service name) -> the distinct versions Git pins, sorted (one query)."""
-    query = GitPin.objects.filter(app_id__in=list(app_ids))
+    query = with_ids(GitPin.objects.all(), app_ids, "app_id")
     if service is not None:
         query = query.filter(service=service)
     found: dict[tuple[int, str], set[str]] = defaultdict(set)

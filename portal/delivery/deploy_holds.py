@@ -14,9 +14,11 @@ however many services and environments it is asked about; the calendar
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db.models import Prefetch
 
@@ -24,7 +26,7 @@ from gitops import syncwindows
 from gitops.models import AppProject, GitOpsApp
 from gitops.windowstate import app_target
 from portal.delivery.models import ChangeFreeze
-from portal.kernel.catalog.models import Environment, Service
+from portal.kernel.catalog.models import Environment
 from portal.kernel.links import app_page_path
 from portal.kernel.timestamps import utc_stamp
 
@@ -101,6 +103,28 @@ def freeze_covers(freeze: ChangeFreeze, environment: str) -> bool:
     return not names or environment in names
 
 
+class _AppRow(NamedTuple):
+    """The columns of an app the holds read (`DeployHolds.load`), named as `values_list` names them."""
+
+    id: int
+    name: str
+    namespace: str
+    tool: str
+    project: str
+    manual_sync: bool
+    suspended: bool
+    destination_name: str
+    destination_namespace: str
+    destination_server: str
+    cluster__name: str
+    cluster__environment__name: str
+    read_from_id: int | None
+    read_from__name: str | None
+
+
+_APP_COLUMNS = _AppRow._fields
+
+
 @dataclass
 class DeployHolds:
     apps: list[HeldApp]
@@ -110,7 +134,7 @@ class DeployHolds:
     def load(cls, since: datetime, *, environments: Iterable[str] | None = None,
              services: Iterable[str] | None = None, clusters: Iterable[str] | None = None) -> DeployHolds:
         """The apps deploying `services` to `environments` on `clusters` (None: all), their
-        AppProjects' windows, and the freezes not over at `since`. Three queries."""
+        AppProjects' windows, and the freezes not over at `since`. Five queries."""
         rows = GitOpsApp.objects.filter(cluster__environment__isnull=False)
         if environments is not None:
             rows = rows.filter(cluster__environment__name__in=list(environments))
@@ -118,13 +142,14 @@ class DeployHolds:
             rows = rows.filter(services__name__in=list(services)).distinct()
         if clusters is not None:
             rows = rows.filter(cluster__name__in=list(clusters))
-        rows = (rows.select_related("cluster__environment", "read_from")
-                .only("name", "namespace", "tool", "project", "manual_sync", "suspended", "destination_name",
-                      "destination_namespace", "destination_server", "cluster__name", "cluster__environment__name",
-                      "read_from__name")
-                .prefetch_related(Prefetch("services", queryset=Service.objects.only("name").order_by("name")))
-                .order_by("cluster__name", "namespace", "name"))
-        loaded = list(rows)
+        # Read as values, not model instances: a service on 250 clusters made 250 instances with
+        # a prefetch, a quarter of its page's time at 100,000 applications (issue 40).
+        loaded = [_AppRow(*row) for row in
+                  rows.order_by("cluster__name", "namespace", "name").values_list(*_APP_COLUMNS)]
+        names: dict[int, list[str]] = defaultdict(list)
+        for app_id, service in (GitOpsApp.services.through.objects.filter(gitopsapp_id__in=[a.id for a in loaded])
+                                .order_by("service__name").values_list("gitopsapp_id", "service__name")):
+            names[app_id].append(service)
         wanted = {(app.read_from_id, app.project or "default") for app in loaded if app.tool == "argo"}
         projects = {
             (p.cluster_id, p.name): p.sync_windows or []
@@ -136,10 +161,10 @@ class DeployHolds:
         for app in loaded:
             project = (app.project or "default") if app.tool == "argo" else ""
             apps.append(HeldApp(
-                name=app.name, namespace=app.namespace, cluster=app.cluster.name,
-                environment=app.cluster.environment.name, tool=app.tool, manual_sync=app.manual_sync,
-                suspended=app.suspended, services=tuple(s.name for s in app.services.all()), project=project,
-                project_cluster=app.read_from.name if project else "", target=app_target(app),
+                name=app.name, namespace=app.namespace, cluster=app.cluster__name,
+                environment=app.cluster__environment__name, tool=app.tool, manual_sync=app.manual_sync,
+                suspended=app.suspended, services=tuple(names[app.id]), project=project,
+                project_cluster=(app.read_from__name or "") if project else "", target=app_target(app),
                 windows=projects.get((app.read_from_id, project)) if project else None,
             ))
         freezes = list(ChangeFreeze.objects.filter(ends_at__gt=since).order_by("starts_at", "id")

@@ -17,18 +17,17 @@ Chart versions behind are portal.delivery.chart_upgrades.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from django.db import connection
-from django.db.models import BooleanField, CharField, Model, Q, Value
-from django.db.models.expressions import RawSQL
+from django.db.models import CharField, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from gitops.models import GitOpsApp, RunningVersion, Workload
+from gitops.queries import with_ids
 from portal.delivery.change_builders import no_pr_reason, no_pr_reasons
 from portal.delivery.current_pins import pinned_versions
 from portal.delivery.models import PullRequest, ServicePolicy
@@ -262,16 +261,6 @@ def _key(*parts: Any) -> Concat:
     return Concat(*joined, output_field=CharField())
 
 
-def _among(model: type[Model], ids: Collection[int]) -> Q | RawSQL:
-    """Rows of `model` whose id is in `ids`: on PostgreSQL as one array parameter, where an IN
-    list of thousands of placeholders cost more to build and send than the query to run."""
-    if connection.vendor != "postgresql":
-        return Q(pk__in=list(ids))
-    quote = connection.ops.quote_name
-    column = f"{quote(model._meta.db_table)}.{quote(model._meta.pk.column)}"  # type: ignore[union-attr]
-    return RawSQL(f"{column} = ANY(%s)", (list(ids),), output_field=BooleanField())  # noqa: S611
-
-
 @dataclass(frozen=True, slots=True)
 class _Row:
     """A line as `BehindLines._find` leaves it: the ids of its running-version row, unordered."""
@@ -393,16 +382,16 @@ class BehindLines:
         names: dict[tuple[int | None, int | None], str] = {}
         if apps:
             names.update(((pk, None), name) for pk, name in
-                         GitOpsApp.objects.filter(_among(GitOpsApp, apps)).values_list("pk", "name"))
+                         with_ids(GitOpsApp.objects.all(), apps).values_list("pk", "name"))
         if workloads:
             names.update(((None, pk), name) for pk, name in
-                         Workload.objects.filter(_among(Workload, workloads)).values_list("pk", "name"))
+                         with_ids(Workload.objects.all(), workloads).values_list("pk", "name"))
         return names
 
     def _find(self, service: Service | None, environment: str | None, app_ids: list[int] | None,
               today: date) -> None:
         if app_ids is not None:
-            placed = RunningVersion.objects.filter(app_id__in=app_ids)
+            placed = with_ids(RunningVersion.objects.all(), app_ids, "app_id")
         else:
             # In an application, or outside GitOps: in a workload no application deploys.
             placed = RunningVersion.objects.filter(Q(app__isnull=False) | Q(workload__isnull=False))
@@ -450,7 +439,7 @@ class BehindLines:
         found = [_Row(*columns) for _, _, columns in oldest.values() if (columns[0], columns[4]) in movable]
         if not found:
             return
-        clusters = Cluster.objects.filter(pk__in={row.cluster_id for row in found}).values_list(
+        clusters = with_ids(Cluster.objects.all(), {row.cluster_id for row in found}).values_list(
             "pk", "name", "environment__order", "environment__name")
         for pk, name, order, environment in clusters:
             self._clusters[pk] = (name, order)

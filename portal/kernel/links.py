@@ -93,13 +93,26 @@ def preview_url(kind: str, items: list[OfferItem], *, mode: str = GROUPED, back:
     """The preview of the pull request(s) an offer proposes: the one spelling of every offer's
     link, whichever page, API answer, assistant tool or alert shows it. A GET: following it
     writes nothing; `portal.web.views.pr` reads the same spelling back."""
-    from django.urls import reverse
-
     params: list[tuple[str, str]] = [("kind", kind), ("mode", mode)]
     params += [("item", item.spelled()) for item in items]
     if back:
         params.append(("next", back))
-    return f"{reverse('pr-preview')}?{urlencode(params)}"
+    return f"{_preview_path()}?{urlencode(params)}"
+
+
+_PREVIEW_PATHS: dict[tuple[str, object], str] = {}
+
+
+def _preview_path() -> str:
+    """The preview page's path, reversed once per script prefix and URLconf: a page offering
+    hundreds of previews spent a third of its offers' time reversing the same name."""
+    from django.urls import get_script_prefix, get_urlconf, reverse
+
+    key = (get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
+    path = _PREVIEW_PATHS.get(key)
+    if path is None:
+        path = _PREVIEW_PATHS[key] = reverse("pr-preview")
+    return path
 
 
 # --- the portal's own page of an application ------------------------------------------

@@ -4,6 +4,7 @@ several services of one application wait together."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -149,8 +150,8 @@ def test_delivery_page_offers_one_button_per_prod_cluster_to_members(client, use
     response = client.get(reverse("delivery"))
     html = response.content.decode()
     assert html.count("Open PR → prod") == 2
-    [(promotion, offers)] = response.context["promotions"]
-    assert [o.cluster for o in offers] == ["prod-eu-1", "prod-us-1"]
+    [(promotion, offers, more)] = response.context["promotions"]
+    assert [o.cluster for o in offers] == ["prod-eu-1", "prod-us-1"] and more == 0
     query = parse_qs(urlsplit(offers[0].url).query)
     assert urlsplit(offers[0].url).path == reverse("pr-preview")
     assert query["kind"] == ["promotion"] and query["item"] == [f"{eu.pk}:checkout:1.7.0:1.6.0"]
@@ -267,3 +268,28 @@ def test_the_train_promotes_every_waiting_service_not_only_the_shown_page(client
     assert len(parse_qs(urlsplit(url).query)["item"]) == 12
     second = client.get(reverse("delivery") + "?promotions_page=2")
     assert len(second.context["promotions"]) == 2
+
+
+@pytest.mark.django_db
+def test_a_promotion_waiting_for_many_clusters_lists_a_dozen_and_links_to_all(client, users, catalog):
+    """Forty production clusters wait for one version: the whole page lists twelve of them and
+    says how many more, and the link it gives (the page filtered to the service) lists all forty,
+    each with its own button."""
+    from portal.kernel.catalog.models import Cluster
+
+    seed_app(catalog.staging_cluster, "checkout-staging", service=catalog.checkout, version="1.7.0")
+    for n in range(40):
+        cluster = Cluster.objects.create(name=f"prod-x-{n:02d}", environment=catalog.prod_eu.environment)
+        seed_app(cluster, f"checkout-x-{n:02d}", service=catalog.checkout, version="1.6.0")
+    client.force_login(users["member"])
+    response = client.get(reverse("delivery"))
+    [(promotion, offers, more)] = response.context["promotions"]
+    assert len(promotion.targets) == 40 and len(offers) == 12 and more == 28
+    html = response.content.decode()
+    assert html.count("Open PR → prod") == 12
+    link = re.search(r'<a href="([^"]+)">and 28 more production clusters: show all</a>', html).group(1)
+    assert link == "?service=checkout#promotions"
+    every = client.get(reverse("delivery") + link.split("#")[0])
+    [(_, all_offers, none_more)] = every.context["promotions"]
+    assert len(all_offers) == 40 and none_more == 0
+    assert every.content.decode().count("Open PR → prod") == 40

@@ -36,7 +36,10 @@ from portal.web.sharedpages import shared_body
 PERIOD = timedelta(days=30)
 MAX_ROWS = 500  # the period's pull requests read for the counts and medians; the API lists them all
 PULL_REQUESTS_PER_PAGE = 50
-PROMOTIONS_PER_PAGE = 10  # a promotion lists every production cluster it waits for
+PROMOTIONS_PER_PAGE = 10
+# Production clusters listed per promotion on the whole page; filtered to its service, all of them.
+# A version waiting for 60 clusters drew 60 buttons per row: 600 on a page, most of its bytes.
+TARGETS_SHOWN = 12
 GROUPS_SHOWN = 30  # "Promote <app> → prod" buttons; the rest are on their promotions' pages
 MAX_CHART_PROMOTIONS = 50  # chart versions waiting shown on the page
 FILTERS = ("service",)
@@ -265,6 +268,7 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
     # of them, not only the shown page's; the table shows a page of them.
     offers, grouped, trains = promotion_offers(back, found, groups[:GROUPS_SHOWN])
     waiting = Paginator(offers, PROMOTIONS_PER_PAGE).get_page(request.GET.get("promotions_page"))
+    shown_offers = None if params["service"] else TARGETS_SHOWN
     pr_page = Paginator(shown_rows, PULL_REQUESTS_PER_PAGE).get_page(request.GET.get("pr_page"))
     return {
         "chart_promotions": chart_promotion_offers(back, params["service"]),
@@ -274,7 +278,9 @@ def context_for(request: HttpRequest, now: datetime) -> dict:
         "median_proposal": leadtimes.lead_time_words(medians.from_proposal),
         "median_merge": leadtimes.lead_time_words(medians.from_merge),
         "not_deployed": [row for row in rows if row.progress is not None],
-        "promotions": list(waiting.object_list),
+        # (promotion, its offers shown, how many more production clusters wait)
+        "promotions": [(p, row[:shown_offers], len(row[shown_offers:]) if shown_offers else 0)
+                       for p, row in waiting.object_list],
         "promotions_page": waiting,
         "groups": grouped,
         "trains": trains,

@@ -272,10 +272,14 @@ def report(figures: Figures, fleets: list[Fleet]) -> None:
             s50, s95, srows, sbytes = small[label]
             l50, l95, lrows, lbytes = large[label]
             ratio = "    (n/a)" if label in UNPAIRED else f"{l95 / s95:8.2f}x"
-            within = "ok" if l95 <= BUDGET_MS and lbytes <= BUDGET_KB * 1000 else "OVER"
+            # Issue 40 sets the 100,000-app budget on the median of ten requests; issue 18 set the
+            # 50,000-app one on the 95th percentile.
+            judged = l50 if fleet.apps >= 100_000 else l95
+            within = "ok" if judged <= BUDGET_MS and lbytes <= BUDGET_KB * 1000 else "OVER"
             print(f"{label:28} {s50:7.1f} /{s95:7.1f} {sbytes / 1000:7.1f} ({srows:5d})"
                   f" {l50:10.1f} /{l95:7.1f} {lbytes / 1000:8.1f} ({lrows:5d}) {ratio}  {within}")
-    print(f"\nbudget: p95 ≤ {BUDGET_MS} ms and ≤ {BUDGET_KB} KB of HTML at 50,000 and 100,000 apps (issues 18, 40);"
+    print(f"\nbudget: ≤ {BUDGET_MS} ms (p95 at 50,000 apps, issue 18; p50 at 100,000, issue 40) and ≤ {BUDGET_KB} KB"
+          " of HTML;"
           " (n/a): the fleets draw different rows there (see PAGES in bench/pages.py)")
 
 

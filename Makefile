@@ -17,11 +17,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	PORTAL_DEMO=1 DEBUG=1 $(PY) -m portal.embedded
 
-# The suite waits on servers (emulators, fakes, a registry, browsers) more than it computes:
-# four processes on two cores finish it in about half the time. TEST_WORKERS=0 runs it in one.
-TEST_WORKERS ?= 4
+# The suite waits on servers (emulators, fakes, a registry, browsers) about as much as it computes:
+# on two cores, four processes took 858 s and eight 573 s (2026-12-06); worksteal lets an idle
+# process take queued tests from a busy one, so the long ones do not make a tail. The schema is
+# migrated once and copied per process (tests/template_db.py). TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 8
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # ruff, mypy (check_untyped_defs on, see pyproject.toml) and the layer contracts of DESIGN.md.
 lint: $(STAMP)

@@ -32,6 +32,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("PORTAL_REQUIRE_SERVICES=1 but REDIS_URL is not set")
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Each xdist worker's test database is a copy of the template the controller migrated (tests/template_db.py)."""
+    from django.conf import settings
+
+    from tests.template_db import ENV
+
+    if os.environ.get(ENV):
+        settings.DATABASES["default"].setdefault("TEST", {})["TEMPLATE"] = os.environ[ENV]
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from django.conf import settings
 

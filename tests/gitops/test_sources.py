@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -549,3 +550,33 @@ def test_kind_paths() -> None:
         "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications")
     assert APPLICATION.resource == "applications.argoproj.io"
     assert not any(k.matches("kustomize.config.k8s.io/v1beta1", "Kustomization") for k in KINDS)
+
+
+def test_manifest_files_are_parsed_once_and_each_listing_gets_its_own_objects(tmp_path: Path, monkeypatch) -> None:
+    """A poll lists a dozen kinds from the same files: the bytes are parsed once, a file changed
+    in place (same size, same time stamp) is parsed again at once, and an object one listing
+    hands out is that listing's own."""
+    from gitops.sources import manifests
+
+    calls: list[int] = []
+    real = manifests.load_yaml
+    monkeypatch.setattr(manifests, "load_yaml", lambda text: calls.append(1) or real(text))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "parse-once-a", "namespace": "default"}, "spec": {"replicas": 1}}
+    path = tmp_path / "apps.yaml"
+    path.write_text(yaml.safe_dump(deployment))
+    stamp = path.stat()
+    source = ManifestSource(tmp_path)
+    kind = next(k for k in KINDS if k.kind == "Deployment")
+
+    first = source.list_objects(kind).items
+    first[0]["spec"]["replicas"] = 99  # a caller changing what it got
+    again = source.list_objects(kind).items
+    assert len(calls) == 1
+    assert again[0]["spec"]["replicas"] == 1 and again[0] is not first[0]
+
+    path.write_text(yaml.safe_dump({**deployment, "metadata": {"name": "parse-once-b", "namespace": "default"}}))
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # the same size and time stamp
+    assert path.stat().st_size == stamp.st_size
+    assert [o["metadata"]["name"] for o in source.list_objects(kind).items] == ["parse-once-b"]
+    assert len(calls) == 2

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_safe
 from forges import weblinks
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
+from gitops.queries import apps_with_ids_from, with_ids
 from portal.delivery import policy_editing
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deploy_holds import DeployHolds, NextDeploy
@@ -28,7 +29,7 @@ from portal.delivery.upgrades import Behind, BehindLines, UpgradeTargets
 from portal.delivery.version_policy import PolicyError, VersionPolicy
 from portal.kernel.accounts.roles import Role, has_role, requires_role
 from portal.kernel.accounts.teams import refusal
-from portal.kernel.catalog.models import Environment, Service
+from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
 from portal.kernel.changelog.kept import kept
 from portal.kernel.links import ArgoCDLinks, argocd_links
 from portal.web.badges import Badge, badges_for, finding_badges
@@ -76,8 +77,7 @@ class Panel:
 # every application of the service (a service on 500 clusters has hundreds). The full panels,
 # a few dozen, are read again with what they show (everything but PANEL_UNSHOWN).
 ROW_FIELDS = (
-    "cluster__name", "cluster__poll__stale_since", "cluster__environment__name", "cluster__environment__order",
-    "tool", "kind", "namespace", "name", "sync_status", "sync_since", "sync_since_exact",
+    "cluster", "tool", "kind", "namespace", "name", "sync_status", "sync_since", "sync_since_exact",
     "health_status", "health_since", "health_since_exact",
     "operation_phase", "operation_started_at", "operation_finished_at", "operation_message",
     "health_disagreement", "health_disagreement_since", "manual_sync", "suspended",
@@ -99,12 +99,20 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
     now = timezone.now()
     # A panel never shows the raw object, its history or conditions: a service on hundreds of
     # clusters need not decode them (its sources stay: the synced commit's link reads them).
-    apps = list(
-        GitOpsApp.objects.filter(services=service)
-        .select_related("cluster__environment", "cluster__poll")
-        .only(*ROW_FIELDS)
-        .order_by("cluster__environment__order", "cluster__name", "namespace", "name")
-    )
+    # The apps by the ids the link table names (gitops.queries.with_ids_from) and with no join:
+    # joined to their clusters, a table never analyzed was walked whole along an index that
+    # orders by cluster (418 ms at 100,000 apps); the clusters are a small query of their own.
+    deploying = GitOpsApp.services.through.objects.filter(service=service).values("gitopsapp_id")
+    apps = list(apps_with_ids_from(deploying).only(*ROW_FIELDS))
+    clusters = Cluster.objects.select_related("environment", "poll").in_bulk({app.cluster_id for app in apps})
+    for app in apps:
+        app.cluster = clusters[app.cluster_id]
+
+    def placed(app: GitOpsApp) -> tuple[bool, int, str, str, str]:
+        env = app.cluster.environment  # as PostgreSQL sorts a NULL order: last
+        return (env is None, env.order if env is not None else 0, app.cluster.name, app.namespace, app.name)
+
+    apps.sort(key=placed)
     pinned = pinned_versions([app.pk for app in apps], service)
     # Who is behind, with the applications loaded above rather than a second time.
     found = BehindLines(service=service, today=now.date())
@@ -143,14 +151,19 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
 def _complete(panels: list[Panel]) -> None:
     """Read the full panels' applications with what a full panel shows, and their workloads
     (two queries however many there are), and give each its links."""
+    # By their ids, joined to nothing (see `_panels`): the clusters are the panels' own.
     full = (
-        GitOpsApp.objects.filter(pk__in=[panel.app.pk for panel in panels])
+        with_ids(GitOpsApp.objects.all(), [panel.app.pk for panel in panels])
         .defer(*PANEL_UNSHOWN)
         .with_rule_words()
-        .select_related("cluster", "cluster__environment", "argocd_instance")
         .prefetch_related(Prefetch("workloads", queryset=Workload.objects.order_by("kind", "name")))
         .in_bulk()
     )
+    instances = ArgoCDInstance.objects.in_bulk({app.argocd_instance_id for app in full.values()} - {None})
+    for panel in panels:
+        if panel.app.pk in full:
+            full[panel.app.pk].cluster = panel.app.cluster
+            full[panel.app.pk].argocd_instance = instances.get(full[panel.app.pk].argocd_instance_id)
     for panel in panels:
         app = full.get(panel.app.pk)
         if app is None:

@@ -123,31 +123,3 @@ def _no_services_from_another_test() -> Iterator[None]:
     forget_services()
     yield
     forget_services()
-
-
-# The suite's longest tests (about two minutes each on eight processes, 2026-12-06): each is put at
-# the head of one worker's first share, so that they start together at the beginning rather than
-# one after another at the end (pytest-xdist's worksteal hands each worker a contiguous share of
-# the collection and steals from a share's tail).
-LONGEST_FIRST = (
-    "tests/web/test_hostile_pages.py::test_every_route_answers_for_stored_mutants_in_every_zone",
-    "tests/test_queues.py::test_a_forge_backlog_of_ten_thousand_tasks_does_not_delay_a_poll",
-    "tests/api/test_schema.py::test_the_live_api_conforms_to_its_schema",
-    "tests/gitops/test_hostile_properties.py::test_mutated_objects_from_the_api_never_take_down_the_poll",
-    "tests/journeys/test_demo_walk.py::test_every_offer_in_the_demo_leads_to_a_clean_preview",
-    "tests/gitops/test_topology_migration.py::test_existing_apps_are_read_from_the_cluster_they_were_filed_under",
-    "tests/gitops/test_hostile_properties.py::test_mutated_manifests_never_take_down_the_poll",
-    "tests/journeys/test_demo_open.py::test_sampled_demo_offers_open_the_pull_request_their_preview_shows",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 0) or 0)
-    if workers < 2 or config.getoption("dist", "no") != "worksteal":
-        return
-    longest = [item for name in LONGEST_FIRST for item in items if item.nodeid == name][:workers]
-    rest = [item for item in items if item not in longest]
-    share = len(items) / workers
-    for index, item in enumerate(longest):  # increasing positions: each lands where it is put
-        rest.insert(round(index * share), item)
-    items[:] = rest

@@ -153,12 +153,13 @@ class DeployHolds:
             rows = with_ids_from(rows, deploying.values("gitopsapp_id"))
         # Read as values, not model instances: 250 instances and a prefetch were a quarter of a
         # service page's time at 100,000 applications (issue 40).
-        found = list(rows.values_list(*_APP_COLUMNS))
+        found = [_AppRow._make((*row, "", "", "")) for row in rows.values_list(*_APP_COLUMNS)]
         # Where an Argo CD app was read (its AppProject's cluster): a hub may be in no environment.
         read_from = {pk: name for pk, (name, _env) in where.items()}
-        read_from.update(Cluster.objects.filter(pk__in={row[-1] for row in found} - set(where))
+        read_from.update(Cluster.objects.filter(pk__in={app.read_from_id for app in found} - set(where))
                          .values_list("pk", "name"))
-        loaded = sorted((_AppRow._make((*row, *where[row[-2]], read_from.get(row[-1], ""))) for row in found),
+        loaded = sorted((app._replace(cluster=where[app.cluster_id][0], environment=where[app.cluster_id][1],
+                                      read_from=read_from.get(app.read_from_id, "")) for app in found),
                         key=lambda app: (app.cluster, app.namespace, app.name))
         # The services each app deploys, by id and then named: joined to the services, the link
         # table was probed once per service (45 ms).

@@ -115,6 +115,24 @@ def _counted_queries_draw_pages_anew(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _counted_queries_leave_out_the_changelog_prune(monkeypatch):
+    """The changelog prunes its old rows when a new row's id is a multiple of PRUNE_EVERY
+    (portal.kernel.changelog.marks): once in 256 writing transactions, in whichever one the
+    sequence, shared by every earlier test of the process, happens to reach it. A count that must
+    not grow with the fleet then differed by that one statement by luck (62 against 63 in a CI
+    run), so counted queries leave it out."""
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.kernel.changelog.marks import PRUNE_SQL
+
+    def captured(self):
+        queries = self.connection.queries[self.initial_queries : self.final_queries]
+        return [query for query in queries if not query["sql"].startswith(PRUNE_SQL)]
+
+    monkeypatch.setattr(CaptureQueriesContext, "captured_queries", property(captured))
+
+
+@pytest.fixture(autouse=True)
 def _no_services_from_another_test() -> Iterator[None]:
     """Each test's polls read its own services: a poll keeps them by the catalog's revision
     (gitops.store.read.catalog_services), which starts again with each test's database."""

@@ -37,6 +37,7 @@ UNWATCHED = frozenset({
 })
 TABLE = "changelog_datachange"
 PRUNE_EVERY = 256  # rows; the read then sums at most about twice this many
+PRUNE_SQL = f"DELETE FROM {TABLE} WHERE id <= "  # noqa: S608 - constants
 _MARKED = "_portal_changelog_marked"
 _READY = "_portal_changelog_ready"
 
@@ -71,7 +72,7 @@ def mark_changed(using: str = DEFAULT_DB_ALIAS) -> None:
         cursor.execute(f"INSERT INTO {TABLE} DEFAULT VALUES RETURNING id")  # noqa: S608 - a constant
         new_id = cursor.fetchone()[0]
         if new_id % PRUNE_EVERY == 0:
-            cursor.execute(f"DELETE FROM {TABLE} WHERE id <= %s", [new_id - 2 * PRUNE_EVERY])  # noqa: S608
+            cursor.execute(PRUNE_SQL + "%s", [new_id - 2 * PRUNE_EVERY])
     setattr(connection, _MARKED, where)
 
 

@@ -144,7 +144,8 @@ def seed_spread(fleet: Fleet) -> None:
             health = "Degraded" if serial % 97 == 0 else "Healthy"
             tool = "argo" if n % 5 else "flux"
             apps.append(GitOpsApp(
-                cluster=cluster, tool=tool, kind="Application" if tool == "argo" else "Kustomization",
+                cluster=cluster, sort_env=cluster.environment.order, sort_cluster=cluster.name,
+                tool=tool, kind="Application" if tool == "argo" else "Kustomization",
                 namespace="argocd" if tool == "argo" else "flux-system", name=f"{service.name}-{cluster.name}",
                 sync_status=sync, health_status=health, sync_since=now - timedelta(hours=3),
                 health_since=now - timedelta(hours=3), repo_url=f"https://github.com/acme/gitops-{n % 40}.git",

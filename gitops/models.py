@@ -55,11 +55,11 @@ PROBLEMS_FIRST = "problems"
 # A time never set sorts as the oldest possible instant, so every key has a value to page by
 # and both databases put it in the same place.
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
-_NO_ENVIRONMENT_ORDER = 2**31 - 1
+# A discovered cluster has no environment yet: its apps sort after every environment's.
+NO_ENVIRONMENT_ORDER = 2**31 - 1
+# `sort_env` and `sort_cluster` are columns of the app row (gitops.app_order keeps them); the
+# times are computed, a never-set time sorting first.
 _SORT_KEYS = {
-    # A discovered cluster has no environment yet: its apps sort after every environment's.
-    "sort_env": Coalesce(F("cluster__environment__order"), Value(_NO_ENVIRONMENT_ORDER)),
-    "sort_cluster": F("cluster__name"),
     "sort_sync_since": Coalesce("sync_since", Value(_NEVER, output_field=DateTimeField())),
     "sort_health_since": Coalesce("health_since", Value(_NEVER, output_field=DateTimeField())),
 }
@@ -106,7 +106,7 @@ class GitOpsAppQuerySet(models.QuerySet):
                              health_suggested=KeyTransform("suggested", "health_rules"))
 
     def with_sort_keys(self) -> GitOpsAppQuerySet:
-        """Rows carrying the computed keys of APP_SORTS (`sort_env`, …), e.g. to write a cursor."""
+        """Rows carrying the computed keys of APP_SORTS (`sort_sync_since`, …), e.g. to write a cursor."""
         return self.annotate(**_SORT_KEYS)
 
     def sorted_by(self, sort: str) -> GitOpsAppQuerySet:
@@ -229,6 +229,10 @@ class GitOpsApp(models.Model):
     window_next_edge = models.DateTimeField(null=True, blank=True)
 
     problem_rank = models.PositiveSmallIntegerField(default=RANK_OK)
+    # The destination cluster's environment order and name, copied for the lists' order
+    # (APP_SORTS) by gitops.app_order, which says why and keeps them true.
+    sort_env = models.PositiveIntegerField(default=NO_ENVIRONMENT_ORDER)
+    sort_cluster = models.CharField(max_length=63, blank=True)
     # Services this app deploys (their images run in its workloads, or it names them), and
     # {service: [versions]} running under it, denormalised for list pages.
     services = models.ManyToManyField(Service, blank=True, related_name="apps")
@@ -246,7 +250,10 @@ class GitOpsApp(models.Model):
             models.UniqueConstraint(fields=["read_from", "tool", "kind", "namespace", "name"], name="uniq_app"),
         ]
         indexes = [
-            models.Index(fields=["problem_rank", "cluster", "namespace", "name"]),
+            # The default order of /gitops and the API (APP_SORTS["problems"]), whole: a first
+            # page is its first entries, whatever the planner knows of the table.
+            models.Index(fields=["problem_rank", "sort_env", "sort_cluster", "namespace", "name", "id"],
+                         name="gitopsapp_problems_order_idx"),
             models.Index(fields=["sync_status", "sync_since"]),
             models.Index(fields=["health_status", "health_since"]),
             models.Index(fields=["name"]),
@@ -270,6 +277,14 @@ class GitOpsApp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.namespace}/{self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """A row saved alone (the admin, a test) gets its order keys as the store's rows do."""
+        super().save(*args, **kwargs)
+        from gitops import app_order
+
+        if app_order.refresh(GitOpsApp.objects.filter(pk=self.pk)):
+            self.refresh_from_db(fields=["sort_env", "sort_cluster"])
 
     def synced_commit(self) -> str | None:
         """The commit the tool last applied, or None when the revision is no commit."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db import models, transaction
 
+from gitops import app_order
 from gitops.derive.app_changes import APP_FIELDS
 from gitops.derive.cluster_changes import Changes
 from gitops.derive.topology import Unregistered
@@ -84,6 +85,8 @@ def _write_apps(changes: Changes) -> None:
         bulk_update_rows(GitOpsApp, apps.updated, APP_FIELDS)
     _fill_ids(apps.created, GitOpsApp.objects.filter(read_from=changes.state.cluster),
               lambda a: app_key(a.tool, a.kind, a.namespace, a.name))
+    if apps.created or apps.updated:  # new apps, and apps a hub's poll filed under another destination
+        app_order.refresh(GitOpsApp.objects.filter(read_from=changes.state.cluster))
     copy_rows(StateChange, [_with_ids(change) for change in apps.state_changes])
     if apps.image_versions_stale:
         RunningVersion.objects.filter(id__in=apps.image_versions_stale).delete()

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, models
+from django.db import models
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Coalesce
@@ -57,8 +57,7 @@ PROBLEMS_FIRST = "problems"
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 # A discovered cluster has no environment yet: its apps sort after every environment's.
 NO_ENVIRONMENT_ORDER = 2**31 - 1
-# `sort_env` and `sort_cluster` are columns of the app row (gitops.app_order keeps them); the
-# times are computed, a never-set time sorting first.
+# The computed keys; `sort_env` and `sort_cluster` are columns (gitops.app_order keeps them).
 _SORT_KEYS = {
     "sort_sync_since": Coalesce("sync_since", Value(_NEVER, output_field=DateTimeField())),
     "sort_health_since": Coalesce("health_since", Value(_NEVER, output_field=DateTimeField())),
@@ -229,8 +228,7 @@ class GitOpsApp(models.Model):
     window_next_edge = models.DateTimeField(null=True, blank=True)
 
     problem_rank = models.PositiveSmallIntegerField(default=RANK_OK)
-    # The destination cluster's environment order and name, copied for the lists' order
-    # (APP_SORTS) by gitops.app_order, which says why and keeps them true.
+    # Its cluster's environment order and name, for the lists' order (gitops.app_order says why).
     sort_env = models.PositiveIntegerField(default=NO_ENVIRONMENT_ORDER)
     sort_cluster = models.CharField(max_length=63, blank=True)
     # Services this app deploys (their images run in its workloads, or it names them), and
@@ -250,8 +248,7 @@ class GitOpsApp(models.Model):
             models.UniqueConstraint(fields=["read_from", "tool", "kind", "namespace", "name"], name="uniq_app"),
         ]
         indexes = [
-            # The default order of /gitops and the API (APP_SORTS["problems"]), whole: a first
-            # page is its first entries, whatever the planner knows of the table.
+            # The whole default order of the lists (APP_SORTS): a first page is its first entries.
             models.Index(fields=["problem_rank", "sort_env", "sort_cluster", "namespace", "name", "id"],
                          name="gitopsapp_problems_order_idx"),
             models.Index(fields=["sync_status", "sync_since"]),
@@ -279,9 +276,8 @@ class GitOpsApp(models.Model):
         return f"{self.cluster.name}/{self.namespace}/{self.name}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        """A row saved alone (the admin, a test) gets its order keys as the store's rows do."""
         super().save(*args, **kwargs)
-        from gitops import app_order
+        from gitops import app_order  # a row saved alone (the admin, a test) gets its order keys too
 
         if app_order.refresh(GitOpsApp.objects.filter(pk=self.pk)):
             self.refresh_from_db(fields=["sort_env", "sort_cluster"])
@@ -341,16 +337,6 @@ class GitOpsApp(models.Model):
         if earliest is not None and earliest < start:
             return earliest, True
         return start, start != self.first_seen
-
-
-def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:
-    """`condition`, a Q over GitOpsApp's own columns, as SQL on its table (columns qualified
-    by the table's name) with its parameters: for a raw query read through a plain cursor.
-    The ORM compiles it, so the SQL says exactly what the Q says, parameters adapted as the
-    ORM would pass them."""
-    query = GitOpsApp.objects.filter(condition).query
-    sql, params = query.where.as_sql(query.get_compiler(connection=connection), connection)
-    return f"({sql})", list(params)
 
 
 def problem_rank(sync_status: str, health_status: str, suspended: bool) -> int:

@@ -7,7 +7,7 @@ takes gitops_gitopsapp for one row (EXPLAIN: rows=1 on 100,000), as its assumed 
 a page, and happily loops over all of it inside a join.
 
 Pages call these (portal.web.fleet, portal.web.tiles); the conditions are the attention rule's
-own (gitops.derive.attention), compiled by the ORM (`app_condition_sql`), so nothing here judges a
+own (gitops.derive.attention), compiled by the ORM (`app_condition_sql` below), so nothing here judges a
 state again.
 """
 
@@ -15,16 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from django.db import connection
-from django.db.models import BigIntegerField, BooleanField, F, FloatField, Func, Model, QuerySet, Value
+from django.db.models import BigIntegerField, BooleanField, F, FloatField, Func, Model, Q, QuerySet, Value
 
 from gitops.derive.attention import Attention
-from gitops.models import GitOpsApp, app_condition_sql
+from gitops.models import GitOpsApp
 from portal.kernel.catalog.models import Cluster
 
 M = TypeVar("M", bound=Model)
+
+
+def app_condition_sql(condition: Q) -> tuple[str, list[Any]]:
+    """`condition`, a Q over GitOpsApp's own columns, as SQL on its table (columns qualified
+    by the table's name) with its parameters: for a raw query read through a plain cursor.
+    The ORM compiles it, so the SQL says exactly what the Q says, parameters adapted as the
+    ORM would pass them."""
+    query = GitOpsApp.objects.filter(condition).query
+    sql, params = query.where.as_sql(query.get_compiler(connection=connection), connection)
+    return f"({sql})", list(params)
+
 
 # A timestamp as seconds since 1970, per database; `%(expressions)s` is the column.
 _EPOCH_SQL = {

@@ -4,7 +4,7 @@ period; stuck progressing; or the last sync operation failed.
 
 The one definition of the rule. Its readers need it in different shapes — a `Q` for
 querysets (the /gitops filter, the API, the overview's counts and tiles, notifications),
-SQL for the matrix's raw read (see `gitops.models.app_condition_sql`, which compiles these
+SQL for the matrix's raw read (see `gitops.queries.app_condition_sql`, which compiles these
 same `Q`s) and a check in Python for rows already loaded — and every shape here is built
 from the same constants and the same cutoff, so they cannot disagree.
 

@@ -350,9 +350,10 @@ def test_tls_is_verified_against_the_given_ca(tmp_path):
 
 
 def _rows(cluster: Cluster) -> tuple[dict, dict]:
-    # Which rows they are (ids, the cluster each poll is of) differs by construction; the
+    # Which rows they are (ids, the cluster each poll is of, its name) differs by construction; the
     # fingerprint digests those ids too. Everything read from the objects must not differ.
-    skip = {"id", "cluster", "read_from", "argocd_instance", "fingerprint", "first_seen", "updated_at", "services"}
+    skip = {"id", "cluster", "sort_cluster", "read_from", "argocd_instance", "fingerprint", "first_seen", "updated_at",
+            "services"}
     apps = {(a.namespace, a.name): {k: v for k, v in model_to_dict(a).items() if k not in skip}
             for a in GitOpsApp.objects.filter(cluster=cluster)}
     projects = {(p.namespace, p.name): {k: v for k, v in model_to_dict(p).items() if k not in skip}

@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 
 from gitops.derive.attention import Attention, grace_cutoff
-from gitops.models import GitOpsApp, app_condition_sql
+from gitops.models import GitOpsApp
+from gitops.queries import app_condition_sql
 from portal.web.fleet import attention_flags, fleet_counts
 from tests.fixtures.seed import seed_app
 

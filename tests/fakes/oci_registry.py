@@ -126,7 +126,7 @@ def start_registry(workdir: Path, storage: Path, auth: dict | None) -> Registry:
     return registry
 
 
-def _wait_until_listening(registry: Registry, deadline_seconds: float = 20.0) -> None:
+def _wait_until_listening(registry: Registry, deadline_seconds: float = 90.0) -> None:
     """Block on the registry's output until it logs "listening on" (no polling), then keep
     copying its output to the log file so the pipe never fills."""
     out = registry.process.stdout

@@ -111,8 +111,6 @@ def start_provider(
     provider = Provider(
         site_url=site_url, workdir=workdir, env=provider_environment(workdir, site_url, groups_in_id_token)
     )
-    provider.manage("migrate", "--noinput")
-    provider.manage("creatersakey")
     spec = workdir / "seed.json"
     spec.write_text(
         json.dumps(
@@ -131,7 +129,8 @@ def start_provider(
     provider.manage("seed_provider", str(spec))
     with provider.log.open("wb") as log:
         provider.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.oidc_provider.manage", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "tests.fakes.oidc_provider.manage", "runserver", "--noreload", "--skip-checks",
+             f"127.0.0.1:{port}"],
             cwd=ROOT,
             env=provider.env,
             stdout=log,
@@ -141,8 +140,10 @@ def start_provider(
     return provider
 
 
-def _wait_until_answering(provider: Provider, deadline_seconds: float = 30.0) -> None:
-    """Until discovery answers: runserver says nothing reliable on stdout once it listens."""
+def _wait_until_answering(provider: Provider, deadline_seconds: float = 120.0) -> None:
+    """Until discovery answers: runserver says nothing reliable on stdout once it listens. A
+    process that exits fails at once; one that is slow to start on a busy CI (set-ups of 30 s
+    were seen beside seven other test processes) is waited for."""
     deadline = time.monotonic() + deadline_seconds
     while time.monotonic() < deadline:
         assert provider.process is not None

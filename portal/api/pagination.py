@@ -115,7 +115,9 @@ def keyset_page(queryset: QuerySet, ordering: Ordering, cursor_text: str | None,
     # annotation and carry every column of the whole fleet through the sort.
     ids = list(rows.values_list("pk", flat=True)[: size + 1])
     more = len(ids) > size
-    loaded = {row.pk: row for row in queryset.filter(pk__in=ids[:size])}
+    # Unordered: the order is the ids' (an ORDER BY here let PostgreSQL walk the sort's index
+    # over every row for fifty ids, 85 ms at 100,000 apps with no statistics).
+    loaded = {row.pk: row for row in queryset.order_by().filter(pk__in=ids[:size])}
     page = [loaded[pk] for pk in ids[:size] if pk in loaded]  # a row deleted in between is skipped
     if backwards:
         page.reverse()

@@ -34,15 +34,17 @@ from portal.web.sharedpages import shared_body
 PAGE_SIZE = 50
 
 
-def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
+def counted_page(apps: QuerySet[GitOpsApp], number: str | None, listed: QuerySet[GitOpsApp]) -> Page:
     """One page of `apps` and how many match, in one pass over the filtered rows: the total
     rides along each row (COUNT(*) OVER ()), where a Paginator would filter a second time
     to count. Worth it for a text search, which reads every row anyway; without one, the
     first page comes from an index and the Paginator's count is cheap, while a window
     would read and sort every row. The pass reads only the keys (the row's id, the count
     and what the order needs): a search matching 20,000 of 50,000 apps counted and sorted
-    them whole, spilling to disk. The page's 50 rows are then read by id. A page past the
-    end falls back to the Paginator, which shows the last one."""
+    them whole, spilling to disk. The page's 50 rows are then read by id from `listed` (the
+    same columns and none of the filters, which the ids passed already: applied again, they
+    made PostgreSQL test every app for 50 ids, 110 ms at 100,000 with no statistics). A page
+    past the end falls back to the Paginator, which shows the last one."""
     paginator = Paginator(apps, PAGE_SIZE)
     try:
         wanted = int(number or 1)
@@ -55,7 +57,7 @@ def counted_page(apps: QuerySet[GitOpsApp], number: str | None) -> Page:
                 .values_list("pk", "matching")[start : start + PAGE_SIZE])
     if not keys and wanted > 1:
         return paginator.get_page(wanted)
-    found = apps.order_by().in_bulk([pk for pk, _ in keys])
+    found = listed.order_by().in_bulk([pk for pk, _ in keys])
     rows = [found[pk] for pk, _ in keys if pk in found]  # one removed in between is left out
     paginator.count = keys[0][1] if keys else 0  # type: ignore[misc]  # a cached_property, known now
     return Page(rows, wanted, paginator)
@@ -142,7 +144,7 @@ def _context(request: HttpRequest) -> dict:
     ).with_rule_words()
     apps: QuerySet[GitOpsApp] = GitOpsAppFilter(request.GET, listed, at=now).qs
     if params["q"]:
-        page = counted_page(apps, request.GET.get("page"))
+        page = counted_page(apps, request.GET.get("page"), listed)
     else:
         page = Paginator(apps, PAGE_SIZE).get_page(request.GET.get("page"))
     shown = list(page.object_list)

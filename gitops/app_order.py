@@ -8,41 +8,51 @@ matching row before it can return the first fifty, and on a table it has no stat
 one index (GitOpsApp.Meta), and a page is read from its first fifty entries.
 
 A copy must never go stale, so every change that moves an app's keys rewrites them here:
-- the store, after writing a poll: new apps, and apps a hub's poll moved to another
-  destination (gitops.store.write);
+- the store: the apps a poll creates or rewrites (a hub's app moved to another destination
+  among them) carry their cluster's keys, written with the rest of the row (`fill`);
 - a cluster renamed or moved to another environment, an environment's order changed
-  (receivers connected in GitopsConfig.ready);
+  (receivers connected in GitopsConfig.ready), and an app saved alone (`refresh_cluster`);
 - the migration that added them.
-Each rewrite touches only rows whose copy differs, so a poll that changed nothing writes nothing.
+A rewrite touches only rows whose copy differs, so an unchanged poll writes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 
 from gitops.models import NO_ENVIRONMENT_ORDER, GitOpsApp
 from portal.kernel.catalog.models import Cluster, Environment
 
-
-def refresh(apps: QuerySet[GitOpsApp]) -> int:
-    """Rewrite the order keys of those of `apps` whose copy differs from their cluster's; how many."""
-    environment_order = Coalesce("cluster__environment__order", Value(NO_ENVIRONMENT_ORDER))
-    stale = apps.filter(~Q(sort_cluster=Subquery(_cluster_name())) | ~Q(sort_env=environment_order))
-    return stale.update(
-        sort_cluster=Subquery(_cluster_name()),
-        sort_env=Coalesce(Subquery(_environment_order()), Value(NO_ENVIRONMENT_ORDER)),
-    )
+FIELDS = ["sort_env", "sort_cluster"]
 
 
-def _cluster_name() -> QuerySet:
-    return Cluster.objects.filter(pk=OuterRef("cluster_id")).values("name")[:1]
+def _keys(cluster_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
+    """cluster id -> (environment order, name): the keys its apps carry."""
+    rows = Cluster.objects.filter(pk__in=sorted(set(cluster_ids))).values_list("pk", "environment__order", "name")
+    return {pk: (NO_ENVIRONMENT_ORDER if order is None else order, name) for pk, order, name in rows}
 
 
-def _environment_order() -> QuerySet:
-    return Cluster.objects.filter(pk=OuterRef("cluster_id")).values("environment__order")[:1]
+def fill(apps: list[GitOpsApp]) -> None:
+    """Give apps about to be written (created or rewritten by a poll) their cluster's keys: one
+    query for all of their clusters, none when there are no apps."""
+    if not apps:
+        return
+    keys = _keys(app.cluster_id for app in apps)
+    for app in apps:
+        app.sort_env, app.sort_cluster = keys.get(app.cluster_id, (NO_ENVIRONMENT_ORDER, ""))
+
+
+def refresh_cluster(cluster_id: int) -> int:
+    """Rewrite the keys of the cluster's apps whose copy differs; how many."""
+    keys = _keys([cluster_id])
+    if cluster_id not in keys:
+        return 0
+    order, name = keys[cluster_id]
+    stale = GitOpsApp.objects.filter(Q(cluster_id=cluster_id) & (~Q(sort_env=order) | ~Q(sort_cluster=name)))
+    return stale.update(sort_env=order, sort_cluster=name)
 
 
 # --- receivers (connected in GitopsConfig.ready) ---------------------------------------------
@@ -53,7 +63,7 @@ def on_cluster_saved(sender: object, instance: Cluster, created: bool, update_fi
     """A renamed cluster, or one moved to another environment: its apps' keys follow."""
     if created or (update_fields is not None and not {"name", "environment"} & set(update_fields)):
         return
-    refresh(GitOpsApp.objects.filter(cluster_id=instance.pk))
+    refresh_cluster(instance.pk)
 
 
 def on_environment_saved(sender: object, instance: Environment, created: bool, update_fields: Any = None,
@@ -61,4 +71,5 @@ def on_environment_saved(sender: object, instance: Environment, created: bool, u
     """An environment's new place in the order: its clusters' apps' keys follow."""
     if created or (update_fields is not None and "order" not in set(update_fields)):
         return
-    refresh(GitOpsApp.objects.filter(cluster__environment_id=instance.pk))
+    for cluster_id in Cluster.objects.filter(environment=instance).values_list("pk", flat=True):
+        refresh_cluster(cluster_id)

@@ -279,7 +279,7 @@ class GitOpsApp(models.Model):
         super().save(*args, **kwargs)
         from gitops import app_order  # a row saved alone (the admin, a test) gets its order keys too
 
-        if app_order.refresh(GitOpsApp.objects.filter(pk=self.pk)):
+        if app_order.refresh_cluster(self.cluster_id):
             self.refresh_from_db(fields=["sort_env", "sort_cluster"])
 
     def synced_commit(self) -> str | None:

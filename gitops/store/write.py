@@ -80,13 +80,12 @@ def _write_apps(changes: Changes) -> None:
     apps = changes.apps
     if apps.gone:
         GitOpsApp.objects.filter(id__in=[a.id for a in apps.gone]).delete()
+    app_order.fill(apps.created + apps.updated)  # a hub's app may have moved to another destination
     bulk_insert_rows(GitOpsApp, apps.created)
     if apps.updated:
-        bulk_update_rows(GitOpsApp, apps.updated, APP_FIELDS)
+        bulk_update_rows(GitOpsApp, apps.updated, APP_FIELDS + app_order.FIELDS)
     _fill_ids(apps.created, GitOpsApp.objects.filter(read_from=changes.state.cluster),
               lambda a: app_key(a.tool, a.kind, a.namespace, a.name))
-    if apps.created or apps.updated:  # new apps, and apps a hub's poll filed under another destination
-        app_order.refresh(GitOpsApp.objects.filter(read_from=changes.state.cluster))
     copy_rows(StateChange, [_with_ids(change) for change in apps.state_changes])
     if apps.image_versions_stale:
         RunningVersion.objects.filter(id__in=apps.image_versions_stale).delete()

@@ -64,7 +64,7 @@ def test_a_poll_or_save_that_moves_nothing_writes_no_key(db):
     prod = Environment.objects.create(name="prod", order=3)
     east = Cluster.objects.create(name="east", environment=prod)
     store_snapshot(east, _snapshot("a", "b"), timezone.now())
-    assert app_order.refresh(GitOpsApp.objects.all()) == 0
+    assert app_order.refresh_cluster(east.pk) == 0
     east.enabled = not east.enabled
     east.save(update_fields=["enabled"])
     prod.production = True

@@ -51,6 +51,7 @@ from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
 from gitops.sources.base import REASONS
+from gitops.store import statistics
 from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.store.write import StoreResult, write
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster
@@ -270,6 +271,8 @@ def _finish(run: _Run, outcome: Outcome, *, stored: StoreResult | None = None, c
         POLL_FAILURES.labels(cluster=run.cluster.name, reason=reason_of(outcome.error, REASONS)).inc()
         log.warning("poll of %s failed, keeping its last good data: %s", run.cluster.name, outcome.error)
         return PollReport(run.cluster.name, ok=False, seconds=outcome.seconds, error=outcome.error)
+    if stored is not None:
+        statistics.note_created(stored.created)  # a first sweep's tables get planner statistics
     return PollReport(run.cluster.name, ok=True, seconds=outcome.seconds, stored=stored,
                       unavailable=outcome.unavailable or {}, warnings=outcome.warnings or [], unchanged=unchanged,
                       collected=collected)

@@ -136,8 +136,10 @@ def _counted_queries_leave_out_the_changelog_prune(monkeypatch):
 def _no_services_from_another_test() -> Iterator[None]:
     """Each test's polls read its own services: a poll keeps them by the catalog's revision
     (gitops.store.read.catalog_services), which starts again with each test's database."""
+    from gitops.store import statistics
     from gitops.store.read import forget_services
 
     forget_services()
+    statistics.forget()  # its count of created applications, and whether it settled, too
     yield
     forget_services()

@@ -1,0 +1,82 @@
+"""Planner statistics for the store's tables once a first sweep has filled them.
+
+The migrations create every table and index empty, and PostgreSQL records what it saw then:
+no rows. Until an ANALYZE, it plans a filled table on that: any index looks like one empty
+page, so a full scan of one, its condition applied as a filter, costs nothing, and even fifty
+applications read by id walk 100,000 index entries (docs/postgresql-at-100k.md, "Third pass").
+autovacuum analyzes a freshly filled table within a minute or two; where it is off or slow
+(a new install's first sweep, a restore, a busy server), the pages would plan on luck.
+
+So once its polls have created a thousand applications, a poll worker asks PostgreSQL whether
+one of these tables holds data while its statistics still say it is empty, and analyzes those;
+then again after each next thousand, until the applications' table has statistics that count its
+rows; after that the process never asks again. ANALYZE reads a sample
+(30,000 rows), takes no lock that stops reads or writes, and two workers doing it at once only
+wait for each other.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import DatabaseError, connection
+
+from gitops.models import Finding, GitOpsApp, RunningVersion, StateChange, VersionChange, Workload
+
+log = logging.getLogger(__name__)
+
+# A table smaller than this is planned well enough on any statistics (a few hundred applications).
+FILLED_BYTES = 4 * 2**20
+CHECK_EVERY_CREATED = 1000  # applications created by this process's polls between two checks
+_settled = False
+_created = 0
+
+
+def note_created(apps: int) -> list[str]:
+    """A poll created `apps` applications: check (`ensure`) when a thousand have come since the
+    last check. The tables analyzed."""
+    global _created
+    if _settled or apps <= 0:
+        return []
+    _created += apps
+    if _created < CHECK_EVERY_CREATED:
+        return []
+    _created = 0
+    try:
+        return ensure()
+    except DatabaseError:  # statistics are a help to the pages, never a reason to fail a poll
+        log.warning("could not check the store's planner statistics", exc_info=True)
+        return []
+
+
+def _tables() -> list[str]:
+    models = (GitOpsApp, GitOpsApp.services.through, RunningVersion, Workload, StateChange, VersionChange, Finding)
+    return [model._meta.db_table for model in models]
+
+
+def ensure() -> list[str]:
+    """Analyze the store's tables that are filled but planned as empty; the tables analyzed."""
+    global _settled
+    if _settled or connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, c.reltuples, pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = ANY(%s)"
+            " AND c.relkind = 'r' AND c.relnamespace = to_regnamespace(current_schema())", [_tables()])
+        found = {name: (tuples, size) for name, tuples, size in cursor.fetchall()}
+        stale = sorted(name for name, (tuples, size) in found.items() if tuples <= 0 and size >= FILLED_BYTES)
+        for name in stale:
+            cursor.execute(f'ANALYZE "{name}"')  # a name from this module's own models
+    if stale:
+        log.info("analyzed %s: filled, but planned as empty until then", ", ".join(stale))
+    # Settled once the applications' table has statistics that count its rows: the others fill
+    # with it, and a table that stays small (findings) needs none.
+    apps = GitOpsApp._meta.db_table
+    _settled = apps in stale or found.get(apps, (0, 0))[0] > 0
+    return stale
+
+
+def forget() -> None:
+    """Start counting again, unsettled (tests: each test's database starts empty)."""
+    global _settled, _created
+    _settled, _created = False, 0

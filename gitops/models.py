@@ -278,8 +278,8 @@ class GitOpsApp(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         super().save(*args, **kwargs)
         from gitops import app_order  # a row saved alone (the admin, a test) gets its order keys too
-
-        if app_order.refresh_cluster(self.cluster_id):
+        moved = kwargs.get("update_fields") is None or {"cluster", "cluster_id"} & set(kwargs["update_fields"])
+        if moved and app_order.refresh_cluster(self.cluster_id):
             self.refresh_from_db(fields=["sort_env", "sort_cluster"])
 
     def synced_commit(self) -> str | None:

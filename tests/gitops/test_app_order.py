@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 
+from django.db import connection
 from django.db.models import Value
 from django.db.models.functions import Coalesce
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gitops import app_order
@@ -70,6 +72,10 @@ def test_a_poll_or_save_that_moves_nothing_writes_no_key(db):
     prod.production = True
     prod.save()
     assert _copied() == {"a": (3, "east"), "b": (3, "east")}
+    app = GitOpsApp.objects.get(name="a")
+    with CaptureQueriesContext(connection) as saved:
+        app.save(update_fields=["health_message"])  # a field that moves no key: its cluster is not read
+    assert not [q for q in saved.captured_queries if "catalog_cluster" in q["sql"]]
 
 
 def test_gitops_lists_problems_first_then_by_environment_and_cluster(db, client, users):

@@ -71,5 +71,6 @@ def on_environment_saved(sender: object, instance: Environment, created: bool, u
     """An environment's new place in the order: its clusters' apps' keys follow."""
     if created or (update_fields is not None and "order" not in set(update_fields)):
         return
-    for cluster_id in Cluster.objects.filter(environment=instance).values_list("pk", flat=True):
-        refresh_cluster(cluster_id)
+    # One statement for all its clusters' apps (an environment of 250 clusters asked 500 before).
+    GitOpsApp.objects.filter(cluster__environment=instance).exclude(sort_env=instance.order).update(
+        sort_env=instance.order)

@@ -41,10 +41,10 @@ def counted_page(apps: QuerySet[GitOpsApp], number: str | None, listed: QuerySet
     first page comes from an index and the Paginator's count is cheap, while a window
     would read and sort every row. The pass reads only the keys (the row's id, the count
     and what the order needs): a search matching 20,000 of 50,000 apps counted and sorted
-    them whole, spilling to disk. The page's 50 rows are then read by id from `listed` (the
-    same columns and none of the filters, which the ids passed already: applied again, they
-    made PostgreSQL test every app for 50 ids, 110 ms at 100,000 with no statistics). A page
-    past the end falls back to the Paginator, which shows the last one."""
+    them whole, spilling to disk. The page's 50 rows are then read by id from `listed`: the
+    same columns, and none of the filters, which the ids passed already (a text search tested
+    again on each row is work for nothing). A page past the end falls back to the Paginator,
+    which shows the last one."""
     paginator = Paginator(apps, PAGE_SIZE)
     try:
         wanted = int(number or 1)

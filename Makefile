@@ -8,9 +8,13 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test lint check bench clean
 
+# uv installs the same resolution as pip from pyproject.toml in a quarter of the time (33 s
+# against 130 s for the test extras on this machine, 2026-12-06): CI creates the venv every run.
+# It is bootstrapped by the venv's own pip, so a fresh machine needs nothing but Python.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check 'uv>=0.5,<1'
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode -e '.[test]'
 	@touch $(STAMP)
 
 # Embedded default: SQLite, a serverless Celery broker, demo clusters; Ctrl-C stops everything.

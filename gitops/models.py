@@ -31,6 +31,7 @@ from gitops.health.rules import PortalRule
 from gitops.revisions import commit_of
 from gitops.rows import ARGO
 from portal.kernel.catalog.models import ArgoCDInstance, Cluster, Environment, Service
+from portal.kernel.fields import UnsizedCharField
 
 TOOLS = [("argo", "Argo CD"), ("flux", "Flux")]
 
@@ -69,8 +70,7 @@ class RawJSONField(models.JSONField):
 
     Having get_placeholder keeps Django 5.2's PostgreSQL bulk insert off its UNNEST
     path, which escapes every large JSON document through array literals (seconds per
-    thousand objects); plain multi-row VALUES are several times faster here.
-    """
+    thousand objects); plain multi-row VALUES are several times faster here."""
 
     def __init__(self, *args, **kwargs):
         # Objects read from YAML may hold datetimes; encode them here instead of walking
@@ -162,21 +162,21 @@ class GitOpsApp(models.Model):
         ArgoCDInstance, null=True, blank=True, on_delete=models.SET_NULL, related_name="apps"
     )
     tool = models.CharField(max_length=8, choices=TOOLS)
-    kind = models.CharField(max_length=40)  # Application | Kustomization | HelmRelease
-    namespace = models.CharField(max_length=253)
-    name = models.CharField(max_length=253)
-    uid = models.CharField(max_length=64, blank=True)
-    project = models.CharField(max_length=253, blank=True)
+    kind = UnsizedCharField(max_length=40)  # Application | Kustomization | HelmRelease
+    namespace = UnsizedCharField(max_length=253)
+    name = UnsizedCharField(max_length=253)
+    uid = UnsizedCharField(max_length=64, blank=True)
+    project = UnsizedCharField(max_length=253, blank=True)
 
     # What Git declares (primary source; all sources in `sources`).
-    repo_url = models.CharField(max_length=500, blank=True)
-    path = models.CharField(max_length=500, blank=True)
-    chart = models.CharField(max_length=253, blank=True)
-    target_revision = models.CharField(max_length=253, blank=True)
+    repo_url = UnsizedCharField(max_length=500, blank=True)
+    path = UnsizedCharField(max_length=500, blank=True)
+    chart = UnsizedCharField(max_length=253, blank=True)
+    target_revision = UnsizedCharField(max_length=253, blank=True)
     sources = models.JSONField(default=list, blank=True)
-    destination_server = models.CharField(max_length=500, blank=True)
-    destination_name = models.CharField(max_length=253, blank=True)
-    destination_namespace = models.CharField(max_length=253, blank=True)
+    destination_server = UnsizedCharField(max_length=500, blank=True)
+    destination_name = UnsizedCharField(max_length=253, blank=True)
+    destination_namespace = UnsizedCharField(max_length=253, blank=True)
 
     # What the tool reports.
     sync_status = models.CharField(max_length=16, default="Unknown")
@@ -185,16 +185,16 @@ class GitOpsApp(models.Model):
     # of the app in that state: "at least since" then, never "since".
     sync_since = models.DateTimeField(null=True, blank=True)
     sync_since_exact = models.BooleanField(default=False)
-    synced_revision = models.CharField(max_length=300, blank=True)
+    synced_revision = UnsizedCharField(max_length=300, blank=True)
     synced_revisions = models.JSONField(default=list, blank=True)
-    previous_synced_revision = models.CharField(max_length=300, blank=True)
+    previous_synced_revision = UnsizedCharField(max_length=300, blank=True)
     revision_changed_at = models.DateTimeField(null=True, blank=True)
-    source_revision = models.CharField(max_length=300, blank=True)
+    source_revision = UnsizedCharField(max_length=300, blank=True)
     health_status = models.CharField(max_length=16, default="Unknown")
     health_since = models.DateTimeField(null=True, blank=True)
     health_since_exact = models.BooleanField(default=False)
     health_message = models.TextField(blank=True)
-    ready_reason = models.CharField(max_length=100, blank=True)
+    ready_reason = UnsizedCharField(max_length=100, blank=True)
     suspended = models.BooleanField(default=False)
     automated = models.BooleanField(default=False)
     manual_sync = models.BooleanField(default=False)
@@ -216,7 +216,7 @@ class GitOpsApp(models.Model):
     rule_health = models.CharField(max_length=16, blank=True)
     health_disagreement = models.TextField(blank=True)
     health_disagreement_since = models.DateTimeField(null=True, blank=True)
-    health_unchecked = models.CharField(max_length=300, blank=True)
+    health_unchecked = UnsizedCharField(max_length=300, blank=True)
     health_rules = RawJSONField(default=dict, blank=True)
     # Flux: the Alerts forwarding this object's failures; null when they could not be read.
     flux_alerts = models.JSONField(null=True, blank=True, default=None)
@@ -230,7 +230,7 @@ class GitOpsApp(models.Model):
     problem_rank = models.PositiveSmallIntegerField(default=RANK_OK)
     # Its cluster's environment order and name, for the lists' order (gitops.app_order says why).
     sort_env = models.PositiveIntegerField(default=NO_ENVIRONMENT_ORDER)
-    sort_cluster = models.CharField(max_length=63, blank=True)
+    sort_cluster = UnsizedCharField(max_length=63, blank=True)
     # Services this app deploys (their images run in its workloads, or it names them), and
     # {service: [versions]} running under it, denormalised for list pages.
     services = models.ManyToManyField(Service, blank=True, related_name="apps")
@@ -348,8 +348,8 @@ def problem_rank(sync_status: str, health_status: str, suspended: bool) -> int:
 
 class AppProject(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="projects")
-    namespace = models.CharField(max_length=253)
-    name = models.CharField(max_length=253)
+    namespace = UnsizedCharField(max_length=253)
+    name = UnsizedCharField(max_length=253)
     sync_windows = models.JSONField(default=list, blank=True)
     destinations = models.JSONField(default=list, blank=True)
     source_repos = models.JSONField(default=list, blank=True)
@@ -365,10 +365,10 @@ class AppProject(models.Model):
 class Workload(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="workloads")
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="workloads")
-    kind = models.CharField(max_length=40)
-    namespace = models.CharField(max_length=253)
-    name = models.CharField(max_length=253)
-    uid = models.CharField(max_length=64, blank=True)
+    kind = UnsizedCharField(max_length=40)
+    namespace = UnsizedCharField(max_length=253)
+    name = UnsizedCharField(max_length=253)
+    uid = UnsizedCharField(max_length=64, blank=True)
     containers = RawJSONField(default=list, blank=True)
     replicas_desired = models.IntegerField(null=True, blank=True)
     replicas_ready = models.IntegerField(null=True, blank=True)
@@ -381,9 +381,9 @@ class Workload(models.Model):
     spec_facts = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
     # Where the image is pinned in Git when no GitOps tool deploys it (gitops.platforms).
-    git_repo = models.CharField(max_length=500, blank=True)
-    git_path = models.CharField(max_length=500, blank=True)
-    git_branch = models.CharField(max_length=200, blank=True)
+    git_repo = UnsizedCharField(max_length=500, blank=True)
+    git_path = UnsizedCharField(max_length=500, blank=True)
+    git_branch = UnsizedCharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [
@@ -411,9 +411,9 @@ class RunningVersion(models.Model):
     )
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="running_versions")
-    container = models.CharField(max_length=253)
-    image = models.CharField(max_length=500)
-    version = models.CharField(max_length=200)  # tag, or digest when there is no tag
+    container = UnsizedCharField(max_length=253)
+    image = UnsizedCharField(max_length=500)
+    version = UnsizedCharField(max_length=200)  # tag, or digest when there is no tag
 
     class Meta:
         indexes = [models.Index(fields=["service", "cluster"])]
@@ -429,8 +429,8 @@ class VersionChange(models.Model):
     environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="+")
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="version_changes")
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    from_version = models.CharField(max_length=200)
-    to_version = models.CharField(max_length=200)
+    from_version = UnsizedCharField(max_length=200)
+    to_version = UnsizedCharField(max_length=200)
     at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -446,10 +446,10 @@ class StateChange(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="state_changes")
     app = models.ForeignKey(GitOpsApp, null=True, blank=True, on_delete=models.SET_NULL, related_name="state_changes")
     # Kept when the app row is removed: "argo/Application/argocd/checkout".
-    object_key = models.CharField(max_length=600)
+    object_key = UnsizedCharField(max_length=600)
     field = models.CharField(max_length=32)  # sync | health | presence | suspended | revision | disagreement
-    old = models.CharField(max_length=300, blank=True)
-    new = models.CharField(max_length=300, blank=True)
+    old = UnsizedCharField(max_length=300, blank=True)
+    new = UnsizedCharField(max_length=300, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
     # When the notification pass consumed the row (portal.notifications.statechanges): each
     # row is claimed once, so a minute's pass reads only what is new, never the history.
@@ -480,8 +480,8 @@ class HealthRule(models.Model):
         LUA = "lua", "Lua (Argo CD health script)"
         CEL = "cel", "CEL (Flux healthCheckExprs)"
 
-    group = models.CharField(max_length=253, blank=True, help_text="API group, e.g. decisionmodel.io; empty for core")
-    kind = models.CharField(max_length=100, help_text="e.g. DecisionModel")
+    group = UnsizedCharField(max_length=253, blank=True, help_text="API group, e.g. decisionmodel.io; empty for core")
+    kind = UnsizedCharField(max_length=100, help_text="e.g. DecisionModel")
     language = models.CharField(max_length=3, choices=Language.choices, default=Language.LUA)
     lua = models.TextField(blank=True, help_text="Lua: the script, returning {status = …, message = …}")
     use_open_libs = models.BooleanField(default=False, help_text="Lua: open string and math")
@@ -489,7 +489,7 @@ class HealthRule(models.Model):
     cel_in_progress = models.TextField(blank=True, help_text="CEL: when it is InProgress")
     cel_failed = models.TextField(blank=True, help_text="CEL: when it has Failed (Degraded)")
     enabled = models.BooleanField(default=True)
-    note = models.CharField(max_length=300, blank=True)
+    note = UnsizedCharField(max_length=300, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -522,7 +522,7 @@ class Finding(models.Model):
     """One GitOps discipline finding on one app (portal.findings), re-derived at every poll."""
 
     app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="findings")
-    rule = models.CharField(max_length=40)  # portal.findings.discipline.RULES
+    rule = UnsizedCharField(max_length=40)  # portal.findings.discipline.RULES
     message = models.TextField()
     at = models.DateTimeField(default=timezone.now)
 
@@ -538,9 +538,9 @@ class FindingMute(models.Model):
     """A finding muted on one app, with a reason (audited): kept across polls."""
 
     app = models.ForeignKey(GitOpsApp, on_delete=models.CASCADE, related_name="finding_mutes")
-    rule = models.CharField(max_length=40)
-    reason = models.CharField(max_length=500)
-    muted_by = models.CharField(max_length=150)
+    rule = UnsizedCharField(max_length=40)
+    reason = UnsizedCharField(max_length=500)
+    muted_by = UnsizedCharField(max_length=150)
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:

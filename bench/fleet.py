@@ -62,6 +62,11 @@ Printed, per run:
   one process the first sweep of 500 clusters outlasts a 3-minute warm-up);
 - the whole machine's CPU in the window, and PostgreSQL's part of it (its processes', and its
   exited backends' as the postmaster counts them).
+
+Each run's database (bench_fleet_<mode>_<concurrency>) is left until the next run of that name,
+so `bench/pages.py --polled bench_fleet_pull_4` can time the pages on 100,000 applications that
+real polls stored; with --no-analyze the bench runs no ANALYZE of its own, and the pages are
+first timed as a server planned them before autovacuum came round.
 """
 
 from __future__ import annotations
@@ -602,7 +607,10 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
     web: list[subprocess.Popen] = []
     agents: list[subprocess.Popen] = []
     analyzer = Autoanalyze(database)
-    if analyzer.needed():
+    if args.no_analyze:
+        print("--no-analyze: no ANALYZE but what the portal's poll workers ask for (gitops.store.statistics)",
+              flush=True)
+    elif analyzer.needed():
         print("this PostgreSQL runs without autovacuum: the bench runs ANALYZE every 60 s as its analyze would",
               flush=True)
         analyzer.start()
@@ -827,6 +835,8 @@ def main() -> None:
                         help="agent mode: gunicorn workers (docker-compose.yml runs 4; 2 on a 2-core machine)")
     parser.add_argument("--agent-processes", type=int, default=2, help="agent mode: processes the agents run in")
     parser.add_argument("--agent-only", action="store_true", help="agent mode: skip the pull run beside it")
+    parser.add_argument("--no-analyze", action="store_true",
+                        help="run no ANALYZE where the server has no autovacuum: a first sweep's tables as planned")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose worker is measured")
     args = parser.parse_args()
     CLUSTERS = args.clusters

@@ -8,6 +8,15 @@ problems), each page beside the same page with 100 applications.
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchb .venv/bin/python bench/pages.py --fleets 50000
 
 The budget at 50,000 applications (issue 18): every page ≤ 300 ms p95 and ≤ 500 KB of HTML.
+
+With --polled DATABASE it seeds nothing: it measures the same pages on the database a
+`bench/fleet.py` run left (bench_fleet_pull_4 after `--concurrency 4`), whose applications,
+workloads and histories real polls stored, first as that run left its statistics (with
+`bench/fleet.py --no-analyze`, none but what the portal's own poll workers asked for), then
+after VACUUM ANALYZE:
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/pages.py \
+        --polled bench_fleet_pull_4 --repeat 10
 """
 
 from __future__ import annotations
@@ -292,7 +301,12 @@ def main() -> None:
                         help="let pages serve their kept bodies (portal.kernel.changelog.kept) between requests")
     parser.add_argument("--skip-analyze", action="store_true",
                         help="measure as planned on tables filled a moment ago, with no statistics")
+    parser.add_argument("--polled", metavar="DATABASE",
+                        help="measure the database a bench/fleet.py run left, as left and analyzed; seed nothing")
     args = parser.parse_args()
+    if args.polled:
+        measure_polled(args.polled, args.repeat, args.kept)
+        return
     fleets = [FLEETS[int(size)] for size in args.fleets.split(",")]
     with bench_database() as vendor:
         from django.contrib.auth import get_user_model
@@ -335,6 +349,55 @@ def main() -> None:
               + ("no ANALYZE (tables planned as filled)" if args.skip_analyze else "VACUUM ANALYZE after seeding")
               + ("; kept bodies served" if args.kept else "; every page drawn anew"))
         report(figures, fleets)
+
+
+def measure_polled(database: str, repeat: int, kept: bool) -> None:
+    """The pages on a database real polls filled (bench/fleet.py), as its run left the planner's
+    statistics, then after VACUUM ANALYZE. Its fleet has no history of promotions or releases
+    beyond what its polls saw, so the rows the pages draw differ from the synthetic seed's."""
+    import os
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from gitops.models import GitOpsApp
+    from portal.kernel.accounts.roles import Role, grant
+    from portal.kernel.catalog.models import Cluster, Service
+    from portal.wsgi import freeze_startup_objects
+
+    setup_test_environment()
+    use(database)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [GitOpsApp._meta.db_table])
+        planned = cursor.fetchone()[0]
+    apps, clusters = GitOpsApp.objects.count(), Cluster.objects.count()
+    user, _ = get_user_model().objects.get_or_create(username="bench-pages")
+    grant(user, Role.MEMBER)
+    client = Client()
+    client.force_login(user)
+    freeze_startup_objects()
+    left = measure(client, {"as left": database}, repeat, kept)["as left"]
+    analyze()
+    analyzed = measure(client, {"analyzed": database}, repeat, kept)["analyzed"]
+    print(f"{database}: {apps:,} apps stored by polls on {clusters:,} clusters, {Service.objects.count()} services;"
+          f" the apps table's planner count as left: {planned:,.0f}; {repeat} requests per page;"
+          + (" kept bodies served" if kept else " every page drawn anew"))
+    print(f"{'page':28} {'as left p50/p95 ms':>19} {'analyzed p50/p95 ms':>20} {'KB (rows)':>15}  budget")
+    for label in PAGES:
+        l50, l95, _, _ = left[label]
+        a50, a95, rows, size = analyzed[label]
+        within = "ok" if max(l50, a50) <= BUDGET_MS and size <= BUDGET_KB * 1000 else "OVER"
+        print(f"{label:28} {l50:8.1f} /{l95:8.1f} {a50:9.1f} /{a95:8.1f} {size / 1000:8.1f} ({rows:5d})  {within}")
+    print(f"budget: ≤ {BUDGET_MS} ms p50 (issue 40), as left and analyzed, and ≤ {BUDGET_KB} KB of HTML")
 
 
 if __name__ == "__main__":

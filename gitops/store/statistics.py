@@ -1,11 +1,13 @@
 """Planner statistics for the store's tables once a first sweep has filled them.
 
-The migrations create every table and index empty, and PostgreSQL records what it saw then:
-no rows. Until an ANALYZE, it plans a filled table on that: any index looks like one empty
-page, so a full scan of one, its condition applied as a filter, costs nothing, and even fifty
-applications read by id walk 100,000 index entries (docs/postgresql-at-100k.md, "Third pass").
-autovacuum analyzes a freshly filled table within a minute or two; where it is off or slow
-(a new install's first sweep, a restore, a busy server), the pages would plan on luck.
+The migrations create every table empty, and until an ANALYZE PostgreSQL plans a filled one on
+guesses: its row count from its size and the width its column types imply (kept near the truth
+by portal.kernel.fields, docs/postgresql-at-100k.md, "Fourth pass"), and every condition's share
+of rows from fixed defaults. A status filter that matches nearly every application is then taken
+for a rare one, and the text search ORs two status indexes into a bitmap of the whole table
+(2.4 times its analyzed time). autovacuum analyzes a freshly filled table within a minute or
+two; where it is off or slow (a new install's first sweep, a restore, a busy server), the pages
+would plan on those guesses.
 
 So once its polls have created a thousand applications, a poll worker asks PostgreSQL whether
 one of these tables holds data while its statistics still say it is empty, and analyzes those;

@@ -140,6 +140,6 @@ def _no_services_from_another_test() -> Iterator[None]:
     from gitops.store.read import forget_services
 
     forget_services()
-    statistics.forget()  # its count of created applications, and whether it settled, too
+    statistics.forget()  # its count of created applications
     yield
     forget_services()

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from portal.kernel.catalog.models import Cluster
+from portal.web.views import service as service_view
 from portal.web.views.service import PANELS_SHOWN
 from tests.fixtures.seed import seed_app
 
@@ -49,6 +50,34 @@ def test_many_clusters_show_the_first_panels_and_every_problem_in_full(client, u
     assert "<summary>4 more applications in prod, none needing attention</summary>" in html
     panels = client.get(reverse("service-panels", args=["checkout"])).content.decode()
     assert full_panels(panels) == full_panels(html)  # the 30-second refresh draws the same
+
+
+def test_a_service_in_every_cluster_shows_at_most_so_many_and_links_the_rest(client, users, catalog, monkeypatch):
+    # At scale (2,100 apps of one service, 360 needing attention) the page was 1.4 MB: the full
+    # panels and the rows are capped, those needing attention first, and the rest counted.
+    monkeypatch.setattr(service_view, "FULL_AT_MOST", PANELS_SHOWN + 2)
+    monkeypatch.setattr(service_view, "ROWS_AT_MOST", 4)
+    clusters = prod_clusters(catalog, PANELS_SHOWN + 12)
+    broken = {PANELS_SHOWN + n for n in (1, 3, 5, 7, 9)}  # five need attention, past the first panels
+    for n, cluster in enumerate(clusters):
+        seed_app(cluster, f"checkout-{n:02d}", service=catalog.checkout, version="1.6.0",
+                 health="Degraded" if n in broken else "Healthy", since=timedelta(hours=1))
+    client.force_login(users["viewer"])
+
+    html = client.get(reverse("service", args=["checkout"])).content.decode()
+
+    names = [f"checkout-{n:02d}" for n in range(PANELS_SHOWN + 12)]
+    first, third = PANELS_SHOWN + 1, PANELS_SHOWN + 3
+    assert full_panels(html) == names[:PANELS_SHOWN] + [names[first], names[third]]
+    # The three needing attention past the cap lead the rows; one healthy row fits after them.
+    rows = [names[PANELS_SHOWN + 5], names[PANELS_SHOWN + 7], names[PANELS_SHOWN + 9], names[PANELS_SHOWN]]
+    assert compact_rows(html) == rows
+    assert "<summary>4 more applications in prod, 3 needing attention</summary>" in html
+    assert "And 6 more in prod:" in html  # 22 apps: 12 panels, 4 rows
+    listed = "/gitops?service=checkout&amp;environment=prod"
+    assert f'href="{listed}"' in html
+    page = client.get(listed.replace("&amp;", "&")).content.decode()
+    assert all(name in page for name in names)  # the GitOps page lists every one of them
 
 
 def test_an_environment_of_few_clusters_is_all_panels(client, users, catalog):

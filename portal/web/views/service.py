@@ -37,7 +37,14 @@ from portal.web.policyform import PolicyForm
 from portal.web.rollback_offers import offers_for_page
 from portal.web.sharedpages import shared_body
 
-PANELS_SHOWN = 10  # full panels per environment (and every one needing attention)
+PANELS_SHOWN = 10  # full panels per environment, however few need attention
+# A service in every cluster of a 1,000-cluster fleet has hundreds of applications an environment
+# (2,100 in bench/fleet.py's: 360 needing attention), and drawing each made a page of 1.4 MB in
+# 3.5 s. An environment shows at most FULL_AT_MOST full panels (those needing attention among
+# them first) and ROWS_AT_MOST compact rows (those needing attention first); the rest are counted
+# and listed, paged, by the GitOps page's service and environment filters.
+FULL_AT_MOST = 25
+ROWS_AT_MOST = 60
 # The history stays: the "changes" link reads the commit it replaced from the tool's history.
 PANEL_UNSHOWN = ("raw", "conditions", "synced_revisions", "images", "warnings", "health_rules")
 
@@ -92,6 +99,9 @@ class EnvironmentPanels:
     environment: Environment
     panels: list[Panel]
     compact: list[Panel]  # drawn by web/_compact_row.html
+    rows_attention: int = 0  # compact rows needing attention
+    more: int = 0  # applications past ROWS_AT_MOST, listed on the GitOps page
+    more_attention: int = 0  # of them, needing attention
     next_deploy: NextDeploy | None = None  # when the service can next deploy here, and what holds it
 
 
@@ -140,8 +150,7 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
         )
     ordered = sorted(envs.values(), key=lambda e: (e.order, e.name))
     holds = DeployHolds.load(now, services=[service.name], environments=[env.name for env in ordered])
-    shown = [EnvironmentPanels(env, *_fold(by_env[env.id]), next_deploy=holds.next_deploy(service.name, env.name, now))
-             for env in ordered]
+    shown = [_fold(env, by_env[env.id], holds.next_deploy(service.name, env.name, now)) for env in ordered]
     _complete([panel for part in shown for panel in part.panels])
     for part in shown:
         part.panels = [panel for panel in part.panels if panel.full]  # one removed since the first read
@@ -194,16 +203,25 @@ def _outside(service: Service, targets: UpgradeTargets | None) -> list[Outside]:
     return rows
 
 
-def _fold(panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:
-    """(full panels, compact rows) of one environment: its first PANELS_SHOWN panels and every
-    one needing attention or where Git pins another version stay full; the rest are a row
-    each in a table behind a disclosure. A service on a hundred clusters of one environment
-    was a page of a hundred panels."""
+def _fold(environment: Environment, panels: list[Panel], next_deploy: NextDeploy | None) -> EnvironmentPanels:
+    """One environment's part of the page. Its first PANELS_SHOWN panels and every one
+    needing attention or where Git
+    pins another version stay full, up to FULL_AT_MOST; the rest are a row each in a table
+    behind a disclosure, those needing attention first, up to ROWS_AT_MOST. A service on a
+    hundred clusters of one environment was a page of a hundred panels."""
     full: list[Panel] = []
+    urgent: list[Panel] = []  # needing attention or pinned elsewhere, past the full panels' cap
     compact: list[Panel] = []
     for index, panel in enumerate(panels):
-        (full if index < PANELS_SHOWN or panel.attention or panel.pin_note else compact).append(panel)
-    return full, compact
+        wanted = panel.attention or bool(panel.pin_note)
+        if (index < PANELS_SHOWN or wanted) and len(full) < FULL_AT_MOST:
+            full.append(panel)
+        else:
+            (urgent if wanted else compact).append(panel)
+    rows, unshown = (urgent + compact)[:ROWS_AT_MOST], (urgent + compact)[ROWS_AT_MOST:]
+    return EnvironmentPanels(environment, full, rows, next_deploy=next_deploy,
+                             rows_attention=sum(1 for panel in rows if panel.attention),
+                             more=len(unshown), more_attention=sum(1 for panel in unshown if panel.attention))
 
 
 def _policy_context(service: Service, user: object, form: PolicyForm | None = None) -> dict[str, object]:

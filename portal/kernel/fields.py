@@ -18,7 +18,7 @@ fit (`gitops.collectors`). SQLite, which never enforced a length, is declared as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
@@ -27,10 +27,15 @@ from django.db import models
 DECLARED_UP_TO = 32
 
 
-class UnsizedCharField(models.CharField):
-    """A CharField over `DECLARED_UP_TO` characters, `varchar` without a length on PostgreSQL."""
+if TYPE_CHECKING:
+    # Django is untyped here, so mypy reads its fields, and a model's values, as Any; typed as a
+    # class of ours, a model's strings would read as this field instead.
+    def UnsizedCharField(*args: Any, **kwargs: Any) -> Any: ...  # noqa: N802 - the class below
+else:
+    class UnsizedCharField(models.CharField):
+        """A CharField over `DECLARED_UP_TO` characters, `varchar` without a length on PostgreSQL."""
 
-    def db_type(self, connection: Any) -> str | None:
-        if connection.vendor == "postgresql":
-            return "varchar"
-        return super().db_type(connection)
+        def db_type(self, connection: Any) -> str | None:
+            if connection.vendor == "postgresql":
+                return "varchar"
+            return super().db_type(connection)

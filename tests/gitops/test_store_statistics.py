@@ -40,8 +40,10 @@ def test_a_filled_table_planned_as_empty_is_analyzed_after_a_thousand_new_apps(m
 
     assert table in statistics.note_created(1)
     assert _reltuples(table) >= 600
-    # Analyzed once: the next thousand find nothing more to analyze.
-    assert statistics.note_created(statistics.CHECK_EVERY_CREATED) == []
+    # Analyzed once: the next thousand leave it be. (Another table may be analyzed then: a test's
+    # rolled-back rows leave the apps table's pages on disk, and an ANALYZE that finds no row
+    # leaves it counted as empty.)
+    assert table not in statistics.note_created(statistics.CHECK_EVERY_CREATED)
 
 
 def test_a_table_filled_after_the_apps_is_analyzed_too(monkeypatch):

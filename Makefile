@@ -25,7 +25,11 @@ run: $(STAMP)
 # on two cores, four processes took 858 s and eight 573 s (2026-12-06); worksteal lets an idle
 # process take queued tests from a busy one, so the long ones do not make a tail. The schema is
 # migrated once and copied per process (tests/template_db.py). TEST_WORKERS=0 runs it in one.
+# Bytecode is cached for the suite even where the environment says not to (this machine sets
+# PYTHONDONTWRITEBYTECODE): every worker and every server a test starts imports the same
+# modules, and tests/warm_bytecode.py compiles them once before the workers start.
 TEST_WORKERS ?= 8
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 

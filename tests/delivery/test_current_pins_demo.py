@@ -49,7 +49,7 @@ def demo_apps() -> list[tuple[str, dict[str, Any]]]:
     every Flux Kustomization and HelmRelease of the demo's clusters."""
     found = []
     for path in sorted((ROOT / "clusters").rglob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
+        for document in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):  # libyaml: read at collection
             if not isinstance(document, dict):
                 continue
             kind, spec = document.get("kind"), document.get("spec") or {}

@@ -78,9 +78,11 @@ def test_every_line_of_the_web_process_is_json(tmp_path):
     assert {"gunicorn.error", "gunicorn.access", "django.request"} <= loggers
     access = [record for record in records if record["logger"] == "gunicorn.access"]
     assert {"edge-42", not_found_id} <= {record["request_id"] for record in access}
+    # The 404 asked for is logged once, under the id it was answered with (the feed's request
+    # may log its own 404 or error, depending on the database the server finds).
     (not_found,) = [record for record in records
-                    if record["logger"] == "django.request" and record["message"].startswith("Not Found")]
-    assert not_found["request_id"] == not_found_id
+                    if record["logger"] == "django.request" and record.get("request_id") == not_found_id]
+    assert not_found["message"].startswith("Not Found")
 
 
 def test_plain_access_lines_name_the_request_id(tmp_path):

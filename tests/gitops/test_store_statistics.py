@@ -66,7 +66,9 @@ def test_a_table_filled_after_the_apps_is_analyzed_too(monkeypatch):
         RunningVersion(cluster=cluster, service=service, container="app", version="1.0.0",
                        image=f"ghcr.io/acme/svc:1.0.0@sha256:{i:064d}" + "x" * 300)
         for i in range(600)])
-    assert statistics.note_created(statistics.CHECK_EVERY_CREATED) == [RunningVersion._meta.db_table]
+    # (Another table may be analyzed with it: rolled-back rows of earlier tests leave pages on disk.)
+    analyzed = statistics.note_created(statistics.CHECK_EVERY_CREATED)
+    assert RunningVersion._meta.db_table in analyzed and GitOpsApp._meta.db_table not in analyzed, analyzed
     assert _reltuples(RunningVersion._meta.db_table) >= 600
 
 

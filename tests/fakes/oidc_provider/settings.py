@@ -41,6 +41,9 @@ TEMPLATES = [
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ["FAKE_OIDC_DATABASE"]}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
+# Its users' passwords are test constants: a fast hash, so that a sign-in at this provider does
+# not cost the busy suite a quarter second of PBKDF2 (the portal's own hashing is not under test).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGIN_URL = "/login/"
 # The browser holds this provider's cookies beside the portal's on the same host name: own names.
 SESSION_COOKIE_NAME = "provider_sessionid"

@@ -1,6 +1,13 @@
-"""notifications.0003: the StateChange consumer starts from the fleet as it is. History is
-marked consumed; an app in trouble keeps its open episode (nobody hears of it twice) or is
-dated from the state that is wrong; a healthy app has no trouble."""
+"""Two data migrations of the early schema, walked back to once: undoing every later migration
+and doing them again is the costly part (about 15 s of a busy suite's CPU each), so both are
+checked in one round trip.
+
+- gitops.0006: apps stored before the topology keep their place. Each was filed under the
+  cluster that listed it, so that cluster is both where it deploys and where it is read.
+- notifications.0003: the StateChange consumer starts from the fleet as it is. History is
+  marked consumed; an app in trouble keeps its open episode (nobody hears of it twice) or is
+  dated from the state that is wrong; a healthy app has no trouble.
+"""
 
 from __future__ import annotations
 
@@ -14,36 +21,53 @@ from django.utils import timezone
 # The catalog and the store as they were then too: later columns have no value in rows made here.
 BEFORE = [("notifications", "0002_trouble"), ("gitops", "0005_statechange_processed"),
           ("catalog", "0002_service_source_repository")]
-AFTER = [("notifications", "0003_troubles_from_current_state")]
+TOPOLOGY = [("gitops", "0006_app_destination_read_from")]
+TROUBLES = [("notifications", "0003_troubles_from_current_state")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_history_is_consumed_and_troubles_start_from_the_current_state() -> None:
+def test_apps_keep_their_cluster_and_troubles_start_from_the_current_state() -> None:
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     old = executor.loader.project_state(BEFORE).apps
     now = timezone.now()
     env = old.get_model("catalog", "Environment").objects.create(name="prod")
-    cluster = old.get_model("catalog", "Cluster").objects.create(name="prod-eu-1", environment=env)
+    Cluster = old.get_model("catalog", "Cluster")
+    eu, us = (Cluster.objects.create(name=name, environment=env) for name in ("prod-eu-1", "prod-us-1"))
     App = old.get_model("gitops", "GitOpsApp")
 
+    # gitops.0006's apps: one of the same name in each cluster, healthy (no trouble of their own).
+    for cluster in (eu, us):
+        App.objects.create(cluster=cluster, tool="argo", kind="Application", namespace="argocd", name="checkout",
+                           sync_status="Synced", health_status="Healthy", sync_since=now - timedelta(days=1),
+                           health_since=now - timedelta(days=1), first_seen=now - timedelta(days=3))
+
+    # notifications.0003's apps.
     def app(name, sync, health, hours):
-        return App.objects.create(cluster=cluster, tool="argo", kind="Application", namespace="argocd", name=name,
+        return App.objects.create(cluster=eu, tool="argo", kind="Application", namespace="argocd", name=name,
                                   sync_status=sync, health_status=health, sync_since=now - timedelta(hours=hours),
                                   health_since=now - timedelta(hours=hours + 1), first_seen=now - timedelta(days=3))
 
     healthy, announced, degraded = app("ok", "Synced", "Healthy", 5), app("a", "Synced", "Degraded", 3), \
         app("d", "OutOfSync", "Missing", 2)
     old.get_model("gitops", "StateChange").objects.create(
-        cluster=cluster, app=degraded, field="health", old="Healthy", new="Missing", at=now - timedelta(hours=3),
+        cluster=eu, app=degraded, field="health", old="Healthy", new="Missing", at=now - timedelta(hours=3),
         object_key="argo/Application/argocd/d")
     started = now - timedelta(hours=4)
     episode = old.get_model("notifications", "Episode").objects.create(
         kind="app_attention", key="gitops:prod-eu-1/a@x", started_at=started, emitted_at=started, app=announced)
 
     executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    executor.migrate(TOPOLOGY)
+    new = executor.loader.project_state(TOPOLOGY).apps
+    rows = sorted(new.get_model("gitops", "GitOpsApp").objects.filter(name="checkout")
+                  .values_list("cluster_id", "read_from_id", "argocd_instance_id"))
+    assert rows == [(eu.id, eu.id, None), (us.id, us.id, None)]
+    assert not new.get_model("catalog", "Cluster").objects.filter(discovered=True).exists()
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(TROUBLES)
+    new = executor.loader.project_state(TROUBLES).apps
     assert not new.get_model("gitops", "StateChange").objects.filter(processed__isnull=True).exists()
     troubles = {t.app_id: t for t in new.get_model("notifications", "Trouble").objects.all()}
     assert set(troubles) == {announced.id, degraded.id}

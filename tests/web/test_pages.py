@@ -149,6 +149,23 @@ def test_gitops_takes_the_apis_filter_names_and_its_pager_keeps_them(viewer_clie
     assert "health=Healthy" in next_link and "page=2" in next_link
 
 
+def test_the_gitops_form_shows_the_service_filter_and_keeps_the_ones_it_has_no_control_for(viewer_client, catalog):
+    """A service page links to /gitops?service=…&environment=…: the form shows the service, and a
+    filter without a control of its own (health, as the API names it) is sent again when another
+    changes."""
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, health="Missing", since=timedelta(hours=1))
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, health="Missing", since=timedelta(hours=1))
+    html = viewer_client.get(reverse("gitops") + "?service=checkout&health=Missing").content.decode()
+    assert "checkout-prod" in html and "payments-prod" not in html
+    form = html[html.index('<form class="filters"'):]
+    form = form[:form.index("</form>")]
+    service = form[form.index('<select name="service">'):]
+    service = service[:service.index("</select>")]
+    assert "<option selected>checkout</option>" in service and "<option >payments</option>" in service
+    assert '<input type="hidden" name="health" value="Missing">' in form
+    assert 'type="hidden" name="service"' not in form and 'type="hidden" name="q"' not in form
+
+
 def test_gitops_pages_count_once_and_past_the_end_shows_the_last_page(viewer_client, catalog):
     seed_fleet([catalog.prod_eu, catalog.dev_cluster], [catalog.checkout, catalog.payments], apps_per_cluster=30)
     url = reverse("gitops")

@@ -25,7 +25,7 @@ from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deployments import TRACK_FOR, not_deployed_why
 from portal.delivery.models import PullRequest
 from portal.kernel.accounts.roles import Role, requires_role
-from portal.kernel.catalog.models import Cluster, Environment
+from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.kernel.links import argocd_links
 from portal.web.badges import badges_for, finding_badges
 from portal.web.rollback_offers import offers_for_page
@@ -131,6 +131,10 @@ def gitops_list(request: HttpRequest) -> HttpResponse:
     return render(request, "web/gitops.html", {"body": body})
 
 
+# The filters _gitops_content.html shows a control for; every other one is kept hidden.
+FORM_CONTROLS = frozenset({"q", "environment", "service", "cluster", "tool", "project", "status", "sort", "attention"})
+
+
 def _context(request: HttpRequest) -> dict:
     # Every name the filter knows (the API's too), as typed: the form shows them and the
     # pager's links keep them. A value the filter cannot read is ignored, not an error.
@@ -174,6 +178,10 @@ def _context(request: HttpRequest) -> dict:
         "query": query,
         "clusters": Cluster.objects.values_list("name", flat=True),
         "environments": Environment.objects.values_list("name", flat=True),
+        "services": Service.objects.order_by("name").values_list("name", flat=True),
+        # A filter the form has no control for (the API's names, as links carry them) rides along
+        # hidden, so that changing another filter does not drop it.
+        "kept": [(name, value) for name, value in params.items() if value and name not in FORM_CONTROLS],
         "projects": project_names(),
         "statuses": STATUSES,
         "sorts": SORTS,

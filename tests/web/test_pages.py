@@ -139,7 +139,7 @@ def test_gitops_takes_the_apis_filter_names_and_its_pager_keeps_them(viewer_clie
     seed_app(catalog.prod_eu, "payments-broken", service=catalog.payments, health="Missing", since=timedelta(hours=1))
     url = reverse("gitops")
     html = viewer_client.get(url + "?health=Missing").content.decode()
-    assert "payments-broken" in html and "1 application." in html
+    assert "payments-broken" in html and "1 application, also filtered by health = Missing" in html
     assert "payments-broken" in viewer_client.get(url + "?needs_attention=true").content.decode()
     healthy = GitOpsApp.objects.filter(health_status="Healthy").count()
     assert healthy > 50  # two pages
@@ -164,6 +164,9 @@ def test_the_gitops_form_shows_the_service_filter_and_keeps_the_ones_it_has_no_c
     assert "<option selected>checkout</option>" in service and "<option >payments</option>" in service
     assert '<input type="hidden" name="health" value="Missing">' in form
     assert 'type="hidden" name="service"' not in form and 'type="hidden" name="q"' not in form
+    # Said where the count is, with a link that drops it and keeps the rest.
+    assert "also filtered by health = Missing" in html
+    assert f'<a href="{reverse("gitops")}?service=checkout">drop</a>' in html
 
 
 def test_gitops_pages_count_once_and_past_the_end_shows_the_last_page(viewer_client, catalog):

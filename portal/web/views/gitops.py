@@ -182,6 +182,7 @@ def _context(request: HttpRequest) -> dict:
         # A filter the form has no control for (the API's names, as links carry them) rides along
         # hidden, so that changing another filter does not drop it.
         "kept": [(name, value) for name, value in params.items() if value and name not in FORM_CONTROLS],
+        "query_shown": urlencode({k: v for k, v in params.items() if v and k in FORM_CONTROLS}),
         "projects": project_names(),
         "statuses": STATUSES,
         "sorts": SORTS,

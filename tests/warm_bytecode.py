@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
 _KEY = pytest.StashKey[subprocess.Popen]()
 
 
@@ -30,7 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:randomly",
                *config.args]
-    config.stash[_KEY] = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # From where pytest was started: its arguments are paths relative to there.
+    config.stash[_KEY] = subprocess.Popen(command, cwd=config.invocation_params.dir, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
 
 
 @pytest.hookimpl(tryfirst=True)

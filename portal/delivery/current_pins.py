@@ -83,6 +83,7 @@ log = logging.getLogger(__name__)
 READ_INTERVAL = timedelta(minutes=10)
 NEW_APP_WAIT = timedelta(minutes=1)
 ERROR_MAX_CHARS = 1000
+ROW_CHUNK = 2000  # rows a streamed read holds at once
 
 
 @dataclass
@@ -143,33 +144,25 @@ def _placed(app: GitOpsApp, source: PinSource) -> PinSource:
     return source
 
 
-def _due(now: datetime, interval: timedelta) -> QuerySet[GitOpsApp]:
-    cutoff = now - interval
-    return readable_apps().filter(
-        Q(git_pin_read__isnull=True)
-        | Q(git_pin_read__last_read_at__isnull=True)
-        | Q(git_pin_read__last_read_at__lte=cutoff)
-    )
-
-
-def due_app_ids(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[int]:
-    """Applications not read within `interval` (or never read)."""
-    return list(_due(now or timezone.now(), interval).order_by("id").values_list("id", flat=True))
-
-
 def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL) -> list[PinBatch]:
     """The repositories and revisions due a read (see the module's docstring), each with every
     application whose pins are there (one query over the readable applications, plus
     `pin_source`'s few for those whose pins are not in their own columns). Due applications with
-    no known Git location come as batches with `unknown` set, one per reason."""
+    no known Git location come as batches with `unknown` set, one per reason.
+
+    The readable applications are streamed (a server-side cursor on PostgreSQL) and only their
+    ids and last reads are kept: at 100,000 applications, holding the rows took the background
+    worker's process from 160 to 250 MB, which it kept (2026-12-07)."""
     now = now or timezone.now()
     cutoff, newcomers_after = now - interval, now - NEW_APP_WAIT
     rows = (
         readable_apps()
         .order_by("id")
         .values_list("id", "tool", "kind", "chart", "path", "repo_url", "target_revision", "git_pin_read__last_read_at")
+        .iterator(chunk_size=ROW_CHUNK)
     )
-    grouped: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    grouped: dict[str, list[int]] = defaultdict(list)  # batch key -> its applications
+    spelled: dict[str, tuple[str, str]] = {}  # batch key -> its first application's (repository, revision)
     reads: dict[str, list[datetime | None]] = defaultdict(list)  # batch key -> each app's last read
     keys: dict[tuple[str, str], str] = {}  # thousands of applications share a handful of spellings
     elsewhere: dict[int, datetime | None] = {}
@@ -180,7 +173,8 @@ def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL
         key = keys.get((repository, revision))
         if key is None:
             key = keys[(repository, revision)] = batch_key(repository, revision)
-        grouped[key].append((app_id, repository, revision))
+        spelled.setdefault(key, (repository, revision))
+        grouped[key].append(app_id)
         reads[key].append(read_at)
     unknown: dict[str, list[int]] = defaultdict(list)
     others = list(GitOpsApp.objects.filter(pk__in=list(elsewhere)).select_related("cluster").order_by("id"))
@@ -193,11 +187,12 @@ def due_batches(now: datetime | None = None, interval: timedelta = READ_INTERVAL
                 unknown[source.unknown[:ERROR_MAX_CHARS]].append(app.pk)
             continue
         key = batch_key(source.repository, source.revision)
-        grouped[key].append((app.pk, source.repository, source.revision))
+        spelled.setdefault(key, (source.repository, source.revision))
+        grouped[key].append(app.pk)
         reads[key].append(read_at)
     batches = [
-        PinBatch(repository=apps[0][1], revision=apps[0][2], app_ids=tuple(app_id for app_id, _, _ in apps))
-        for key, apps in grouped.items()
+        PinBatch(repository=spelled[key][0], revision=spelled[key][1], app_ids=tuple(app_ids))
+        for key, app_ids in grouped.items()
         if _repository_due(reads[key], cutoff, newcomers_after)
     ]
     return batches + [PinBatch("", "", tuple(ids), unknown=reason) for reason, ids in unknown.items()]

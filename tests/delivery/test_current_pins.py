@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from forges.demo import DemoForge, build_demo_repo
-from portal.delivery.current_pins import due_app_ids, git_pins, pin_summary, read_app_pins
+from portal.delivery.current_pins import due_batches, git_pins, pin_summary, read_app_pins
 from portal.delivery.models import GitPin, GitPinRead
 from portal.delivery.tasks import read_due_git_pins
 from portal.kernel.catalog.models import Service
@@ -82,13 +82,13 @@ def test_each_app_is_read_at_most_every_ten_minutes(catalog, github, eager_celer
     read = seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, repo_url=github.repository, path=PROD)
     seed_app(catalog.dev_cluster, "no-path", service=catalog.checkout, path="")
     GitPinRead.objects.create(app=read, last_read_at=now - timedelta(minutes=4))
-    assert due_app_ids(now) == []
+    assert due_batches(now) == []
     GitPinRead.objects.filter(app=read).update(last_read_at=now - timedelta(minutes=11))
-    assert due_app_ids(now) == [read.pk]
+    assert [batch.app_ids for batch in due_batches(now)] == [(read.pk,)]
 
     assert read_due_git_pins() == 1
     assert GitPin.objects.filter(app=read).count() == 1
-    assert due_app_ids() == []
+    assert due_batches() == []
 
 
 def test_demo_mode_reads_the_demo_repository(catalog, settings, tmp_path: Path):
@@ -170,7 +170,6 @@ def demo(catalog, settings, tmp_path: Path):
 
 def test_the_demo_helmrelease_pins_are_read_from_its_kustomizations_repository(demo, eager_celery):
     from gitops.models import GitOpsApp
-    from portal.delivery.current_pins import due_batches
 
     release = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="HelmRelease", name="notifications")
     applier = GitOpsApp.objects.get(cluster__name="prod-us-1", kind="Kustomization", name="notifications")
@@ -225,7 +224,6 @@ def test_an_argo_cd_chart_with_values_files_is_read_in_its_ref_source(catalog, g
                        {"repo_url": chart, "chart": "checkout", "target_revision": "15.9.0", "path": "", "ref": ""},
                        {"repo_url": github.repository, "chart": "", "target_revision": "HEAD", "path": "",
                         "ref": "values"}])
-    from portal.delivery.current_pins import due_batches
 
     [batch] = due_batches()
     assert (batch.repository, batch.revision, batch.app_ids) == (github.repository, "HEAD", (app.pk,))

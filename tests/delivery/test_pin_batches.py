@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from portal.delivery.current_pins import batch_key, due_app_ids, git_pins
+from portal.delivery.current_pins import batch_key, due_batches, git_pins
 from portal.delivery.models import GitPinRead
 from portal.delivery.tasks import read_due_git_pins, read_repository_pins
 from tests.fakes.forges.harness import serving
@@ -91,7 +91,7 @@ def test_a_hundred_due_apps_in_one_repository_are_one_task_and_one_tree_read(
     for i in (0, 37, 50, 99):
         assert git_pins(apps[i]) == [{"service": "checkout", "version": f"1.6.{i % FOLDERS}",
                                       "path": f"{overlay(i % FOLDERS)}/kustomization.yaml", "line": 7}]
-    assert due_app_ids() == []
+    assert due_batches() == []
     assert set(GitPinRead.objects.values_list("branch", "last_error")) == {("main", "")}
     assert read_due_git_pins() == 0  # read: the repository is due again in ten minutes, not before
     assert memory_broker.take("forge") == []
@@ -143,7 +143,7 @@ def test_no_token_queues_nothing_and_says_so_once_without_a_log_line_per_app(
 def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, github, memory_broker: MemoryBroker):
     """Due-ness is the repository's: its applications are read together and stay on one schedule,
     so clusters appearing one by one (a fleet's first sweep) never make a read per application."""
-    from portal.delivery.current_pins import NEW_APP_WAIT, READ_INTERVAL, due_batches
+    from portal.delivery.current_pins import NEW_APP_WAIT, READ_INTERVAL
 
     first = [seed_app(catalog.prod_eu, f"shop-{i:03}", service=catalog.checkout, repo_url=github.repository,
                       path=overlay(i)) for i in range(3)]
@@ -172,7 +172,7 @@ def test_a_repository_falls_due_as_one_and_a_new_app_waits_a_minute(catalog, git
 def test_an_app_that_appears_while_its_batch_waits_is_read_with_it(catalog, github, memory_broker: MemoryBroker):
     """A fleet's first sweep adds applications while the repository's read waits in the forge
     queue: the read takes them too, so the repository is not due again a minute later."""
-    from portal.delivery.current_pins import NEW_APP_WAIT, due_batches
+    from portal.delivery.current_pins import NEW_APP_WAIT
 
     seed_app(catalog.prod_eu, "shop-000", service=catalog.checkout, repo_url=github.repository, path=overlay(0))
     assert read_due_git_pins() == 1

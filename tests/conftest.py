@@ -29,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # test polling a fake Kubernetes API 600 times spent 24 of its 31 s waiting so (2026-12-07).
     # Production servers (gunicorn) set TCP_NODELAY themselves.
     socketserver.StreamRequestHandler.disable_nagle_algorithm = True
+    _scan_static_files_once()
     if os.environ.get("PORTAL_REQUIRE_SERVICES") != "1":
         return
 
@@ -37,6 +38,30 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"PORTAL_REQUIRE_SERVICES=1 but the database engine is {engine}")
     if not os.environ.get("REDIS_URL"):
         raise pytest.UsageError("PORTAL_REQUIRE_SERVICES=1 but REDIS_URL is not set")
+
+
+def _scan_static_files_once() -> None:
+    """Django's test client builds the middleware chain anew for every Client, so every test
+    that makes a request had WhiteNoise list and stat the 200-odd static files again through the
+    finders: 50 ms a Client, the largest single cost of the API tests (2026-12-07, cProfile of
+    tests/api/test_gitops.py). A server process builds its chain once. Here the scan is kept per
+    process and per setting it depends on, and each new middleware gets the same files."""
+    from django.conf import settings
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    scan = WhiteNoiseMiddleware.add_files_from_finders
+    scanned: dict[tuple, dict] = {}
+
+    def add_files_from_finders(self: WhiteNoiseMiddleware) -> None:
+        key = (self.static_prefix, self.max_age, self.charset, self.allow_all_origins,
+               tuple(map(str, settings.STATICFILES_DIRS)), tuple(settings.INSTALLED_APPS))
+        if key not in scanned:
+            before = dict(self.files)
+            scan(self)
+            scanned[key] = {url: file for url, file in self.files.items() if before.get(url) is not file}
+        self.files.update(scanned[key])
+
+    WhiteNoiseMiddleware.add_files_from_finders = add_files_from_finders  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -116,11 +116,15 @@ GITOPS_QUERIES = ("attention=1", "q=%3Cscript%3E", "sort=-health_since", "sort=s
                   "cluster=prod-eu-1", "tool=flux", "page=2", "format=json")
 
 
-def timed_routes(services: list[str]) -> list[tuple[str, dict[str, str]]]:
+def timed_routes(services: list[str], *, partials: bool = True) -> list[tuple[str, dict[str, str]]]:
+    """The pages that show times, and with `partials` their htmx partials: a partial draws
+    its page's rows with the same template code, so one zone of them covers its own branch
+    of the view while the full pages take every zone."""
     routes = [(reverse(name), {}) for name in TIMED_PAGES]
-    routes += [(reverse(name), HTMX) for name in TIMED_PAGES if not name.startswith("api-")]
-    for service in services:
-        routes += [(reverse("service", args=[service]), {}), (reverse("service-panels", args=[service]), HTMX)]
+    routes += [(reverse("service", args=[service]), {}) for service in services]
+    if partials:
+        routes += [(reverse(name), HTMX) for name in TIMED_PAGES if not name.startswith("api-")]
+        routes += [(reverse("service-panels", args=[service]), HTMX) for service in services]
     return routes
 
 
@@ -199,7 +203,7 @@ def test_every_route_answers_for_stored_mutants_in_every_zone(people, tmp_path_f
         viewer.force_login(people["viewer"])
         admin.force_login(people["admin"])
         for zone in ZONES:
-            assert_every_route_answers(viewer, timed_routes(services), zone, what)
+            assert_every_route_answers(viewer, timed_routes(services, partials=zone == ZONES[0]), zone, what)
         assert_every_route_answers(viewer, other_routes(clusters, mutant_apps(mutated)), "America/New_York", what)
         assert_every_route_answers(admin, timed_routes(services) + other_routes(clusters, []), "Asia/Tokyo", what)
 

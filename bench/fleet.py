@@ -448,7 +448,7 @@ class Run:
     cpu_machine: float = 0.0  # every process on the machine (the portal, PostgreSQL, Redis, nginx, the bench)
     cpu_postgres: float = 0.0  # of `cpu_machine`, PostgreSQL's
     settled_after: float = 0.0  # seconds from start to the measured window
-    roles: dict[int, str] = field(default_factory=dict)  # pid -> "poll", "background", "web"
+    roles: dict[int, str] = field(default_factory=dict)  # pid -> "poll main", "background pool", "web"
     depth: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     rss: dict[int, float] = field(default_factory=dict)
     change_seconds: float | None = None
@@ -648,7 +648,10 @@ def measure(args: argparse.Namespace, tree: Path, fleet: list[FleetCluster], www
                 background_pids = _pids(workers[1:])
                 cpu_now = (cpu_seconds(portal_pids), cpu_seconds(web_pids), cpu_seconds(agent_pids),
                            cpu_seconds(background_pids), machine_busy_seconds(), postgres_busy_seconds())
-                run.roles = {pid: "poll" for pid in _pids(workers[:1])} | {pid: "background" for pid in background_pids}
+                # Each worker's main process (the consumer) apart from its pool's processes.
+                run.roles = {pid: "poll pool" for pid in _pids(workers[:1])} | {
+                    pid: "background pool" for pid in background_pids}
+                run.roles |= {workers[0].pid: "poll main", workers[1].pid: "background main"}
                 run.roles |= {pid: "web" for pid in web_pids}
                 if cpu_at_start is None:
                     cpu_at_start = cpu_now

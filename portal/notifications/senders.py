@@ -30,7 +30,7 @@ from portal.notifications.channels import EditingTransport, TransportError, tran
 from portal.notifications.delivery_events import emit_delivery_events
 from portal.notifications.events import Event, EventKind, Link, base_url
 from portal.notifications.models import Channel, Delivery
-from portal.notifications.statechanges import emit_gitops_events
+from portal.notifications.statechanges import gitops_pass
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def scan_and_send(at: datetime | None = None) -> SendReport:
     """The beat task's body: emit the gitops episodes due as of `at` and the events delivery
     recorded, then send what is pending."""
     at = at or timezone.now()
-    emit_gitops_events(at)
+    gitops_pass(at)
     emit_delivery_events(at)
     return deliver_pending(at)
 

@@ -37,8 +37,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# Demo mode is the embedded `make run`: it may create a local admin and refuses
-# forge writes. Production never sets it.
+# Demo mode is the embedded `make run`: it may create a local admin and refuses forge writes. Production never sets it.
 DEMO_MODE = env_bool("PORTAL_DEMO", False)
 # The embedded run (`make run`): where it serves, and the local demo admin it creates.
 PORTAL_ADDRESS = os.environ.get("PORTAL_ADDRESS", "127.0.0.1:8000")
@@ -318,6 +317,9 @@ CELERY_TASK_ROUTES = {
 # One message reserved per free process, none held behind a busy one.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_DISABLE_PREFETCH = BROKER_IS_REDIS  # Celery supports it on Redis only (and warns elsewhere)
+# A pool process whose peak RSS passed this (MB; 0: never) is replaced after its task: Python keeps what a large task
+# freed, so one read of a 100,000-app fleet would stay with the process for good. Celery counts KiB.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = int(os.environ.get("PORTAL_WORKER_MAX_MEMORY_MB", "300")) * 1024 or None
 # A file a worker touches on every event heartbeat (every 2 s while its consumer loop runs), whose
 # age the Helm chart's liveness probe checks; empty (the embedded run) touches none.
 PORTAL_WORKER_HEARTBEAT_FILE = os.environ.get("PORTAL_WORKER_HEARTBEAT_FILE", "")
@@ -360,12 +362,10 @@ PORTAL_POLL_LEASE_SECONDS = float(os.environ.get("PORTAL_POLL_LEASE_SECONDS", "2
 PORTAL_AGENT_MAX_SNAPSHOT_BYTES = int(os.environ.get("PORTAL_AGENT_MAX_SNAPSHOT_MB", "256")) * 1024 * 1024
 # How long a state must last before it "needs attention" (minutes).
 PORTAL_ATTENTION_GRACE_MINUTES = int(os.environ.get("PORTAL_ATTENTION_GRACE_MINUTES", "10"))
-# Health Progressing, or an Argo CD sync operation Running, for longer than this is "stuck
-# progressing" and needs attention (minutes).
+# Health Progressing, or an Argo CD sync operation Running, longer than this (minutes) is "stuck progressing".
 PORTAL_STUCK_PROGRESSING_MINUTES = int(os.environ.get("PORTAL_STUCK_PROGRESSING_MINUTES", "30"))
 PORTAL_ARGOCD_URL = os.environ.get("PORTAL_ARGOCD_URL", "")
-# Where people open the portal: the links in notifications and API items point here. Unset,
-# it is where the embedded run serves (PORTAL_ADDRESS).
+# Where people open the portal (the links of notifications and API items); unset, where the embedded run serves.
 PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "").rstrip("/") or base_url_of_address(PORTAL_ADDRESS)
 PORTAL_KUBE_TIMEOUT = float(os.environ.get("PORTAL_KUBE_TIMEOUT", "20"))
 # Seconds a notification channel (webhook, Slack, Teams, Discord) has to answer.

@@ -15,14 +15,17 @@ an interval; a late redelivery is dropped as expired, or polls once more, harmle
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from gitops import syncwindows
 from gitops.models import AppProject, ClusterPoll, GitOpsApp
 from gitops.pollease import Lease
 from gitops.polling import lock_seconds, poll
@@ -122,31 +125,43 @@ def poll_all() -> int:
     return queued
 
 
+# Apps re-judged per round of `refresh_sync_windows`.
+WINDOW_CHUNK = 2000
+
+
 @shared_task(name="gitops.refresh_sync_windows")
 def refresh_sync_windows() -> int:
     """Re-judge apps whose window edge has passed, without waiting for the next poll:
-    a page must never show a window that has already closed (or miss one that opened)."""
+    a page must never show a window that has already closed (or miss one that opened).
+
+    Edges fall on the schedule's minutes, so at the top of an hour every app of a fleet whose
+    projects open or close hourly is due at once: 80,000 at 1,000 clusters. They are judged
+    a chunk at a time, each project's windows compiled once, and written as one UPDATE per
+    distinct verdict (most apps of a project share theirs). All in one list and one
+    `bulk_update`, that took a poll process to 1.4 GB and PostgreSQL over 10 minutes on a
+    statement of 80,000 CASE branches per column (2026-12-07)."""
     now = timezone.now()
-    due = list(
-        GitOpsApp.objects.filter(tool="argo", window_next_edge__lte=now).only(
+    due = list(GitOpsApp.objects.filter(tool="argo", window_next_edge__lte=now).order_by("id")
+               .values_list("id", flat=True))
+    compiled: dict[tuple[int, str], syncwindows.CompiledWindows] = {}
+    fields = ("sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge")
+    for first in range(0, len(due), WINDOW_CHUNK):
+        apps = list(GitOpsApp.objects.filter(pk__in=due[first : first + WINDOW_CHUNK]).only(
             "id", "read_from_id", "project", "name", "destination_namespace", "destination_server",
             "destination_name", "manual_sync",
-        )
-    )
-    if not due:
-        return 0
-    # The AppProject lives where the app was read (a hub's), not on the cluster it deploys to.
-    windows = {
-        (p.cluster_id, p.name): p.sync_windows
-        for p in AppProject.objects.filter(cluster_id__in={a.read_from_id for a in due})
-    }
-    fields = ["sync_blocked", "sync_blocked_until", "sync_window", "window_next_edge"]
-    for app in due:
-        state = verdict(windows.get((app.read_from_id, app.project or "default"), []), app_target(app),
-                        app.manual_sync, now)
-        for name in fields:
-            setattr(app, name, state[name])
-    GitOpsApp.objects.bulk_update(due, fields)
+        ))
+        # The AppProject lives where the app was read (a hub's), not on the cluster it deploys to.
+        wanted = {(app.read_from_id, app.project or "default") for app in apps} - set(compiled)
+        for project in AppProject.objects.filter(cluster_id__in={cluster for cluster, _ in wanted}):
+            compiled.setdefault((project.cluster_id, project.name), syncwindows.compile_windows(project.sync_windows))
+        verdicts: dict[str, tuple[dict[str, Any], list[int]]] = {}
+        for app in apps:
+            windows = compiled.get((app.read_from_id, app.project or "default")) or syncwindows.compile_windows([])
+            state = verdict(windows, app_target(app), app.manual_sync, now)
+            key = json.dumps([state[name] for name in fields], sort_keys=True, default=str)
+            verdicts.setdefault(key, (state, []))[1].append(app.pk)
+        for state, pks in verdicts.values():
+            GitOpsApp.objects.filter(pk__in=pks).update(**{name: state[name] for name in fields})
     return len(due)
 
 

@@ -263,10 +263,15 @@ def record_unreadable(app_ids: Sequence[int], reason: str, now: datetime | None 
     """Store `reason` on the applications' pin state, as a read that could not start (their
     pins stay); the next look is in READ_INTERVAL. Returns how many applications newly say it."""
     now = now or timezone.now()
-    _ensure_status_rows(app_ids)
-    statuses = GitPinRead.objects.filter(app_id__in=list(app_ids))
-    newly = statuses.exclude(last_error=reason).count()
-    statuses.update(last_read_at=now, last_error=reason)
+    newly = 0
+    # A fleet's first sweep makes every application of a repository due at once (100,000 in a
+    # few batches): a chunk at a time, the process holds ROW_CHUNK rows, not the whole fleet's.
+    for first in range(0, len(app_ids), ROW_CHUNK):
+        chunk = list(app_ids[first : first + ROW_CHUNK])
+        _ensure_status_rows(chunk)
+        statuses = GitPinRead.objects.filter(app_id__in=chunk)
+        newly += statuses.exclude(last_error=reason).count()
+        statuses.update(last_read_at=now, last_error=reason)
     return newly
 
 

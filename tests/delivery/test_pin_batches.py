@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from portal.delivery import current_pins
 from portal.delivery.current_pins import batch_key, due_batches, git_pins
 from portal.delivery.models import GitPinRead
 from portal.delivery.tasks import read_due_git_pins, read_repository_pins
@@ -108,9 +109,11 @@ def test_apps_of_one_repository_at_two_revisions_are_two_batches(catalog, github
     assert len(keys) == 2
 
 
+@pytest.mark.parametrize("row_chunk", [7, 2000])  # 7: the reads and writes go a chunk at a time
 def test_no_token_queues_nothing_and_says_so_once_without_a_log_line_per_app(
-    catalog, memory_broker: MemoryBroker, monkeypatch, caplog: pytest.LogCaptureFixture
+    catalog, memory_broker: MemoryBroker, monkeypatch, caplog: pytest.LogCaptureFixture, row_chunk
 ):
+    monkeypatch.setattr(current_pins, "ROW_CHUNK", row_chunk)
     monkeypatch.delenv("PORTAL_GITOPS_TOKEN", raising=False)
     monkeypatch.setattr(settings, "PORTAL_GITOPS_TOKEN", "")
     monkeypatch.setattr(settings, "PORTAL_GITOPS_GITHUB_API", "https://api.github.com")

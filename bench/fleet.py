@@ -72,6 +72,7 @@ first timed as a server planned them before autovacuum came round.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -121,6 +122,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# nginx keeps a served file open this many seconds (open_file_cache_valid) before it looks again:
+# a list rewritten within that is still served as it was. A bench that polls right after writing
+# waits this out (bench/poll_cost.py); the fleet's minute-apart writes need not.
+FILE_CACHE_VALID_SECONDS = 1
+
+
 def start_nginx(prefix: Path, www: Path, port: int) -> subprocess.Popen:
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         print("installing Debian's nginx-light (the fleet's API server)", flush=True)
@@ -141,7 +148,7 @@ http {{
   keepalive_requests 100000;
   default_type application/json;
   open_file_cache max=20000 inactive=20s;
-  open_file_cache_valid 1s;
+  open_file_cache_valid {FILE_CACHE_VALID_SECONDS}s;
   server {{
     listen 127.0.0.1:{port};
     root {www};
@@ -161,17 +168,28 @@ http {{
 
 
 def floor_seconds(fleet: list[FleetCluster], base: str) -> tuple[float, int, int]:
-    """Fetch and JSON-parse every list the portal reads, once, in one process."""
+    """Fetch and JSON-parse every list the portal reads, once, in one process.
+
+    With Python's cycle collector off, as the portal decodes (gitops.sources.decoding): in a
+    process holding a large heap (this one holds the fleet's objects) the collector would walk
+    it every few hundred allocations, and the floor would measure that walk rather than the
+    reading (in bench/poll_cost.py it doubled after a full poll's allocations)."""
     http = urllib3.PoolManager(maxsize=4)
     objects = size = 0
-    started = time.perf_counter()
-    for cluster in fleet:
-        for path in cluster.lists:
-            body = http.request("GET", f"{base}/{cluster.name}{path}?limit=500",
-                                headers={"Authorization": f"Bearer {TOKEN}"}).data
-            objects += len(json.loads(body)["items"])
-            size += len(body)
-    return time.perf_counter() - started, objects, size
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        for cluster in fleet:
+            for path in cluster.lists:
+                body = http.request("GET", f"{base}/{cluster.name}{path}?limit=500",
+                                    headers={"Authorization": f"Bearer {TOKEN}"}).data
+                objects += len(json.loads(body)["items"])
+                size += len(body)
+        return time.perf_counter() - started, objects, size
+    finally:
+        if collecting:
+            gc.enable()
 
 
 # --- the database and the worker --------------------------------------------------------------

@@ -132,6 +132,11 @@ def run(args: argparse.Namespace) -> None:
                 stats.sort_stats("cumulative").print_stats(40)
             return per_poll
 
+        def served() -> None:
+            """Wait until nginx serves the lists just written, not its open copy of the old ones
+            (a poll right after a write would otherwise measure an unchanged poll)."""
+            time.sleep(fleetbench.FILE_CACHE_VALID_SECONDS + 0.2)
+
         def restamp(share: int) -> None:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             for cluster in fleet:
@@ -149,15 +154,18 @@ def run(args: argparse.Namespace) -> None:
         for round_ in range(args.rounds):
             poll_all("unchanged")
             restamp(round_ % 3)
+            served()
             poll_all("restamp")
             for cluster in fleet:
                 fleetbench._flip_health(cluster.apps()[5 + round_], cluster)
                 fleetbench.write_cluster(www, cluster)
+            served()
             poll_all("flip")
             restamp((round_ + 1) % 3)
             # The last full poll's trust lapsed, as it does every 5-10 minutes.
             ClusterObjectVersions.objects.filter(cluster__in=polled).update(
                 full_poll_trusted_until=timezone.now() - timedelta(hours=1))
+            served()
             poll_all("full")
         for kind, samples in measured.items():
             per_poll = statistics.median(cpu for cpu, _ in samples)

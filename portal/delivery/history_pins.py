@@ -177,23 +177,39 @@ def read_missing(failing: Mapping[int, datetime], now: datetime, reach: timedelt
     by_commit: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)  # (repository, commit) -> path -> an app
     for (repository, commit, path), ids in missing.items():
         by_commit[repository, commit][path] = ids[0]
-    apps = GitOpsApp.objects.in_bulk({i for paths in by_commit.values() for i in paths.values()})
+    commits = sorted(by_commit.items())
     read = 0
-    for (repository, commit), paths in sorted(by_commit.items()):
-        error, pins = "", {}
-        try:
-            client = forge or forge_for(repository)
-            # One tree read per commit, whatever the number of paths under it.
-            pins = pins_at_commit([apps[i] for i in paths.values()], client, commit)
-        except NotConfigured as problem:
-            error = str(problem)
-        except (ForgeError, RuntimeError, OSError) as problem:
-            error = str(problem) or type(problem).__name__
-            log.warning("reading git pins of %s at %s failed: %s", repository, commit[:12], error[:ERROR_MAX_CHARS])
-        for path, app_id in paths.items():
-            PinsAtRevision.objects.update_or_create(
-                repository=repository, revision=commit, path=path,
-                defaults={"pins": pins.get(app_id, {}), "read_at": now, "error": error[:ERROR_MAX_CHARS]},
-            )
-            read += 1
+    # A fleet's first sweep finds thousands of failing apps with their histories unread, and a
+    # whole app row (its object, its history) is tens of KB: the apps are loaded a chunk of
+    # commits at a time. All at once, 4,000 of them took a worker process from 158 to 336 MB.
+    for first in range(0, len(commits), COMMIT_CHUNK):
+        chunk = commits[first : first + COMMIT_CHUNK]
+        apps = GitOpsApp.objects.in_bulk({i for _, paths in chunk for i in paths.values()})
+        for (repository, commit), paths in chunk:
+            read += _read_commit(repository, commit, paths, apps, forge, now)
     return read
+
+
+# Commits whose apps `read_missing` holds at once.
+COMMIT_CHUNK = 200
+
+
+def _read_commit(repository: str, commit: str, paths: Mapping[str, int], apps: Mapping[int, GitOpsApp],
+                 forge: Forge | None, now: datetime) -> int:
+    """What Git pinned at one commit under `paths` (path -> an app that builds it), stored."""
+    error, pins = "", {}
+    try:
+        client = forge or forge_for(repository)
+        # One tree read per commit, whatever the number of paths under it.
+        pins = pins_at_commit([apps[i] for i in paths.values()], client, commit)
+    except NotConfigured as problem:
+        error = str(problem)
+    except (ForgeError, RuntimeError, OSError) as problem:
+        error = str(problem) or type(problem).__name__
+        log.warning("reading git pins of %s at %s failed: %s", repository, commit[:12], error[:ERROR_MAX_CHARS])
+    for path, app_id in paths.items():
+        PinsAtRevision.objects.update_or_create(
+            repository=repository, revision=commit, path=path,
+            defaults={"pins": pins.get(app_id, {}), "read_at": now, "error": error[:ERROR_MAX_CHARS]},
+        )
+    return len(paths)

@@ -186,7 +186,10 @@ def orders_prod_us() -> GitOpsApp:
 
 
 @pytest.mark.django_db
-def test_pages_read_no_forge_and_the_worker_reads_each_commit_once(history_demo, client, users):
+@pytest.mark.parametrize("commit_chunk", [1, 200])  # 1: the two commits' apps loaded a chunk at a time
+def test_pages_read_no_forge_and_the_worker_reads_each_commit_once(history_demo, client, users, monkeypatch,
+                                                                  commit_chunk):
+    monkeypatch.setattr(history_pins, "COMMIT_CHUNK", commit_chunk)
     assert not VersionChange.objects.exists()  # the portal saw no change: only the tools' history did
     client.force_login(users["member"])
     assert "Rollback PR → 2.4.0" not in client.get(reverse("service", args=["payments"])).content.decode()

@@ -10,6 +10,7 @@ agent walks the kinds through these same functions (gitops.sources.agent).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gitops import kinds
 from gitops.collectors.custom_health import (
@@ -22,6 +23,7 @@ from gitops.collectors.custom_health import (
     blind_spot_kinds,
     wanted_kinds,
 )
+from gitops.health.rules import PortalRule
 from gitops.kinds import KindSpec
 from gitops.models import HealthRule
 from gitops.rawobjects import as_dict, as_str
@@ -57,6 +59,11 @@ class Listing:
     # The Argo CD instance's cluster list when the source answers it itself (the Argo CD API).
     argocd_clusters: list | None = None
     health: HealthInputs = field(default_factory=HealthInputs)  # argocd-cm, custom resources
+    # The catalog this listing was read with, for the poll's digest (gitops.pollplan.CatalogKey):
+    # the cluster's Argo CD instances (pk, name, cluster_id, namespace, agent_mapping) and the
+    # portal health rules applied to it (pk and updated_at of each).
+    instances: tuple[RegisteredInstance, ...] = ()
+    rules_version: tuple[tuple, ...] = ()
 
 
 def list_capabilities(source: ClusterSource, *, argocd_namespace: str = "argocd") -> Listing:
@@ -105,17 +112,43 @@ def _cluster_names_unavailable(listing: Listing, namespace: str, exc: SourceErro
         listing.unavailable[kinds.ARGOCD_CLUSTERS] = f"cluster names not updated: {exc.message}"
 
 
-def portal_health_rules() -> tuple:
-    """The admins' health rules (gitops.models.HealthRule), as gitops.health.rules.PortalRule."""
-    return tuple(rule.portal_rule() for rule in HealthRule.objects.filter(enabled=True).order_by("group", "kind"))
+@dataclass(frozen=True)
+class PortalRules:
+    """The admins' enabled health rules (gitops.models.HealthRule) as gitops.health.rules.PortalRule,
+    and their version: a disabled, edited, added or deleted rule changes it."""
+
+    rules: tuple[PortalRule, ...]
+    version: tuple[tuple, ...]
 
 
-def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
+def portal_health_rules() -> PortalRules:
+    rows = list(HealthRule.objects.filter(enabled=True).order_by("group", "kind", "pk"))
+    return PortalRules(tuple(row.portal_rule() for row in rows), tuple((row.pk, row.updated_at) for row in rows))
+
+
+class RegisteredInstance(NamedTuple):
+    """An Argo CD instance of the catalog, as much as decides what a poll stores."""
+
+    pk: int
+    name: str
+    cluster_id: int
+    namespace: str
+    agent_mapping: str
+
+
+def registered_instances(cluster: Cluster) -> tuple[RegisteredInstance, ...]:
+    """The catalog's Argo CD instances on `cluster`, oldest first: where its argocd-cm and cluster
+    Secrets are read, and part of the poll's digest."""
+    rows = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(*RegisteredInstance._fields)
+    return tuple(RegisteredInstance(*row) for row in rows)
+
+
+def argocd_namespaces(listing: Listing) -> list[str]:
     """Where an Argo CD on this cluster keeps argocd-cm: its instances' control-plane namespaces,
     else (no instance registered) the namespaces its Applications live in."""
     if not listing.objects.get("Application"):
         return []
-    namespaces = sorted(set(ArgoCDInstance.objects.filter(cluster=cluster).values_list("namespace", flat=True)))
+    namespaces = sorted({instance.namespace for instance in listing.instances})
     if namespaces:
         return namespaces
     # Read before the collectors' guards: an object whose metadata is not a mapping counts for
@@ -124,7 +157,7 @@ def argocd_namespaces(cluster: Cluster, listing: Listing) -> list[str]:
                    if isinstance(app, dict)} - {""})[:5]
 
 
-def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: tuple) -> None:
+def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list[str], portal: PortalRules) -> None:
     """Step 1b: the Argo CD instance's argocd-cm, then the custom kinds an app deploys and a rule
     covers, then those it deploys that nothing checks, up to the poll's budget
     (gitops.collectors.custom_health). A kind RBAC hides (or that fails to list) is recorded like
@@ -133,6 +166,7 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
     (`health_digest_part`): unchanged, they make an unchanged poll, which collects nothing."""
     if isinstance(source, ArgoCDSource):
         return  # the Argo CD API serves Applications and projects, not ConfigMaps or custom kinds
+    listing.rules_version = portal.version
     cm_data: dict | None = None
     errors: list[str] = []
     for namespace in namespaces:
@@ -154,14 +188,14 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
                 break
         if cm_data is not None:
             break
-    inputs = HealthInputs(argocd_cm=cm_data, portal=portal, errors=tuple(errors))
+    inputs = HealthInputs(argocd_cm=cm_data, portal=portal.rules, errors=tuple(errors))
     objects: dict[tuple[str, str], list[dict]] = {}
     not_read: dict[tuple[str, str], str] = {}
-    for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal).items()):
+    for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal.rules).items()):
         _read_custom_kind(source, listing, key, spec, objects, not_read)
     # Then the kinds nothing checks, for the tools' blind spot, within the poll's budget.
     read = 0
-    blind = [(key, spec) for key, spec in blind_spot_kinds(listing.objects, inputs.argocd_rules(), portal)
+    blind = [(key, spec) for key, spec in blind_spot_kinds(listing.objects, inputs.argocd_rules(), portal.rules)
              if key not in objects and key not in not_read]
     for number, (key, spec) in enumerate(blind):
         if number >= MAX_BLIND_SPOT_KINDS or read >= MAX_BLIND_SPOT_OBJECTS:
@@ -173,7 +207,7 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
     if len(blind) > MAX_BLIND_SPOT_KINDS or read >= MAX_BLIND_SPOT_OBJECTS:
         listing.warnings.append(f"custom kinds with no health check: {len(blind)} deployed, only some read "
                                 f"(at most {MAX_BLIND_SPOT_KINDS} kinds, {MAX_BLIND_SPOT_OBJECTS} objects a poll)")
-    listing.health = HealthInputs(argocd_cm=cm_data, portal=portal, objects=objects, not_read=not_read,
+    listing.health = HealthInputs(argocd_cm=cm_data, portal=portal.rules, objects=objects, not_read=not_read,
                                   errors=tuple(errors))
 
 

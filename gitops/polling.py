@@ -40,7 +40,14 @@ from gitops.collectors.workloads import WORKLOAD_KINDS, workload_row
 from gitops.derive.cluster_changes import derive
 from gitops.derive.disappearance import Hold, held_keys, holds
 from gitops.derive.unchanged import APP_KINDS, claims_digest, full_poll_trusted_for
-from gitops.listing import Listing, argocd_namespaces, list_capabilities, portal_health_rules, read_health_inputs
+from gitops.listing import (
+    Listing,
+    argocd_namespaces,
+    list_capabilities,
+    portal_health_rules,
+    read_health_inputs,
+    registered_instances,
+)
 from gitops.platforms import PlatformError
 from gitops.platforms.reading import CONNECTIONS as PLATFORM_CONNECTIONS
 from gitops.platforms.reading import read_platform
@@ -54,7 +61,7 @@ from gitops.sources.base import REASONS
 from gitops.store import statistics
 from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.store.write import StoreResult, write
-from portal.kernel.catalog.models import ArgoCDInstance, Cluster
+from portal.kernel.catalog.models import Cluster
 from portal.kernel.credentials import cluster_token
 from portal.kernel.metrics import (
     POLL_FAILURES,
@@ -364,11 +371,11 @@ def _list(cluster: Cluster, source: ClusterSource | None) -> Listing:
     owned = source is None
     try:
         source = source or source_for(cluster)
-        namespace = ArgoCDInstance.objects.filter(cluster=cluster).order_by("id").values_list(
-            "namespace", flat=True).first()
-        listing = list_capabilities(source, argocd_namespace=namespace or "argocd")
+        instances = registered_instances(cluster)
+        listing = list_capabilities(source, argocd_namespace=instances[0].namespace if instances else "argocd")
+        listing.instances = instances
         if listing.fatal is None:
-            read_health_inputs(source, listing, argocd_namespaces(cluster, listing), portal_health_rules())
+            read_health_inputs(source, listing, argocd_namespaces(listing), portal_health_rules())
         return listing
     except SourceError as exc:
         return Listing(fatal=exc)

@@ -28,10 +28,10 @@ from gitops.derive.unchanged import (
     objects_digest,
     with_catalog,
 )
-from gitops.listing import Listing, health_digest_part
-from gitops.models import GitOpsApp, HealthRule
+from gitops.listing import Listing, health_digest_part, registered_instances
+from gitops.models import GitOpsApp
 from portal.kernel.catalog import revision as catalog_revision
-from portal.kernel.catalog.models import ArgoCDInstance, Cluster
+from portal.kernel.catalog.models import Cluster
 
 Mode = Literal["unchanged", "partial", "full"]
 UNCHANGED: Mode = "unchanged"
@@ -81,30 +81,73 @@ def previous_poll(cluster: Cluster) -> PreviousPoll:
 
 
 @dataclass(frozen=True)
+class CatalogKey:
+    """What decides the meaning of a cluster's objects besides the objects (gitops.derive.unchanged).
+
+    `fixed` is what this poll cannot move: the catalog's revision (moved by every change of a
+    service or a cluster: portal.kernel.catalog.revision), the health rules as the listing read
+    them, and the cluster list its source answered. `instances` (this cluster's Argo CD
+    instances) and `placed` (the apps another cluster's Argo CD placed here, whose workloads
+    this poll links) its own write may move: a first poll records its instance."""
+
+    fixed: tuple
+    instances: tuple
+    placed: tuple
+
+    @classmethod
+    def read(cls, cluster: Cluster, listing: Listing) -> CatalogKey:
+        fixed = ((catalog_revision.current(),), *listing.rules_version, (repr(listing.argocd_clusters),))
+        return cls(fixed, listing.instances, placed_here(cluster))
+
+    def after_write(self, cluster: Cluster) -> CatalogKey:
+        """The key once this poll has written: what its write may move read again."""
+        return CatalogKey(self.fixed, registered_instances(cluster), placed_here(cluster))
+
+    @property
+    def digest(self) -> str:
+        # Only this cluster's own instances (gitops.listing.registered_instances): a poll reads no
+        # other (gitops.store.read.instance_of), and every other cluster's first poll records one,
+        # which would make every poll of the fleet a full one while it is first swept.
+        return catalog_digest([*self.fixed, *self.instances, self.placed])
+
+
+def placed_here(cluster: Cluster) -> tuple:
+    placed = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
+        count=Count("id"), last=Max("updated_at"))
+    return placed["count"], placed["last"]
+
+
+@dataclass(frozen=True)
 class Plan:
     """What this poll does (see the module), and what it decided that from."""
 
     mode: Mode
     previous: PreviousPoll
+    catalog: CatalogKey  # as this poll found it
     objects_part: str | None  # the listing's own digest, without the catalog (gitops.derive.unchanged)
-    digest: str | None  # with the catalog as this poll found it
+    digest: str | None  # with the catalog
     # This listing's apps object by object; None when an object carries no resourceVersion.
     versions: ObjectVersions | None = None
     # PARTIAL: the apps (kind -> uids) to collect again; none when only their stamps moved.
     changed: dict[str, set[str]] = field(default_factory=dict)
 
     def settled(self, cluster: Cluster, listing: Listing, claims: dict[str, str], *, full: bool) -> str | None:
-        """The digest, and `versions` completed, as of after this poll's write: a poll may add to
-        the catalog (an Argo CD instance, a discovered destination), and the next poll compares
-        against the catalog as it is."""
-        catalog = catalog_key(cluster, listing.argocd_clusters)
+        """The digest to record, and `versions` completed, once this poll has written.
+
+        The catalog's revision and the health rules are taken as this poll planned with them:
+        what was collected was judged with those, and a change an admin made while the poll ran
+        must make the next poll collect again, not be taken as already applied. What this poll's
+        own write may move (an instance recorded, the placed apps' workloads linked) is read
+        again: counted as a change, it would make every cluster's next poll a full one."""
+        catalog = self.catalog.after_write(cluster)
         if self.versions is not None:
-            every, kinds_read = _digested(listing)
-            self.versions.context = context_digest(every, kinds_read, listing.unavailable, catalog) or ""
+            if catalog != self.catalog:
+                every, kinds_read = _digested(listing)
+                self.versions.context = context_digest(every, kinds_read, listing.unavailable, catalog.digest) or ""
             self.versions.claims = claims
             if full:
                 self.versions.meanings = meanings(listing.objects)
-        return with_catalog(self.objects_part, catalog)
+        return with_catalog(self.objects_part, catalog.digest)
 
 
 def plan(cluster: Cluster, listing: Listing, at: datetime) -> Plan:
@@ -112,21 +155,21 @@ def plan(cluster: Cluster, listing: Listing, at: datetime) -> Plan:
     previous = previous_poll(cluster)
     every, kinds_read = _digested(listing)
     objects_part = objects_digest(every, kinds_read, listing.unavailable)
-    catalog = catalog_key(cluster, listing.argocd_clusters)
-    digest = with_catalog(objects_part, catalog)
+    catalog = CatalogKey.read(cluster, listing)
+    digest = with_catalog(objects_part, catalog.digest)
     if previous.unchanged(digest, at):
-        return Plan(UNCHANGED, previous, objects_part, digest)
+        return Plan(UNCHANGED, previous, catalog, objects_part, digest)
     apps_now = app_versions(listing.objects, listing.listed)
     versions = None if apps_now is None else ObjectVersions(
-        context_digest(every, kinds_read, listing.unavailable, catalog) or "", apps_now)
+        context_digest(every, kinds_read, listing.unavailable, catalog.digest) or "", apps_now)
     # A listing with warnings skipped or cut objects: only a full poll says which.
     changed = previous.changed(versions, at) if not listing.warnings else None
     if changed is None or versions is None:
-        return Plan(FULL, previous, objects_part, digest, versions)
+        return Plan(FULL, previous, catalog, objects_part, digest, versions)
     changed = versions.changed_in_meaning(previous.versions, listing.objects, changed)
     if not changed:
         versions.claims = previous.claims  # nothing collected: every claim is as it was
-    return Plan(PARTIAL, previous, objects_part, digest, versions, changed)
+    return Plan(PARTIAL, previous, catalog, objects_part, digest, versions, changed)
 
 
 def _digested(listing: Listing) -> tuple[dict[str, list[dict]], set[str]]:
@@ -134,22 +177,3 @@ def _digested(listing: Listing) -> tuple[dict[str, list[dict]], set[str]]:
     custom object's change must make the poll collect again)."""
     health_part = health_digest_part(listing)
     return listing.objects | health_part, listing.listed | set(health_part)
-
-
-def catalog_key(cluster: Cluster, argocd_clusters: list | None) -> str:
-    """What decides the meaning of a cluster's objects besides the objects (gitops.derive.unchanged):
-    which image is which service and which cluster is which destination (the catalog's revision,
-    moved by every change of a service or a cluster: portal.kernel.catalog.revision), this cluster's
-    Argo CD instance, its own cluster list when its source answered one, the health rules, and
-    the apps another cluster's Argo CD placed here (their workloads are linked by this poll)."""
-    # Only this cluster's own instance: a poll reads no other (gitops.store.read.instance_of), and
-    # every other cluster's first poll records one, which would make every poll of the fleet
-    # a full one while it is first swept.
-    instances = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(
-        "pk", "name", "cluster_id", "namespace", "agent_mapping")
-    rules = HealthRule.objects.order_by("pk").values_list("pk", "updated_at", "enabled")
-    placed_here = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
-        count=Count("id"), last=Max("updated_at")
-    )
-    return catalog_digest([(catalog_revision.current(),), *instances, *rules, (repr(argocd_clusters),),
-                           (placed_here["count"], placed_here["last"])])

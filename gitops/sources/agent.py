@@ -86,13 +86,13 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
     rules an admin writes on the portal are not known here: for a pushed cluster those say
     "not reported by the agent".) `argocd_namespace` must be the one the portal's Argo CD
     instance names, where the cluster Secrets and argocd-cm live."""
-    from gitops.listing import list_capabilities, read_health_inputs  # the one walk over the kinds
+    from gitops.listing import PortalRules, list_capabilities, read_health_inputs  # the one walk over the kinds
 
     sequence = sequence if sequence is not None else time.time_ns()
     recording = RecordingSource(source)
     listing = list_capabilities(recording, argocd_namespace=argocd_namespace)
     if listing.fatal is None and listing.objects.get("Application"):
-        read_health_inputs(recording, listing, [argocd_namespace], ())
+        read_health_inputs(recording, listing, [argocd_namespace], PortalRules((), ()))
     return {"format": FORMAT, "cluster": cluster, "sequence": sequence, "calls": recording.calls}
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from gitops import kinds, polling
 from gitops.derive.unchanged import FULL_POLL_EVERY, full_poll_trusted_for, listing_digest
 from gitops.models import ClusterObjectVersions, GitOpsApp
+from gitops.signals import cluster_stored
 from gitops.store.read import instance_of
 from portal.kernel.catalog.fleetfile import load_fleet
 from portal.kernel.catalog.models import Cluster, Service
@@ -106,6 +107,28 @@ def test_a_new_service_is_seen_by_the_next_poll(cluster, collector_runs):
 
     assert not report.unchanged
     assert len(collector_runs) == 2
+
+
+def test_a_service_added_while_a_poll_writes_is_seen_by_the_next_poll(cluster, collector_runs):
+    """The poll collected with the catalog it planned with: a change made meanwhile (here, while
+    it writes) must not be recorded as if this poll had applied it."""
+    at = timezone.now()
+    assert polling.poll(cluster, at=at).ok
+
+    def meanwhile(**_):
+        Service.objects.create(name="istio-proxy", image_repository="docker.io/istio/proxyv2")
+
+    cluster_stored.connect(meanwhile, dispatch_uid="test-meanwhile")
+    try:
+        ClusterObjectVersions.objects.filter(cluster=cluster).update(full_poll_trusted_until=at)  # a full poll
+        assert not polling.poll(cluster, at=at + timedelta(minutes=1)).unchanged
+    finally:
+        cluster_stored.disconnect(dispatch_uid="test-meanwhile")
+    assert Service.objects.filter(name="istio-proxy").exists()
+
+    assert not polling.poll(cluster, at=at + timedelta(minutes=2)).unchanged
+    assert len(collector_runs) == 3
+    assert polling.poll(cluster, at=at + timedelta(minutes=3)).unchanged  # and then nothing is new
 
 
 def test_a_service_whose_image_changed_is_seen_by_the_next_poll(cluster, collector_runs):

@@ -20,6 +20,7 @@ from gitops.collectors.custom_health import (
     MAX_BLIND_SPOT_KINDS,
     MAX_BLIND_SPOT_OBJECTS,
     HealthInputs,
+    app_deployments,
     blind_spot_kinds,
     wanted_kinds,
 )
@@ -191,11 +192,12 @@ def read_health_inputs(source: ClusterSource, listing: Listing, namespaces: list
     inputs = HealthInputs(argocd_cm=cm_data, portal=portal.rules, errors=tuple(errors))
     objects: dict[tuple[str, str], list[dict]] = {}
     not_read: dict[tuple[str, str], str] = {}
-    for key, spec in sorted(wanted_kinds(listing.objects, inputs.argocd_rules(), portal.rules).items()):
+    deployments = app_deployments(listing.objects, inputs.argocd_rules(), portal.rules)
+    for key, spec in sorted(wanted_kinds(deployments).items()):
         _read_custom_kind(source, listing, key, spec, objects, not_read)
     # Then the kinds nothing checks, for the tools' blind spot, within the poll's budget.
     read = 0
-    blind = [(key, spec) for key, spec in blind_spot_kinds(listing.objects, inputs.argocd_rules(), portal.rules)
+    blind = [(key, spec) for key, spec in blind_spot_kinds(deployments)
              if key not in objects and key not in not_read]
     for number, (key, spec) in enumerate(blind):
         if number >= MAX_BLIND_SPOT_KINDS or read >= MAX_BLIND_SPOT_OBJECTS:

@@ -27,7 +27,7 @@ ran into its limits is not run again in the same poll, and the whole pass has a 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -167,13 +167,32 @@ def _inventory_key(text: str) -> tuple[str, str] | None:
 _APP_KINDS = {"Application": ARGO, "Kustomization": FLUX_TOOL, "HelmRelease": FLUX_TOOL}
 
 
-def wanted_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
-                 portal: Iterable[PortalRule]) -> dict[tuple[str, str], KindSpec]:
-    """The custom kinds worth listing: deployed by an app AND covered by a rule for that app.
+# Each listed app object that deploys custom kinds: its tool, those kinds (with the version it
+# names) and the rules that apply to it.
+Deployments = list[tuple[str, dict[tuple[str, str], str], HealthRules]]
 
-    Over the listed app objects as they came (no rows built twice); nothing when no rule exists."""
+
+def app_deployments(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
+                    portal: Iterable[PortalRule]) -> Deployments:
+    """Over the listed app objects as they came (no rows built), once a poll: `wanted_kinds` and
+    `blind_spot_kinds` both read it."""
+    portal = tuple(portal)
+    found: Deployments = []
+    for app_kind, tool in _APP_KINDS.items():
+        for raw in as_list(objects_by_kind.get(app_kind)):
+            if not isinstance(raw, Mapping):
+                continue
+            deployed = _deployed(tool, raw)
+            if deployed:
+                found.append((tool, deployed, _rules_for(tool, app_kind, raw, argocd, portal)))
+    return found
+
+
+def wanted_kinds(deployments: Deployments) -> dict[tuple[str, str], KindSpec]:
+    """The custom kinds worth listing: deployed by an app AND covered by a rule for that app;
+    nothing when no rule exists."""
     out: dict[tuple[str, str], KindSpec] = {}
-    for _tool, deployed, rules in _deployments(objects_by_kind, argocd, portal):
+    for _tool, deployed, rules in deployments:
         if not rules.rules:
             continue
         for (group, kind), version in deployed.items():
@@ -183,27 +202,12 @@ def wanted_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
     return out
 
 
-def _deployments(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
-                 portal: Iterable[PortalRule]) -> Iterator[tuple[str, dict[tuple[str, str], str], HealthRules]]:
-    """Each listed app object that deploys custom kinds: its tool, those kinds (with the version
-    it names) and the rules that apply to it."""
-    portal = tuple(portal)
-    for app_kind, tool in _APP_KINDS.items():
-        for raw in as_list(objects_by_kind.get(app_kind)):
-            if not isinstance(raw, Mapping):
-                continue
-            deployed = _deployed(tool, raw)
-            if deployed:
-                yield tool, deployed, _rules_for(tool, app_kind, raw, argocd, portal)
-
-
-def blind_spot_kinds(objects_by_kind: Mapping[str, Any], argocd: HealthRules,
-                     portal: Iterable[PortalRule]) -> list[tuple[tuple[str, str], KindSpec]]:
+def blind_spot_kinds(deployments: Deployments) -> list[tuple[tuple[str, str], KindSpec]]:
     """The custom kinds apps deploy that neither the tool nor any rule checks, those most apps
     deploy first: read so that the tool's blind spot shows without a rule."""
     apps_deploying: dict[tuple[str, str], int] = {}
     specs: dict[tuple[str, str], KindSpec] = {}
-    for tool, deployed, rules in _deployments(objects_by_kind, argocd, portal):
+    for tool, deployed, rules in deployments:
         said = cast(Tool, ARGO_CD if tool == ARGO else FLUX)
         for (group, kind), version in deployed.items():
             if missing_health_check(said, group, kind, rules) is None:
@@ -414,6 +418,7 @@ __all__ = [
     "MAX_BLIND_SPOT_OBJECTS",
     "HEALTH_RULES",
     "HealthInputs",
+    "app_deployments",
     "app_rules",
     "blind_spot_kinds",
     "deployed_kinds",

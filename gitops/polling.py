@@ -58,6 +58,7 @@ from gitops.rows import AppRow, Snapshot, WorkloadRow, app_key
 from gitops.sources import ClusterSource, KubeSource, ManifestSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
 from gitops.sources.base import REASONS
+from gitops.sources.decoding import collector_paused
 from gitops.store import statistics
 from gitops.store.read import ClusterState, claimed_workloads, read_apps_state, read_state
 from gitops.store.write import StoreResult, write
@@ -162,7 +163,7 @@ def poll(cluster: Cluster, *, source: ClusterSource | None = None, at: datetime 
         log.warning("the poll of %s begun at %s never ended (its worker stopped): polling it again",
                     cluster.name, lock.recovered.isoformat(timespec="seconds"))
     try:
-        with lease.kept(cluster.pk, lock.token, run.at) if lease else nullcontext():
+        with lease.kept(cluster.pk, lock.token, run.at) if lease else nullcontext(), collector_paused():
             return _poll_held(run, source)
     finally:
         try:

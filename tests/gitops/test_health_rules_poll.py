@@ -204,6 +204,31 @@ def test_an_unchanged_custom_kind_list_makes_an_unchanged_poll(cluster, kube_emu
         "Flux says healthy, but DecisionModel dm-ready reports RolledBack: candidate failed the gate")
 
 
+def test_a_portal_rule_added_or_disabled_is_seen_by_the_next_poll_and_a_disabled_ones_edit_is_not(
+        cluster, kube_emulator):
+    """The rules a poll applied are part of its digest (gitops.pollplan.CatalogKey): the enabled
+    ones, as the listing read them."""
+    serve(kube_emulator, [model_for("RolledBack"), flux_kustomization("RolledBack", with_rule=False)])
+    polled(cluster)
+    assert polled(cluster).unchanged
+    rule = HealthRule.objects.create(group=GROUP, kind=KIND, language=HealthRule.Language.LUA, lua=LUA_HEALTH_CHECK)
+
+    assert not polled(cluster).unchanged
+    judged = stored("ks-dm-rolledback").health_disagreement
+    assert "RolledBack" in judged
+    assert polled(cluster).unchanged
+
+    rule.enabled = False
+    rule.save()
+    assert not polled(cluster).unchanged
+    assert stored("ks-dm-rolledback").health_disagreement != judged
+    assert polled(cluster).unchanged
+
+    rule.lua += "\n-- not in effect\n"
+    rule.save()
+    assert polled(cluster).unchanged
+
+
 def test_the_blind_spot_reads_only_as_many_kinds_as_its_budget(cluster, kube_emulator, monkeypatch):
     monkeypatch.setattr(listing_module, "MAX_BLIND_SPOT_KINDS", 1)
     widget = {"apiVersion": "example.io/v1", "kind": "Widget",

@@ -118,8 +118,8 @@ class PortalRules:
     """The admins' enabled health rules (gitops.models.HealthRule) as gitops.health.rules.PortalRule,
     and their version: a disabled, edited, added or deleted rule changes it."""
 
-    rules: tuple[PortalRule, ...]
-    version: tuple[tuple, ...]
+    rules: tuple[PortalRule, ...] = ()
+    version: tuple[tuple, ...] = ()
 
 
 def portal_health_rules() -> PortalRules:

@@ -92,7 +92,7 @@ def read_snapshot(cluster: str, source: ClusterSource, *, sequence: int | None =
     recording = RecordingSource(source)
     listing = list_capabilities(recording, argocd_namespace=argocd_namespace)
     if listing.fatal is None and listing.objects.get("Application"):
-        read_health_inputs(recording, listing, [argocd_namespace], PortalRules((), ()))
+        read_health_inputs(recording, listing, [argocd_namespace], PortalRules())
     return {"format": FORMAT, "cluster": cluster, "sequence": sequence, "calls": recording.calls}
 
 

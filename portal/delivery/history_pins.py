@@ -155,6 +155,10 @@ def stored(keys: Iterable[Key]) -> dict[Key, dict[str, list[str]]]:
     return {(r, c, p): pins for r, c, p, pins in rows if (r, c, p) in wanted}
 
 
+# Commits whose apps `read_missing` holds at once.
+COMMIT_CHUNK = 200
+
+
 def read_missing(failing: Mapping[int, datetime], now: datetime, reach: timedelta, forge: Forge | None = None) -> int:
     """Read what Git pinned at the commits the histories of the `failing` apps (app id -> failing
     since) name, where it is not stored yet (or its last read failed more than RETRY ago); how
@@ -188,10 +192,6 @@ def read_missing(failing: Mapping[int, datetime], now: datetime, reach: timedelt
         for (repository, commit), paths in chunk:
             read += _read_commit(repository, commit, paths, apps, forge, now)
     return read
-
-
-# Commits whose apps `read_missing` holds at once.
-COMMIT_CHUNK = 200
 
 
 def _read_commit(repository: str, commit: str, paths: Mapping[str, int], apps: Mapping[int, GitOpsApp],

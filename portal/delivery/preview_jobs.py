@@ -34,8 +34,8 @@ from forges.pins.parsecache import kept_parses
 from gitops.git_locations import DEFAULT, revision_kind
 from portal.delivery import tasks
 from portal.delivery.change_previews import DeliveryPreview, preview_change
-from portal.delivery.change_requests import build_changes, confirmed, parse_items, pull_requests_for
-from portal.delivery.models import PreviewResult
+from portal.delivery.change_requests import RequestError, build_changes, confirmed, parse_items, pull_requests_for
+from portal.delivery.models import GitPinRead, PreviewResult
 from portal.delivery.planner import Change
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def previews_for(spec: str, *, again: bool = True) -> Outcome:
     Celery, its result; never a forge read in the caller. `again`: a kept failure or read error
     is read anew (the page asked afresh); the polling view passes False to show it once."""
     row = PreviewResult.objects.filter(key=spec_key(spec)).first()
-    if row is not None and _shown(row, again):
+    if row is not None and _shown(row, again) and not _pins_read_since(spec, row):
         return _outcome(row)
     if row is None or row.state != PreviewResult.QUEUED or _older(row, CLAIM_SECONDS):
         queue(spec, row)
@@ -136,6 +136,20 @@ def _shown(row: PreviewResult, again: bool) -> bool:
     if row.state == PreviewResult.QUEUED or _older(row, KEEP_SECONDS):
         return False
     return not again or (row.state == PreviewResult.DONE and not row.read_error)
+
+
+def _pins_read_since(spec: str, row: PreviewResult) -> bool:
+    """The Git pins of the spec's applications were read after the result was computed. A change
+    starts from what Git pins and reaches the apps whose builds were read: a preview computed
+    before (a fresh start, before the first pin read) proposed from the running version, so for
+    an app Argo CD has not synced to Git's pin it said "nothing would change" for five minutes.
+    One query."""
+    try:
+        _, items, _ = parse_items(QueryDict(spec))
+    except RequestError:
+        return False
+    apps = [item.app_id for item in items if item.app_id is not None]
+    return bool(apps) and GitPinRead.objects.filter(app_id__in=apps, last_ok_at__gt=row.computed_at).exists()
 
 
 def _outcome(row: PreviewResult) -> Outcome:

@@ -7,13 +7,14 @@ runs the queued task itself, as a forge worker would)."""
 from __future__ import annotations
 
 import time
-from urllib.parse import urlencode
+from datetime import timedelta
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from django.urls import reverse
 
 from portal.delivery import tasks
-from portal.delivery.models import PreviewResult
+from portal.delivery.models import GitPinRead, PreviewResult
 from tests.fakes.forges.base import Fault
 from tests.fakes.forges.harness import serving
 from tests.fixtures.seed import seed_app
@@ -82,6 +83,29 @@ def test_a_cold_preview_answers_at_once_and_fills_in_from_the_task(memory_broker
     again = client.get(reverse("pr-preview") + "?" + query).content.decode()
     assert DIFF in again and "Open pull request" in again
     assert github.server.log == [] and memory_broker.take("forge") == []
+
+
+def test_a_kept_preview_is_read_again_once_its_apps_pins_were_read_after_it(
+        memory_broker, client, users, github, query):
+    """A preview made before the app's pins were read (a fresh start) proposed from what ran:
+    once they are read, the page asks the worker again instead of keeping it five minutes."""
+    client.force_login(users["member"])
+    client.get(reverse("pr-preview") + "?" + query)
+    assert run_queued(memory_broker) == 1
+    kept = PreviewResult.objects.get()
+    app_id = int(dict(parse_qsl(query))["app"])
+
+    GitPinRead.objects.create(app_id=app_id, last_read_at=kept.computed_at - timedelta(seconds=1),
+                              last_ok_at=kept.computed_at - timedelta(seconds=1))
+    assert DIFF in client.get(reverse("pr-preview") + "?" + query).content.decode()
+    assert memory_broker.take("forge") == []  # read before the result: the kept one is shown
+
+    read = kept.computed_at + timedelta(microseconds=1)  # read after the result, before the next one
+    GitPinRead.objects.filter(app_id=app_id).update(last_read_at=read, last_ok_at=read)
+    assert "Reading " in client.get(reverse("pr-preview") + "?" + query).content.decode()
+    assert run_queued(memory_broker) == 1
+    assert DIFF in client.get(reverse("pr-preview") + "?" + query).content.decode()
+    assert memory_broker.take("forge") == []  # computed after the read: kept again
 
 
 def test_ten_requests_for_one_change_queue_one_task(memory_broker, client, users, github, query):

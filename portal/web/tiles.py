@@ -5,6 +5,7 @@ and a row per application in trouble (the problems), whatever the number of appl
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,7 +13,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from gitops.derive.attention import Attention
-from gitops.queries import AttentionRow, attention_rows, stamp
+from gitops.queries import ProblemRow, attention_rows, problem_rows, stamp
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.web.fleet import TOOL_LABEL, Flag
@@ -49,24 +50,36 @@ def _versions_by_environment() -> dict[tuple[int, int], list[str]]:
 
 def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]]:
     """Each service's first few apps needing attention (degraded or missing before out of
-    sync, then by environment and cluster) as flags, and how many such apps it has. The rows
-    are the matrix's (`gitops.queries.attention_rows`, which says which half of the rule holds);
-    they are ranked here, not by a window over the join: ranking in SQL read the links in
-    service order and, on tables not analyzed yet, compared each of 100,000 of them with every
-    app in trouble (46 s at 100,000 apps)."""
-    env_order = dict(Cluster.objects.filter(enabled=True).values_list("id", "environment__order"))
-    found: dict[int, list[AttentionRow]] = defaultdict(list)
-    for row in attention_rows(Attention.at(at)):
-        if (row.unhealthy or row.out_of_sync) and row.cluster_id in env_order:
-            found[row.service_id].append(row)
+    sync, then by environment, cluster and app name) as flags, and how many such apps it has.
+
+    Two reads: every (service, app) in trouble as five small columns (`problem_rows`), ranked
+    here, then the whole rows of the few that show (`attention_rows`, the matrix's, which says
+    which half of the rule holds). Ranking in SQL read the links in service order and, on tables
+    not analyzed yet, compared each of 100,000 of them with every app in trouble (46 s at 100,000
+    apps); reading every troubled app whole was three quarters of the page where a third of a
+    fleet drifts out of sync (bench/pages.py --polled)."""
+    rule = Attention.at(at)
+    clusters = Cluster.objects.filter(enabled=True).values_list("id", "name", "environment__order")
+    place = {cluster_id: (*_last_if_none(order), name) for cluster_id, name, order in clusters}
+    found: dict[int, list[ProblemRow]] = defaultdict(list)
+    for problem in problem_rows(rule):
+        if problem[1] in place:
+            found[problem[0]].append(problem)
+
+    def rank(problem: ProblemRow) -> tuple:
+        _, cluster_id, app_id, name, unhealthy = problem
+        # A cluster in no environment (discovered) comes last.
+        return (not unhealthy, *place[cluster_id], name, app_id)
+
+    first = {service_id: heapq.nsmallest(TILE_FLAGS, rows, key=rank) for service_id, rows in found.items()}
+    shown = {(row.service_id, row.app_id): row for row in attention_rows(
+        rule, app_ids={app_id for rows in first.values() for _, _, app_id, _, _ in rows})}
     flags: dict[int, list[Flag]] = defaultdict(list)
-    totals: dict[int, int] = {}
-    for service_id, rows in found.items():
-        totals[service_id] = len(rows)
-        # attention_rows come in cluster and app name order; a stable sort keeps it within each
-        # rank. A cluster in no environment (discovered) comes last.
-        rows.sort(key=lambda row: (not row.unhealthy, *_last_if_none(env_order[row.cluster_id])))
-        for row in rows[:TILE_FLAGS]:
+    for service_id, rows in first.items():
+        for _, _, app_id, _, _ in rows:
+            row = shown.get((service_id, app_id))
+            if row is None:  # no longer in trouble: a poll stored it between the two reads
+                continue
             label = TOOL_LABEL.get(row.tool, row.tool)
             if row.unhealthy:
                 flags[service_id].append(Flag(f"{label}: {row.health_status.lower()}", stamp(row.health_since),
@@ -74,7 +87,7 @@ def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]
             if row.out_of_sync:
                 flags[service_id].append(Flag(f"{label}: out of sync", stamp(row.sync_since), row.cluster, row.name,
                                               "warn", bool(row.sync_since_exact)))
-    return flags, totals
+    return flags, {service_id: len(rows) for service_id, rows in found.items()}
 
 
 def _last_if_none(order: int | None) -> tuple[bool, int]:

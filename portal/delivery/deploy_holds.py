@@ -14,13 +14,15 @@ however many services and environments it is asked about; the calendar
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, TextField
+from django.db.models.functions import Cast
 
 from gitops import syncwindows
 from gitops.models import AppProject, GitOpsApp
@@ -174,13 +176,19 @@ class DeployHolds:
         for app_id, service_id in pairs:
             names[app_id].append(service_names[service_id])
         wanted = {(app.read_from_id, app.project or "default") for app in loaded if app.tool == "argo"}
-        projects = {
-            (p.cluster_id, p.name): p.sync_windows or []
-            for p in AppProject.objects.filter(cluster_id__in={c for c, _ in wanted},
-                                               name__in={n for _, n in wanted}).only("cluster_id", "name",
-                                                                                     "sync_windows")
-        }
-        compiled = {key: syncwindows.compile_windows(windows) for key, windows in projects.items() if windows}
+        # The windows read as text, then decoded and compiled once per distinct text: a fleet's
+        # clusters mostly carry the same AppProjects, and a service in 1,000 clusters reads 1,000.
+        read = (AppProject.objects.filter(cluster_id__in={c for c, _ in wanted}, name__in={n for _, n in wanted})
+                .annotate(windows_text=Cast("sync_windows", TextField()))
+                .values_list("cluster_id", "name", "windows_text"))
+        decoded: dict[str, tuple[list[dict], syncwindows.CompiledWindows | None]] = {}
+        projects, compiled = {}, {}
+        for cluster_id, name, text in read:
+            if text not in decoded:
+                windows = json.loads(text) if text else None
+                windows = windows if isinstance(windows, list) else []
+                decoded[text] = (windows, syncwindows.compile_windows(windows) if windows else None)
+            projects[(cluster_id, name)], compiled[(cluster_id, name)] = decoded[text]
         apps = []
         for app in loaded:
             project = (app.project or "default") if app.tool == "argo" else ""

@@ -70,7 +70,10 @@ def window_badge(app: object, at: datetime) -> Badge | None:
     return Badge("window", f"sync window {held}", title)
 
 
-def badges_for(app: object, cluster: object, at: datetime | None = None) -> list[Badge]:
+def badges_for(app: object, cluster: object, at: datetime | None = None, *, rule: Attention | None = None
+               ) -> list[Badge]:
+    """The badges of an app's row; `rule`: the attention rule at `at`, when a page judging many
+    apps built it once."""
     at = at or timezone.now()
     badges: list[Badge] = []
     window = window_badge(app, at)
@@ -80,7 +83,7 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
         badges.append(Badge("manual", "manual sync", "No automated sync: it deploys only when someone syncs it."))
     if getattr(app, "suspended", False):
         badges.append(Badge("suspended", "suspended", "Flux reconciliation is suspended (spec.suspend: true)."))
-    badges.extend(attention_badges(app, at))
+    badges.extend(attention_badges(app, at, rule))
     # The cluster's gitops.ClusterPoll, selected with it (none before its first poll).
     stale_since = getattr(getattr(cluster, "poll", None), "stale_since", None)
     if stale_since:
@@ -90,9 +93,9 @@ def badges_for(app: object, cluster: object, at: datetime | None = None) -> list
     return badges
 
 
-def attention_badges(app: object, at: datetime) -> list[Badge]:
+def attention_badges(app: object, at: datetime, rule: Attention | None = None) -> list[Badge]:
     """"stuck progressing" and "sync failed" when the attention rule says so (gitops.derive.attention)."""
-    rule = Attention.at(at)
+    rule = rule or Attention.at(at)
     found = []
     get = app.__dict__.get
     phase, started = get("operation_phase") or "", get("operation_started_at")

@@ -16,9 +16,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from forges import weblinks
+from gitops.derive.attention import Attention
 from gitops.models import GitOpsApp, RunningVersion, Workload
 from gitops.platforms import PLATFORM_KINDS, lines_to_add
-from gitops.queries import apps_with_ids_from, with_ids
+from gitops.queries import apps_loaded_with, apps_with_ids_from, with_ids
 from portal.delivery import policy_editing
 from portal.delivery.current_pins import pin_summary, pinned_versions
 from portal.delivery.deploy_holds import DeployHolds, NextDeploy
@@ -113,8 +114,10 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
     # joined to their clusters, a table never analyzed was walked whole along an index that
     # orders by cluster (418 ms at 100,000 apps); the clusters are a small query of their own.
     deploying = GitOpsApp.services.through.objects.filter(service=service).values("gitopsapp_id")
-    apps = list(apps_with_ids_from(deploying).only(*ROW_FIELDS))
-    clusters = Cluster.objects.select_related("environment", "poll").in_bulk({app.cluster_id for app in apps})
+    apps = apps_loaded_with(apps_with_ids_from(deploying), ROW_FIELDS)
+    # What a panel reads of a cluster (a service may run in 1,000): its name, environment and staleness.
+    clusters = (Cluster.objects.select_related("environment", "poll").only("name", "environment", "poll__stale_since")
+                .in_bulk({app.cluster_id for app in apps}))
     for app in apps:
         app.cluster = clusters[app.cluster_id]
 
@@ -130,6 +133,7 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
     upgrades = {b.app.pk: b for b in found.load(apps={app.pk: app for app in apps}) if b.app is not None}
     why = not_deployed_why([b.past_pr for b in upgrades.values()], now)  # "merged, not deployed — why"
     marked = finding_badges([app.pk for app in apps])
+    rule = Attention.at(now)  # once: judged for each of hundreds of applications
     by_env: dict[int, list[Panel]] = defaultdict(list)
     envs = {}
     for app in apps:
@@ -140,8 +144,8 @@ def _panels(service: Service) -> tuple[list[EnvironmentPanels], list[Outside]]:
         by_env[env.id].append(
             Panel(
                 app=app,
-                badges=badges_for(app, app.cluster, now) + ([marked[app.pk]] if app.pk in marked else []),
-                attention=app.needs_attention(now),
+                badges=badges_for(app, app.cluster, now, rule=rule) + ([marked[app.pk]] if app.pk in marked else []),
+                attention=rule.holds(app),
                 pin_note=pin_summary(pinned.get((app.pk, service.name), []), runs),
                 upgrade=upgrade,
                 pr_why=why.get(upgrade.past_pr.pk, "") if upgrade is not None and upgrade.past_pr is not None else "",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
 from django.db import connection
@@ -59,9 +61,12 @@ class EpochSeconds(Func):
         return self.as_sql(compiler, connection, template=_EPOCH_SQL["sqlite"], **extra)
 
 
+@lru_cache(maxsize=1 << 16)
 def stamp(seconds: float | None) -> datetime | None:
     """An `EpochSeconds` value back as an aware datetime, to the millisecond: SQLite's julianday
-    arithmetic gives 07:42:00 back as 07:41:59.9999, which a page said as 07:41."""
+    arithmetic gives 07:42:00 back as 07:41:59.9999, which a page said as 07:41. Remembered: the
+    matrix turns 30,000 of them into datetimes where a third of a fleet drifts, most of them the
+    few instants a cluster's poll first saw its apps' states (an eighth of the page)."""
     return None if seconds is None else datetime.fromtimestamp(round(seconds, 3), UTC)
 
 
@@ -97,12 +102,14 @@ class AttentionRow(NamedTuple):
     app_id: int
 
 
-def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None) -> list[AttentionRow]:
-    """The applications that need attention under `rule` (of `app_ids` only, when given), a row
-    per service they deploy, in the order of cluster and application names. One query over the
-    few apps that need attention, whatever the fleet size, and one for the clusters' names.
-    Written as SQL and read through a plain cursor: for a thousand problems the ORM's query
-    building and per-value conversion cost more than the query.
+def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None,
+                   service_ids: Iterable[int] | None = None) -> list[AttentionRow]:
+    """The applications that need attention under `rule`, a row per service they deploy, in the
+    order of cluster and application names; of `app_ids` and `service_ids` only, when given (the
+    overview's few flags, a page of the matrix). One query over the few apps that need attention,
+    whatever the fleet size, and one for the clusters' names. Written as SQL and read through a
+    plain cursor: for a thousand problems the ORM's query building and per-value conversion cost
+    more than the query.
 
     The SQL joins only the application links and neither sorts nor names clusters: on tables
     filled a moment ago (no statistics yet) the planner takes the apps for one row and, to read
@@ -124,11 +131,11 @@ def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None) -> lis
         {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement,
         {app}.sync_since_exact, {app}.health_since_exact, {app}.id"""
     either = f"({unhealthy} OR {out_of_sync} OR {stuck} OR {failed} OR {disagreeing})"
-    found = _attention_query(columns, params, either, params, app_ids)
+    found = _attention_query(columns, params, either, params, app_ids, service_ids)
     names = dict(Cluster.objects.values_list("id", "name"))
-    rows = [AttentionRow(service_id, cluster_id, names.get(cluster_id, ""), *rest)
-            for service_id, cluster_id, *rest in found]
-    rows.sort(key=lambda row: (row.cluster, row.name))
+    make = AttentionRow._make  # tuple.__new__ itself: the class's own constructor binds 21 arguments
+    rows = [make((row[0], row[1], names.get(row[1], ""), *row[2:])) for row in found]
+    rows.sort(key=attrgetter("cluster", "name"))
     return rows
 
 
@@ -152,19 +159,22 @@ def problem_rows(rule: Attention) -> list[ProblemRow]:
 
 
 def _attention_query(columns: str, column_params: list[Any], condition: str, condition_params: list[Any],
-                     app_ids: Iterable[int] | None = None) -> list[tuple]:
+                     app_ids: Iterable[int] | None = None, service_ids: Iterable[int] | None = None) -> list[tuple]:
     """`columns` of the (service link, application) pairs meeting `condition`, a part of the
-    attention rule: joined to the links alone, and narrowed by the rule's clock-free half so that
-    the partial index over it answers (a plan that scanned every app's row, raw objects and all,
-    cost more than the rest of the matrix)."""
+    attention rule (of those apps and services only, when given): joined to the links alone, and
+    narrowed by the rule's clock-free half so that the partial index over it answers (a plan that
+    scanned every app's row, raw objects and all, cost more than the rest of the matrix)."""
     candidates, candidates_params = app_condition_sql(Attention.candidates_q())
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
     chosen, chosen_params = "", []
-    if app_ids is not None:
-        chosen_params = sorted(set(app_ids))
-        if not chosen_params:
+    for column, ids in ((f"{app}.id", app_ids), ("s.service_id", service_ids)):
+        if ids is None:
+            continue
+        listed = sorted(set(ids))
+        if not listed:
             return []
-        chosen = f" AND {app}.id IN ({', '.join(['%s'] * len(chosen_params))})"
+        chosen += f" AND {column} IN ({', '.join(['%s'] * len(listed))})"
+        chosen_params += listed
     sql = f"""
         SELECT {columns}
         FROM {app}

@@ -93,11 +93,12 @@ class ServiceRow:
     cells: list[Cell]
 
 
-def attention_flags(at: datetime | None = None) -> dict[tuple[int, int], list[Flag]]:
+def attention_flags(at: datetime | None = None, service_ids: list[int] | None = None
+                    ) -> dict[tuple[int, int], list[Flag]]:
     """(service id, cluster id) -> flags of the apps deploying it that need attention, in
     the order of cluster and app names: one query (`gitops.queries.attention_rows`), which
     says which half of the attention rule holds, so nothing here judges a state again."""
-    found = attention_rows(Attention.at(at or timezone.now()))
+    found = attention_rows(Attention.at(at or timezone.now()), service_ids=service_ids)
     labels: dict[tuple[str, str], str] = {}
 
     def label_of(tool: str, state: str) -> str:
@@ -158,7 +159,7 @@ def service_rows(services: list[Service] | None = None, at: datetime | None = No
     if services is None:
         # Rows show a service's name and team; its image aliases (JSON) are not read.
         services = list(Service.objects.only("id", "name", "team"))
-    flags = attention_flags(at)
+    flags = attention_flags(at, selected)  # of the services asked about only (a page of the matrix)
     env_index = {env.id: index for index, env in enumerate(environments)}
     env_of = {cluster_id: env_index.get(env_id) for cluster_id, _, env_id in clusters}
 

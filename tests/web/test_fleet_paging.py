@@ -86,3 +86,20 @@ def test_the_matrix_comes_a_page_of_services_at_a_time(client, users, catalog, m
     assert f'hx-get="{url}" hx-trigger="every 30s"' in first
     partial = client.get(url + "?page=2", HTTP_HX_REQUEST="true").content.decode()
     assert partial.startswith('<div id="matrix-body"') and matrix_services(partial) == ["search"]
+
+
+def test_a_matrix_page_flags_the_problems_of_its_own_services(client, users, catalog, monkeypatch):
+    """A page reads the problems of its services only (issue 40: the flags of 400 services were
+    read to draw 100); a degraded app of a service on the next page is flagged there."""
+    monkeypatch.setattr(matrix_view, "SERVICES_PER_PAGE", 2)
+    extra = Service.objects.create(name="search", image_repository="ghcr.io/acme/search")
+    seed_app(catalog.prod_eu, "search-prod", service=extra, version="3.1.0", health="Degraded")
+    seed_app(catalog.prod_eu, "checkout-prod", service=catalog.checkout, version="1.4.0", health="Degraded")
+    client.force_login(users["viewer"])
+    url = reverse("matrix")
+
+    first = client.get(url).content.decode()
+    second = client.get(url + "?page=2").content.decode()
+    assert "checkout-prod" in first and "search-prod" not in first
+    assert "search-prod" in second and "checkout-prod" not in second
+    assert "Argo: degraded" in first and "Argo: degraded" in second

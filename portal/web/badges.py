@@ -18,6 +18,7 @@ from django.utils.safestring import SafeString
 
 from gitops.derive.attention import OPERATION_RUNNING, Attention
 from gitops.models import sync_held
+from gitops.queries import with_ids
 from gitops.windowstate import held_until, window_name
 from portal.findings.discipline import GROUPED, RULES
 from portal.findings.mutes import open_findings
@@ -112,11 +113,14 @@ def attention_badges(app: object, at: datetime, rule: Attention | None = None) -
         title = "The last sync operation ended " + phase + (f": {message[:300]}" if message else ".")
         found.append(Badge("bad", SYNC_FAILED, title))
     return found
+
+
 def finding_badges(app_ids: list[int]) -> dict[int, Badge]:
     """A "N findings" badge per app that has open findings, its title naming the rules (one query)."""
     rules: dict[int, list[str]] = defaultdict(list)
     # The grouped "Notifications: no rule" is an environment's, not the one app it is stored on.
-    found = open_findings().filter(app_id__in=app_ids).exclude(rule=GROUPED)
+    # The ids as one array (gitops.queries.with_ids): a service page names 2,100 applications.
+    found = with_ids(open_findings(), app_ids, "app_id").exclude(rule=GROUPED)
     for app_id, rule in found.values_list("app_id", "rule"):
         rules[app_id].append(RULES[rule].title if rule in RULES else rule)
     return {

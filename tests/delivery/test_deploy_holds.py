@@ -136,3 +136,24 @@ def test_an_app_without_automated_sync_is_judged_for_a_manual_sync_and_noted(fle
     assert manual.open_ended and [app.name for app in manual.apps] == ["checkout-prod"]
     deny = next(lane for lane in calendar.lanes if lane.kind == "deny")
     assert deny.manual_sync_allowed and not deny.open_ended
+
+
+def test_apps_of_one_project_share_a_verdict_only_where_the_same_windows_match(fleet):
+    """Verdicts are shared between apps the same windows match (a service in 1,000 clusters asks
+    2,100 of them): on one AppProject, an app the lunch deny does not match is not held by it,
+    and two AppProjects with the same windows on different clusters each hold their own apps."""
+    catalog, _, _ = fleet
+    AppProject.objects.create(cluster=catalog.prod_us, namespace="argocd", name="shop",
+                              sync_windows=[LUNCH_DENY, OFFICE_ALLOW])
+    seed_app(catalog.prod_eu, "payments-prod", service=catalog.payments, project="shop",
+             destination_namespace="shop", destination_server="https://kubernetes.default.svc")
+    seed_app(catalog.prod_us, "checkout-us", service=catalog.checkout, project="shop",
+             destination_namespace="shop", destination_server="https://kubernetes.default.svc")
+    at = MONDAY.replace(hour=11, minute=30)  # lunch in Berlin: checkout-* denied, the shop allowed
+    loaded = holds()
+    checkout = loaded.next_deploy("checkout", "prod", at)
+    assert checkout.at == MONDAY.replace(hour=13)
+    verdicts = {app.label: loaded.verdict(app, at) for app in loaded.apps if app.windows}
+    assert {label: verdict.can_sync for label, verdict in verdicts.items()} == {
+        "checkout-prod on prod-eu-1": False, "payments-prod on prod-eu-1": True, "checkout-us on prod-us-1": False}
+    assert verdicts["checkout-us on prod-us-1"] is verdicts["checkout-prod on prod-eu-1"]  # the same windows matched

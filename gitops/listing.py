@@ -83,7 +83,10 @@ def list_capabilities(source: ClusterSource, *, argocd_namespace: str = "argocd"
             try:
                 result = source.list_objects(spec, namespace=argocd_namespace if scoped else None)
             except SourceError as exc:
-                failures.append(exc)
+                # Kept without its traceback: that holds this frame, and so the whole listing, in a
+                # reference cycle only the collector frees (most clusters miss some CRD: every poll
+                # would leave its 4,000 decoded containers for the collector to walk and free).
+                failures.append(exc.with_traceback(None))
                 if exc.reason in _CLUSTER_WIDE:
                     return Listing(fatal=exc)
                 if scoped:

@@ -99,14 +99,12 @@ class AttentionRow(NamedTuple):
     health_disagreement: str
     sync_since_exact: bool
     health_since_exact: bool
-    app_id: int
 
 
-def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None,
-                   service_ids: Iterable[int] | None = None) -> list[AttentionRow]:
+def attention_rows(rule: Attention, service_ids: Iterable[int] | None = None) -> list[AttentionRow]:
     """The applications that need attention under `rule`, a row per service they deploy, in the
-    order of cluster and application names; of `app_ids` and `service_ids` only, when given (the
-    overview's few flags, a page of the matrix). One query over the few apps that need attention,
+    order of cluster and application names; of `service_ids` only, when given (a page of the
+    matrix). One query over the few apps that need attention,
     whatever the fleet size, and one for the clusters' names. Written as SQL and read through a
     plain cursor: for a thousand problems the ORM's query building and per-value conversion cost
     more than the query.
@@ -129,9 +127,9 @@ def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None,
         {_epoch(f"{app}.operation_started_at")}, {_epoch(f"{app}.operation_finished_at")},
         {app}.operation_phase, {unhealthy}, {out_of_sync}, {stuck}, {failed},
         {disagreeing}, {_epoch(f"{app}.health_disagreement_since")}, {app}.health_disagreement,
-        {app}.sync_since_exact, {app}.health_since_exact, {app}.id"""
+        {app}.sync_since_exact, {app}.health_since_exact"""
     either = f"({unhealthy} OR {out_of_sync} OR {stuck} OR {failed} OR {disagreeing})"
-    found = _attention_query(columns, params, either, params, app_ids, service_ids)
+    found = _attention_query(columns, params, either, params, service_ids)
     names = dict(Cluster.objects.values_list("id", "name"))
     make = AttentionRow._make  # tuple.__new__ itself: the class's own constructor binds 21 arguments
     rows = [make((row[0], row[1], names.get(row[1], ""), *row[2:])) for row in found]
@@ -139,42 +137,42 @@ def attention_rows(rule: Attention, app_ids: Iterable[int] | None = None,
     return rows
 
 
-# (service id, cluster id, application id, application name, unhealthy): one (service, application)
-# unhealthy or out of sync, as the overview ranks its tiles' flags before it reads the few it
-# shows (`attention_rows` with their ids). Plain tuples: 30,000 named ones cost a tenth of the page.
-ProblemRow = tuple[int, int, int, str, bool]
+# (service id, cluster id, application id, application name, unhealthy, out of sync): one
+# (service, application) unhealthy or out of sync, as the overview ranks its tiles' flags before
+# it reads the few it shows. Plain tuples: 30,000 named ones cost a tenth of the page.
+ProblemRow = tuple[int, int, int, str, bool, bool]
 
 
 def problem_rows(rule: Attention) -> list[ProblemRow]:
-    """The (service, application) pairs unhealthy or out of sync under `rule`, unordered: five
+    """The (service, application) pairs unhealthy or out of sync under `rule`, unordered: six
     small columns a row. A fleet where a third of the apps drift out of sync has 30,000 of them;
     read whole (`attention_rows`: twenty columns, five timestamps made epoch seconds) they were
     three quarters of the overview's 300 ms, of which it shows four a service."""
     unhealthy, unhealthy_params = app_condition_sql(rule.unhealthy_q())
     out_of_sync, out_of_sync_params = app_condition_sql(rule.out_of_sync_q())
     app = GitOpsApp._meta.db_table
-    return _attention_query(f"s.service_id, {app}.cluster_id, {app}.id, {app}.name, {unhealthy}",
-                            unhealthy_params, f"({unhealthy} OR {out_of_sync})",
+    return _attention_query(f"s.service_id, {app}.cluster_id, {app}.id, {app}.name, {unhealthy}, {out_of_sync}",
+                            [*unhealthy_params, *out_of_sync_params], f"({unhealthy} OR {out_of_sync})",
                             [*unhealthy_params, *out_of_sync_params])
 
 
 def _attention_query(columns: str, column_params: list[Any], condition: str, condition_params: list[Any],
-                     app_ids: Iterable[int] | None = None, service_ids: Iterable[int] | None = None) -> list[tuple]:
+                     service_ids: Iterable[int] | None = None) -> list[tuple]:
     """`columns` of the (service link, application) pairs meeting `condition`, a part of the
-    attention rule (of those apps and services only, when given): joined to the links alone, and
-    narrowed by the rule's clock-free half so that the partial index over it answers (a plan that
-    scanned every app's row, raw objects and all, cost more than the rest of the matrix)."""
+    attention rule (of `service_ids` only, when given): joined to the links alone, and narrowed
+    by the rule's clock-free half so that the partial index over it answers (a plan that scanned
+    every app's row, raw objects and all, cost more than the rest of the matrix)."""
     candidates, candidates_params = app_condition_sql(Attention.candidates_q())
     app, link = GitOpsApp._meta.db_table, GitOpsApp.services.through._meta.db_table
-    chosen, chosen_params = "", []
-    for column, ids in ((f"{app}.id", app_ids), ("s.service_id", service_ids)):
-        if ids is None:
-            continue
-        listed = sorted(set(ids))
+    chosen, chosen_params = "", list[Any]()
+    if service_ids is not None:
+        listed = sorted(set(service_ids))
         if not listed:
             return []
-        chosen += f" AND {column} IN ({', '.join(['%s'] * len(listed))})"
-        chosen_params += listed
+        if connection.vendor == "postgresql":  # one array parameter, not a literal each (see `with_ids`)
+            chosen, chosen_params = " AND s.service_id = ANY(%s)", [listed]
+        else:
+            chosen, chosen_params = f" AND s.service_id IN ({', '.join(['%s'] * len(listed))})", listed
     sql = f"""
         SELECT {columns}
         FROM {app}

@@ -109,8 +109,8 @@ def attention_flags(at: datetime | None = None, service_ids: list[int] | None = 
 
     flags: dict[tuple[int, int], list[Flag]] = defaultdict(list)
     for (service_id, cluster_id, cluster, tool, name, sync_at, health, health_at, started_at, finished_at, phase,
-         bad, drifted, is_stuck, is_failed, disagrees, disagreement_at, disagreement, sync_exact, health_exact,
-         _app_id) in found:
+         bad, drifted, is_stuck, is_failed, disagrees, disagreement_at, disagreement, sync_exact, health_exact
+         ) in found:
         these = flags[(service_id, cluster_id)]
         if bad:
             these.append(Flag(label_of(tool, health.lower()), stamp(health_at), cluster, name, "bad",

@@ -13,7 +13,8 @@ from datetime import datetime
 from django.utils import timezone
 
 from gitops.derive.attention import Attention
-from gitops.queries import ProblemRow, attention_rows, problem_rows, stamp
+from gitops.models import GitOpsApp
+from gitops.queries import ProblemRow, problem_rows, with_ids
 from portal.delivery.models import VersionLine
 from portal.kernel.catalog.models import Cluster, Environment, Service
 from portal.web.fleet import TOOL_LABEL, Flag
@@ -52,41 +53,41 @@ def _first_problems(at: datetime) -> tuple[dict[int, list[Flag]], dict[int, int]
     """Each service's first few apps needing attention (degraded or missing before out of
     sync, then by environment, cluster and app name) as flags, and how many such apps it has.
 
-    Two reads: every (service, app) in trouble as five small columns (`problem_rows`), ranked
-    here, then the whole rows of the few that show (`attention_rows`, the matrix's, which says
-    which half of the rule holds). Ranking in SQL read the links in service order and, on tables
-    not analyzed yet, compared each of 100,000 of them with every app in trouble (46 s at 100,000
-    apps); reading every troubled app whole was three quarters of the page where a third of a
-    fleet drifts out of sync (bench/pages.py --polled)."""
-    rule = Attention.at(at)
+    Two reads: every (service, app) in trouble as six small columns (`problem_rows`, which says
+    which half of the rule holds), ranked here, then what the flags of the few that show say.
+    Ranking in SQL read the links in service order and, on tables not analyzed yet, compared each
+    of 100,000 of them with every app in trouble (46 s at 100,000 apps); reading every troubled
+    app whole was three quarters of the page where a third of a fleet drifts out of sync
+    (bench/pages.py --polled)."""
     clusters = Cluster.objects.filter(enabled=True).values_list("id", "name", "environment__order")
     place = {cluster_id: (*_last_if_none(order), name) for cluster_id, name, order in clusters}
     found: dict[int, list[ProblemRow]] = defaultdict(list)
-    for problem in problem_rows(rule):
+    for problem in problem_rows(Attention.at(at)):
         if problem[1] in place:
             found[problem[0]].append(problem)
 
     def rank(problem: ProblemRow) -> tuple:
-        _, cluster_id, app_id, name, unhealthy = problem
+        _, cluster_id, app_id, name, unhealthy, _ = problem
         # A cluster in no environment (discovered) comes last.
         return (not unhealthy, *place[cluster_id], name, app_id)
 
     first = {service_id: heapq.nsmallest(TILE_FLAGS, rows, key=rank) for service_id, rows in found.items()}
-    shown = {(row.service_id, row.app_id): row for row in attention_rows(
-        rule, app_ids={app_id for rows in first.values() for _, _, app_id, _, _ in rows})}
+    shown = {app_id: said for app_id, *said in with_ids(GitOpsApp.objects.all(), sorted(
+        {problem[2] for rows in first.values() for problem in rows})).values_list(
+            "id", "tool", "health_status", "health_since", "health_since_exact", "sync_since", "sync_since_exact")}
     flags: dict[int, list[Flag]] = defaultdict(list)
     for service_id, rows in first.items():
-        for _, _, app_id, _, _ in rows:
-            row = shown.get((service_id, app_id))
-            if row is None:  # no longer in trouble: a poll stored it between the two reads
+        for _, cluster_id, app_id, name, unhealthy, out_of_sync in rows:
+            if app_id not in shown:  # deleted by a poll between the two reads
                 continue
-            label = TOOL_LABEL.get(row.tool, row.tool)
-            if row.unhealthy:
-                flags[service_id].append(Flag(f"{label}: {row.health_status.lower()}", stamp(row.health_since),
-                                              row.cluster, row.name, "bad", bool(row.health_since_exact)))
-            if row.out_of_sync:
-                flags[service_id].append(Flag(f"{label}: out of sync", stamp(row.sync_since), row.cluster, row.name,
-                                              "warn", bool(row.sync_since_exact)))
+            tool, health, health_since, health_exact, sync_since, sync_exact = shown[app_id]
+            label, cluster = TOOL_LABEL.get(tool, tool), place[cluster_id][2]
+            if unhealthy:
+                flags[service_id].append(Flag(f"{label}: {health.lower()}", health_since, cluster, name, "bad",
+                                              bool(health_exact)))
+            if out_of_sync:
+                flags[service_id].append(Flag(f"{label}: out of sync", sync_since, cluster, name, "warn",
+                                              bool(sync_exact)))
     return flags, {service_id: len(rows) for service_id, rows in found.items()}
 
 

@@ -38,3 +38,14 @@ def test_a_fragment_that_changes_a_value_is_drawn_in_full(monkeypatch, tmp_path,
         assert hotpath.badge("bad", "Degraded") == '<span class="badge bad">DEGRADED</span>'
     finally:
         hotpath._badge_skeleton.cache_clear()
+
+
+@pytest.mark.parametrize(("kind", "label", "title"), [*CASES, (None, 0, None), ("ok", 3, "")])
+def test_the_badge_tag_draws_the_fragment(kind, label, title):
+    """`{% badge %}` fills the kept skeleton too; it draws what including the fragment drew, for
+    values that are not strings as well (a count, a missing title)."""
+    from django.template import Context, Template
+
+    drawn = Template("{% load portal_tags %}{% badge kind label title %}").render(
+        Context({"kind": kind, "label": label, "title": title}))
+    assert drawn == render_to_string(BADGE_TEMPLATE, {"kind": kind, "label": label, "title": title or ""})

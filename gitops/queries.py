@@ -104,10 +104,9 @@ class AttentionRow(NamedTuple):
 def attention_rows(rule: Attention, service_ids: Iterable[int] | None = None) -> list[AttentionRow]:
     """The applications that need attention under `rule`, a row per service they deploy, in the
     order of cluster and application names; of `service_ids` only, when given (a page of the
-    matrix). One query over the few apps that need attention,
-    whatever the fleet size, and one for the clusters' names. Written as SQL and read through a
-    plain cursor: for a thousand problems the ORM's query building and per-value conversion cost
-    more than the query.
+    matrix). One query over the few apps that need attention, whatever the fleet size, and one
+    for the clusters' names. Written as SQL and read through a plain cursor: for a thousand
+    problems the ORM's query building and per-value conversion cost more than the query.
 
     The SQL joins only the application links and neither sorts nor names clusters: on tables
     filled a moment ago (no statistics yet) the planner takes the apps for one row and, to read

@@ -203,9 +203,10 @@ class DeployHolds:
         return cls(apps=apps, freezes=freezes)
 
     def verdict(self, app: HeldApp, at: datetime) -> syncwindows.SyncWindowVerdict | None:
-        """The badge's verdict for `app` at `at`, or None when no sync window can hold it; shared by
-        the apps that the same windows match (of one AppProject, or of any with the same windows:
-        `load` compiles each distinct text once)."""
+        """The badge's verdict for `app` (one of `apps`) at `at`, or None when no sync window can
+        hold it; shared by the apps that the same windows match (of one AppProject, or of any with
+        the same windows: `load` compiles each distinct text once). Remembered by the identity of
+        the app and of its windows, which live as long as these holds."""
         if not app.windows:
             return None
         windows = app.compiled or app.windows

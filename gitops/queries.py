@@ -219,9 +219,10 @@ def apps_loaded_with(rows: QuerySet[GitOpsApp], fields: Sequence[str]) -> list[G
     """`rows.only(*fields)`, as the instances it would load, built from `values_list` without
     Model.__init__: that walks all 62 of GitOpsApp's fields for each instance, deferred or not,
     and was a sixth of a service page whose service runs in 1,000 clusters (2,100 applications;
-    bench/pages.py --polled). The instances behave as `only()`'s: the same converted values, the
-    same `read_from_id` default (`GitOpsApp.__init__`), and a field not loaded is read from the
-    database when touched, one query each (so callers load what they read)."""
+    bench/pages.py --polled). The instances behave as `only()`'s: the same converted values, and
+    a field not loaded is read from the database when touched, one query each (so callers load
+    what they read). (`GitOpsApp.__init__` also names an app's own cluster as `read_from` when
+    none is given: a stored row always has one.)"""
     names = ["id", *(GitOpsApp._meta.get_field(name).attname for name in fields if name not in ("id", "pk"))]
     apps = []
     for values in rows.values_list(*names):
@@ -229,9 +230,6 @@ def apps_loaded_with(rows: QuerySet[GitOpsApp], fields: Sequence[str]) -> list[G
         app.__dict__.update(zip(names, values, strict=True))
         app._state = ModelState()
         app._state.adding, app._state.db = False, rows.db
-        loaded = app.__dict__
-        if loaded.get("read_from_id", 0) is None and loaded.get("cluster_id") is not None:
-            app.read_from_id = loaded["cluster_id"]
         apps.append(app)
     return apps
 

@@ -29,6 +29,15 @@ _NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
 _STEPS = [0] * 256
 # For `valid_json_nests_deeper`: both kinds of bracket as one (valid JSON never mixes a pair).
 _BRACKETS_AND_QUOTES = bytes.maketrans(b"{}", b"[]")
+# For a valid text holding backslashes: what may follow a backslash in JSON besides a quote and a
+# backslash, each kept as one letter "e" (so that every backslash stays next to what it escapes),
+# and every other byte but quotes, brackets and backslashes dropped.
+_ESCAPED_LETTERS = b"/bfnrtu"
+_ESCAPES_KEPT = bytes.maketrans(b"{}" + _ESCAPED_LETTERS, b"[]" + b"e" * len(_ESCAPED_LETTERS))
+_NOT_STRUCTURE_OR_ESCAPE = bytes(c for c in range(256) if c not in b'"[]{}\\' + _ESCAPED_LETTERS)
+# One backslash in this many bytes or more: cheaper translated first than cut out by the regex.
+_DENSE_ESCAPES = 64
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)  # an escape: the backslash and the character it escapes
 _STEPS[ord("[")] = _STEPS[ord("{")] = 1
 _STEPS[ord("]")] = _STEPS[ord("}")] = -1
 _TOO_DEEP = "\u0000gitops: nested too deep"
@@ -75,10 +84,18 @@ def cut_too_deep(text: str, limit: int = MAX_DEPTH) -> str:
 
 
 # Escapes of NUL or of a surrogate (half of a pair, or alone), and raw NUL bytes: only a
-# text holding one of these is walked for text no database column can store. Plain
-# substring searches (a few C passes); "\\ud"/"\\uD" also match "\\udXXX" escapes that are not
-# surrogates (U+D000-U+D7FF), which only costs that text a walk.
-UNSTORABLE_JSON = (b"\\u0000", b"\\ud", b"\\uD", b"\x00")
+# text holding one of these is walked for text no database column can store. "\\ud"/"\\uD"
+# also match "\\udXXX" escapes that are not surrogates (U+D000-U+D7FF), and an escaped
+# backslash before a literal "u0000", which only costs that text a walk. One search for the
+# escapes (the regex engine skips to each backslash-u) and one memchr for the byte: a sixth
+# of four substring searches, measured by bench/parse_depth.py.
+_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD])")
+
+
+def may_hold_unstorable(data: bytes) -> bool:
+    """Whether a JSON text may hold text no database column can store (then walked for it)."""
+    return b"\x00" in data or _UNSTORABLE_ESCAPE.search(data) is not None
+
 _UNSTORABLE_YAML = ("\\0", "\\x00", "\\u", "\\U")
 
 
@@ -89,15 +106,38 @@ _TRUSTED_RECURSION_LIMIT = 10_000
 
 def valid_json_nests_deeper(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """`json_nests_deeper` for a text json.loads has accepted (balanced, well formed), in
-    fewer passes: strings without a bracket reduce to an empty pair of quotes, dropped in
-    one replace (which never changes whether a bracket is inside a string), so only the few
-    strings that hold brackets are split out; then each round of removing empty pairs
-    peels exactly one level off every branch, so a text empty after `r` rounds nests `r`
-    deep. Rounds are cheap while the text shrinks; a deep remainder is measured in one pass."""
-    if data.count(b"[") + data.count(b"{") <= limit:
+    fewer passes over fewer bytes.
+
+    In a valid text a backslash only ever escapes the one character after it. A text with a
+    few escapes has them cut out in one regex pass; then every byte but quotes and brackets is
+    dropped (one translate), and the quotes left pair up as strings. A text dense with escapes
+    (kubectl's last-applied copy is JSON quoted inside JSON) is translated first instead, the
+    characters a backslash may escape kept beside it as one letter, and the escapes are
+    removed from that shorter text, left to right as a decoder pairs them (escaped
+    backslashes, then escaped quotes, then the rest).
+
+    Strings without a bracket reduce to an empty pair of quotes, dropped in one replace, so
+    only the few strings that hold brackets are split out. Then each round of removing empty
+    pairs peels exactly one level off every branch, so a text empty after `r` rounds nests
+    `r` deep. Rounds are cheap while the text shrinks; a deep remainder is measured in one
+    pass. Cost (bench/parse_depth.py): about a quarter of the decode it guards, a half for a
+    text dense with escapes."""
+    if len(data) <= 2 * limit:  # every level takes a pair of brackets
         return False
-    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    structure = unescaped.translate(_BRACKETS_AND_QUOTES, _NOT_STRUCTURE).replace(b'""', b"")
+    if b"\\" in data:
+        if data.count(b"\\") * _DENSE_ESCAPES >= len(data):
+            escapes = data.translate(_ESCAPES_KEPT, _NOT_STRUCTURE_OR_ESCAPE)
+            return _nests_deeper(escapes.replace(b"\\\\", b"").replace(b'\\"', b"").replace(b"\\e", b"")
+                                 .translate(None, b"e"), limit)
+        data = _ESCAPE.sub(b"", data)
+    return _nests_deeper(data.translate(_BRACKETS_AND_QUOTES, _NOT_STRUCTURE), limit)
+
+
+def _nests_deeper(structure: bytes, limit: int) -> bool:
+    """`valid_json_nests_deeper` of the text reduced to its quotes and brackets (both kinds as one)."""
+    if structure.count(b"[") <= limit:
+        return False
+    structure = structure.replace(b'""', b"")
     if b'"' in structure:
         structure = b"".join(structure.split(b'"')[::2])
     rounds = min(limit, 32)
@@ -153,14 +193,14 @@ def _decode_json(data: bytes) -> tuple[Any, bool]:
             if valid_json_nests_deeper(data):
                 decoded = None
             else:
-                if any(marker in data for marker in UNSTORABLE_JSON):
+                if may_hold_unstorable(data):
                     storable_text(decoded)
                 return decoded, False
     if not json_nests_deeper(data):
         decoded, cut = json.loads(data), False
     else:
         decoded, cut = json.loads(cut_too_deep(data.decode("utf-8"))), True
-    if any(marker in data for marker in UNSTORABLE_JSON):
+    if may_hold_unstorable(data):
         storable_text(decoded)
     return decoded, cut
 

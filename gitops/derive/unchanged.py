@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -175,9 +176,22 @@ def meaning(obj: Mapping[str, Any]) -> str:
     """A digest of what the collectors can read of an app object: the object as stored
     (`gitops.rawobjects.trimmed`) without its stamps. Keys are not sorted: the API server writes
     them in the same order every time, and a digest that differs by order alone only costs a
-    collector run."""
-    text = json.dumps(without_stamps(trimmed(obj)), separators=(",", ":"), default=str)
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    collector run.
+
+    Serialised by marshal, a third of json.dumps' cost on an Argo CD Application: decoded JSON
+    is all marshal's types. Its format 2 writes every value in full, never a reference to one
+    written before, so the bytes depend on the object alone and not on which of its strings
+    the decoder happened to share with other objects (format 3 and later would). What marshal
+    refuses (a type a YAML loader made) is digested as JSON text instead."""
+    stamp_free = without_stamps(trimmed(obj))
+    try:
+        data = marshal.dumps(stamp_free, _MARSHAL_WITHOUT_REFERENCES)
+    except ValueError:
+        data = json.dumps(stamp_free, separators=(",", ":"), default=str).encode()
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+_MARSHAL_WITHOUT_REFERENCES = 2
 
 
 def meanings(objects: Mapping[str, list[dict]], only: Mapping[str, set[str]] | None = None) -> dict[str, str]:

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, models, transaction
-from django.db.models import Case, F, Q, When
-from django.db.models.functions import Coalesce
 
+from gitops.store import columns
 from portal.kernel.catalog.models import Cluster
 from portal.kernel.changelog.marks import mark_changed
 
@@ -74,19 +73,17 @@ class ClusterPoll(models.Model):
 
         Taking a lapsed lock whose poll left no outcome records that poll as interrupted, in the
         same statement (idempotent: a second taker finds `last_poll_at` unchanged and the same
-        start, and writes the same time)."""
+        start, and writes the same time). That statement also says whether this take recovered
+        one (`_recovered`, for the metric and the log)."""
         token = uuid.uuid4().hex
         until = at + timedelta(seconds=seconds)
-        free = Q(poll_lock_until__isnull=True) | Q(poll_lock_until__lte=at)
-        # Read first only to say whether this take recovers an interrupted poll (the metric);
-        # the update below decides, whatever another worker did in between.
-        before = cls.objects.filter(free, pk=cluster_id).values_list("poll_started_at", "last_poll_at").first()
-        taken = cls.objects.filter(free, pk=cluster_id).update(
-            poll_lock_until=until, poll_lock_token=token, poll_started_at=at,
-            interrupted_at=Case(When(_UNFINISHED, then=F("poll_started_at")), default=F("interrupted_at")),
-        )
+        taken = columns.fetch(_TAKE, [columns.param(cls, "poll_lock_until", until), token,
+                                      columns.param(cls, "poll_started_at", at), cluster_id,
+                                      columns.param(cls, "poll_lock_until", at)])
         if taken:
-            return Lock(token, recovered=_unfinished(*before) if before else None)
+            interrupted_at, last_poll_at = (columns.read(cls, name, value) for name, value in
+                                            zip(("interrupted_at", "last_poll_at"), taken[0], strict=True))
+            return Lock(token, recovered=_recovered(interrupted_at, last_poll_at))
         if cls.objects.filter(pk=cluster_id).exists():
             return None
         try:
@@ -104,7 +101,7 @@ class ClusterPoll(models.Model):
 
     @classmethod
     def release(cls, cluster_id: int, token: str) -> None:
-        cls.objects.filter(pk=cluster_id, poll_lock_token=token).update(poll_lock_until=None, poll_lock_token="")
+        columns.execute(_RELEASE, [cluster_id, token])
 
     def state(self, now: datetime) -> PollState:
         """What /clusters and the API say of the cluster's polls, most pressing first: a poll that
@@ -126,15 +123,39 @@ class ClusterPoll(models.Model):
 
 
 NEVER, OK, POLLING, STALE, INTERRUPTED = "never", "ok", "polling", "stale", "interrupted"
-# A poll began after the last outcome was written (an outcome's time is its poll's start).
-_UNFINISHED = Q(poll_started_at__isnull=False) & (
-    Q(last_poll_at__isnull=True) | Q(last_poll_at__lt=F("poll_started_at")))
+
+# The lock's compare-and-set (`ClusterPoll.acquire`). A poll began after the last outcome was
+# written (an outcome's time is its poll's start) is unfinished, and its start becomes
+# `interrupted_at`; SET reads the row as it was. RETURNING gives the row as it is now.
+_TAKE = """
+    UPDATE "gitops_clusterpoll"
+    SET "poll_lock_until" = %s, "poll_lock_token" = %s, "poll_started_at" = %s,
+        "interrupted_at" = CASE
+            WHEN "poll_started_at" IS NOT NULL AND ("last_poll_at" IS NULL OR "last_poll_at" < "poll_started_at")
+            THEN "poll_started_at" ELSE "interrupted_at" END
+    WHERE "cluster_id" = %s AND ("poll_lock_until" IS NULL OR "poll_lock_until" <= %s)
+    RETURNING "interrupted_at", "last_poll_at"
+"""
+_RELEASE = """
+    UPDATE "gitops_clusterpoll" SET "poll_lock_until" = NULL, "poll_lock_token" = ''
+    WHERE "cluster_id" = %s AND "poll_lock_token" = %s
+"""
 
 
 def _unfinished(started_at: datetime | None, last_poll_at: datetime | None) -> datetime | None:
-    """The start of a poll that has written no outcome (the Python twin of `_UNFINISHED`)."""
+    """The start of a poll that has written no outcome (the Python twin of `_TAKE`'s CASE)."""
     if started_at is not None and (last_poll_at is None or last_poll_at < started_at):
         return started_at
+    return None
+
+
+def _recovered(interrupted_at: datetime | None, last_poll_at: datetime | None) -> datetime | None:
+    """Whether the take that left these values recovered an unfinished poll, and which: one it
+    recorded now is later than the last outcome. One recorded by an earlier take is not: the poll
+    that took over then either wrote an outcome since (of a later time) or never ended, and then
+    this take recorded that one instead."""
+    if interrupted_at is not None and (last_poll_at is None or interrupted_at > last_poll_at):
+        return interrupted_at
     return None
 
 
@@ -178,10 +199,17 @@ class ClusterObjectVersions(models.Model):
     def keep(cls, cluster_id: int, versions: dict, full_poll_trusted_until: datetime | None = None) -> None:
         """Replace what is kept for the cluster (one statement); a full poll also says until when
         it is trusted, a partial one leaves that as it was."""
-        fields = ["versions", "full_poll_trusted_until"] if full_poll_trusted_until is not None else ["versions"]
-        cls.objects.bulk_create(
-            [cls(cluster_id=cluster_id, versions=versions, full_poll_trusted_until=full_poll_trusted_until)],
-            update_conflicts=True, unique_fields=["cluster"], update_fields=fields)
+        columns.execute(_KEEP_FULL if full_poll_trusted_until is not None else _KEEP, [
+            cluster_id, columns.param(cls, "versions", versions),
+            columns.param(cls, "full_poll_trusted_until", full_poll_trusted_until)])
+
+
+_KEEP = """
+    INSERT INTO "gitops_clusterobjectversions" ("cluster_id", "versions", "full_poll_trusted_until")
+    VALUES (%s, %s, %s)
+    ON CONFLICT ("cluster_id") DO UPDATE SET "versions" = EXCLUDED."versions"
+"""
+_KEEP_FULL = _KEEP + ', "full_poll_trusted_until" = EXCLUDED."full_poll_trusted_until"'
 
 
 @dataclass(frozen=True)
@@ -204,14 +232,13 @@ class Outcome:
 def record(cluster_id: int, outcome: Outcome) -> None:
     """Write a poll's outcome: the one writer of a cluster's poll status."""
     if outcome.error:
-        fields: dict[str, object] = {
-            "last_error": outcome.error[:ERROR_CHARS],
-            # Stale since the first failure in a row, as stored (the caller's row may be older).
-            "stale_since": Coalesce("stale_since", models.Value(outcome.at, output_field=models.DateTimeField())),
-        }
+        # Stale since the first failure in a row, as stored (the caller's row may be older).
+        assignments = ['"last_error" = %s', '"stale_since" = COALESCE("stale_since", %s)']
+        params: list[object] = [outcome.error[:ERROR_CHARS], _param("stale_since", outcome.at)]
     else:
-        fields = {"last_ok_at": outcome.at, "last_error": "", "stale_since": None, "interrupted_at": None}
-    fields.update(last_poll_at=outcome.at, last_poll_seconds=outcome.seconds)
+        assignments = ['"last_ok_at" = %s', "\"last_error\" = ''", '"stale_since" = NULL', '"interrupted_at" = NULL']
+        params = [_param("last_ok_at", outcome.at)]
+    fields: dict[str, object] = {"last_poll_at": outcome.at, "last_poll_seconds": outcome.seconds}
     if outcome.unavailable is not None:
         fields["unavailable"] = outcome.unavailable
     if outcome.listing_digest is not None:
@@ -220,16 +247,30 @@ def record(cluster_id: int, outcome: Outcome) -> None:
         fields["listing_full_at"] = outcome.at
     if outcome.warnings is not None:
         fields.update(poll_warning_count=len(outcome.warnings), poll_warnings=outcome.warnings[:SHOWN_WARNINGS])
+    for name, value in fields.items():
+        assignments.append(f'"{name}" = %s')  # the fields' names are their columns' (none sets db_column)
+        params.append(_param(name, value))
     with transaction.atomic():
         # Pages kept until the data changes (portal.kernel.changelog) do not see this table, which
         # every poll writes; a poll that makes a cluster stale, or ends its being stale or
         # interrupted, changes what they show and says so.
-        if outcome.error or ClusterPoll.objects.filter(
-                Q(stale_since__isnull=False) | Q(interrupted_at__isnull=False), pk=cluster_id).exists():
+        if outcome.error or columns.fetch(_FLAGGED, [cluster_id]):
             mark_changed()
         # The row exists: the poll holds its lock (`ClusterPoll.acquire`). Never moved back in time:
         # a poll presumed dead whose lease was taken over may still finish after its successor.
-        written = ClusterPoll.objects.filter(Q(last_poll_at__isnull=True) | Q(last_poll_at__lte=outcome.at),
-                                             pk=cluster_id).update(**fields)
+        written = columns.execute(
+            f'UPDATE "gitops_clusterpoll" SET {", ".join(assignments)} '  # noqa: S608 - column names are constants
+            'WHERE "cluster_id" = %s AND ("last_poll_at" IS NULL OR "last_poll_at" <= %s)',
+            [*params, cluster_id, _param("last_poll_at", outcome.at)])
         if written and outcome.versions is not None:
             ClusterObjectVersions.keep(cluster_id, outcome.versions, outcome.trusted_until)
+
+
+_FLAGGED = """
+    SELECT 1 FROM "gitops_clusterpoll"
+    WHERE "cluster_id" = %s AND ("stale_since" IS NOT NULL OR "interrupted_at" IS NOT NULL)
+"""
+
+
+def _param(name: str, value: object) -> object:
+    return columns.param(ClusterPoll, name, value)

@@ -30,7 +30,8 @@ from gitops.models import HealthRule
 from gitops.rawobjects import as_dict, as_str
 from gitops.sources import ClusterSource, SourceError
 from gitops.sources.argocd_api import ArgoCDSource
-from portal.kernel.catalog.models import ArgoCDInstance, Cluster
+from gitops.store import columns
+from portal.kernel.catalog.models import Cluster
 
 # Reasons that mean "this cluster could not be read at all", as opposed to one kind.
 _CLUSTER_WIDE = {"unreachable", "timeout", "unauthorized"}
@@ -143,8 +144,14 @@ class RegisteredInstance(NamedTuple):
 def registered_instances(cluster: Cluster) -> tuple[RegisteredInstance, ...]:
     """The catalog's Argo CD instances on `cluster`, oldest first: where its argocd-cm and cluster
     Secrets are read, and part of the poll's digest."""
-    rows = ArgoCDInstance.objects.filter(cluster_id=cluster.pk).order_by("pk").values_list(*RegisteredInstance._fields)
+    rows = columns.fetch(_INSTANCES, [cluster.pk])  # as SQL text: read by every poll (gitops.store.columns)
     return tuple(RegisteredInstance(*row) for row in rows)
+
+
+_INSTANCES = """
+    SELECT "id", "name", "cluster_id", "namespace", "agent_mapping" FROM "catalog_argocdinstance"
+    WHERE "cluster_id" = %s ORDER BY "id"
+"""
 
 
 def argocd_namespaces(listing: Listing) -> list[str]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from django.db.models import Count, Max
-
+from gitops.clusterpoll import ClusterObjectVersions, ClusterPoll
 from gitops.derive.disappearance import held_keys
 from gitops.derive.unchanged import (
     ObjectVersions,
@@ -30,6 +29,7 @@ from gitops.derive.unchanged import (
 )
 from gitops.listing import Listing, health_digest_part, registered_instances
 from gitops.models import GitOpsApp
+from gitops.store import columns
 from portal.kernel.catalog import revision as catalog_revision
 from portal.kernel.catalog.models import Cluster
 
@@ -68,16 +68,24 @@ class PreviousPoll:
 
 
 def previous_poll(cluster: Cluster) -> PreviousPoll:
-    # Read now, not from the caller's Cluster: that may be older than the previous poll.
-    row = Cluster.objects.filter(pk=cluster.pk).values(
-        "poll__unavailable", "poll__listing_digest", "object_versions__full_poll_trusted_until",
-        "object_versions__versions",
-    ).first()
-    if row is None:
+    # Read now, not from the caller's Cluster: that may be older than the previous poll. As SQL
+    # text: a poll's bookkeeping statements (gitops.store.columns).
+    rows = columns.fetch(_PREVIOUS, [cluster.pk])
+    if not rows:
         return PreviousPoll({}, "", None)
-    return PreviousPoll(row["poll__unavailable"] or {}, row["poll__listing_digest"] or "",
-                        row["object_versions__full_poll_trusted_until"],
-                        ObjectVersions.from_json(row["object_versions__versions"] or {}))
+    unavailable, digest, trusted_until, versions = rows[0]
+    return PreviousPoll(columns.read(ClusterPoll, "unavailable", unavailable) or {}, digest or "",
+                        columns.read(ClusterObjectVersions, "full_poll_trusted_until", trusted_until),
+                        ObjectVersions.from_json(columns.read(ClusterObjectVersions, "versions", versions) or {}))
+
+
+_PREVIOUS = """
+    SELECT p."unavailable", p."listing_digest", v."full_poll_trusted_until", v."versions"
+    FROM "catalog_cluster"
+    LEFT JOIN "gitops_clusterpoll" p ON p."cluster_id" = "catalog_cluster"."id"
+    LEFT JOIN "gitops_clusterobjectversions" v ON v."cluster_id" = "catalog_cluster"."id"
+    WHERE "catalog_cluster"."id" = %s
+"""
 
 
 @dataclass(frozen=True)
@@ -112,9 +120,14 @@ class CatalogKey:
 
 
 def placed_here(cluster: Cluster) -> tuple:
-    placed = GitOpsApp.objects.filter(cluster_id=cluster.pk).exclude(read_from_id=cluster.pk).aggregate(
-        count=Count("id"), last=Max("updated_at"))
-    return placed["count"], placed["last"]
+    """How many apps another cluster's Argo CD placed here, and when the last of them changed."""
+    ((count, last),) = columns.fetch(_PLACED, [cluster.pk, cluster.pk])
+    return count, columns.read(GitOpsApp, "updated_at", last)
+
+
+_PLACED = """
+    SELECT COUNT("id"), MAX("updated_at") FROM "gitops_gitopsapp" WHERE "cluster_id" = %s AND "read_from_id" <> %s
+"""
 
 
 @dataclass(frozen=True)

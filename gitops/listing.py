@@ -127,8 +127,19 @@ class PortalRules:
 
 
 def portal_health_rules() -> PortalRules:
-    rows = list(HealthRule.objects.filter(enabled=True).order_by("group", "kind", "pk"))
+    """Read by every poll, as SQL text (gitops.store.columns); usually there are none."""
+    rows = [HealthRule(**{name: columns.read(HealthRule, name, value)
+                          for name, value in zip(_RULE_FIELDS, row, strict=True)})
+            for row in columns.fetch(_RULES, [])]
     return PortalRules(tuple(row.portal_rule() for row in rows), tuple((row.pk, row.updated_at) for row in rows))
+
+
+_RULE_FIELDS = ("id", "group", "kind", "language", "lua", "use_open_libs", "cel_current", "cel_in_progress",
+                "cel_failed", "updated_at")
+_RULES = f"""
+    SELECT {", ".join(f'"{name}"' for name in _RULE_FIELDS)} FROM "gitops_healthrule"
+    WHERE "enabled" ORDER BY "group", "kind", "id"
+"""  # noqa: S608 - the fields' names, constants
 
 
 class RegisteredInstance(NamedTuple):

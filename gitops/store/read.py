@@ -168,6 +168,8 @@ class ClusterState:
     # Apps read elsewhere (a hub) that deploy here, by the resources they manage: this
     # poll's workloads are theirs when nothing read here claims them.
     foreign_resources: dict[ResourceKey, GitOpsApp] = field(default_factory=dict)
+    # Only some of the cluster's apps were read (`read_apps_state`: a partial poll's changed apps).
+    some_apps: bool = False
 
 
 def read_state(cluster: Cluster, listed_kinds: set[str]) -> ClusterState:
@@ -234,6 +236,7 @@ def read_apps_state(cluster: Cluster, listed_kinds: set[str], uids: set[str]) ->
         apps=apps,
         projects={p.name: ProjectRow(namespace=p.namespace, name=p.name, sync_windows=p.sync_windows)
                   for p in AppProject.objects.filter(cluster=cluster)},
+        some_apps=True,
     )
     if "Application" in listed_kinds:
         state.instance = instance_of(cluster)

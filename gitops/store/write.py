@@ -64,10 +64,11 @@ def write(changes: Changes) -> StoreResult:
             # An app whose workloads changed (a hand apply, new limits) is judged again with them.
             touched = changes.workloads.created + changes.workloads.updated
             read |= {app.pk for _, app in touched if app is not None and app.pk is not None}
-        cluster_stored.send(sender=Cluster, cluster=cluster, read=sorted(read), at=changes.at)
+        cluster_stored.send(sender=Cluster, cluster=cluster, read=sorted(read), at=changes.at,
+                            every_app=not changes.state.some_apps)
         destinations = Cluster.objects.filter(pk__in=apps.destinations_touched, environment__isnull=False)
         for destination in destinations.order_by("pk"):
-            cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at)
+            cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at, every_app=False)
     workloads = changes.workloads
     return StoreResult(
         apps=apps.seen, created=len(apps.created), updated=len(apps.updated), removed=len(apps.gone),

@@ -12,7 +12,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from gitops.models import Finding, FindingMute, GitOpsApp
-from portal.findings.discipline import RULES, SILENT
+from portal.findings.derivation import group_silent
+from portal.findings.discipline import GROUPED, RULES, SILENT
 from portal.kernel.accounts.teams import team_of
 from portal.kernel.audit.models import record
 
@@ -28,6 +29,7 @@ def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
     muted, _ = FindingMute.objects.update_or_create(
         app=app, rule=rule, defaults={"reason": reason[:500], "muted_by": name, "at": timezone.now()}
     )
+    _regroup(app, rule)
     record(
         actor,
         "finding.mute",
@@ -42,6 +44,7 @@ def mute(app: GitOpsApp, rule: str, reason: str, actor: Any) -> FindingMute:
 def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
     deleted, _ = FindingMute.objects.filter(app=app, rule=rule).delete()
     if deleted:
+        _regroup(app, rule)
         record(
             actor,
             "finding.unmute",
@@ -50,6 +53,13 @@ def unmute(app: GitOpsApp, rule: str, actor: Any) -> bool:
             rule=rule,
         )
     return bool(deleted)
+
+
+def _regroup(app: GitOpsApp, rule: str) -> None:
+    """A grouped finding sits on a muted member when one is muted (derivation.group_silent): a
+    mute or unmute of it moves the finding now, not at the next poll that regroups."""
+    if rule == GROUPED:
+        group_silent({(app.cluster.environment_id if app.cluster_id else None, app.tool)}, timezone.now())
 
 
 def open_findings() -> QuerySet[Finding]:

@@ -57,13 +57,14 @@ def judge_silence(cluster_id: int, at: datetime | None = None, app_ids: Collecti
 
 
 def on_cluster_stored(sender: Any, cluster: Any, read: Collection[int] = (), at: datetime | None = None,
-                      **kwargs: Any) -> None:
-    """A poll stored the apps `read` from `cluster`: judge whether their failures reach anyone."""
+                      every_app: bool = True, **kwargs: Any) -> None:
+    """A poll stored the apps `read` from `cluster` (`every_app`: all of them, gitops.signals):
+    judge whether their failures reach anyone."""
     if not read:
         return
     try:
         with transaction.atomic():  # a savepoint: findings never cost a poll its data
             apps = announced_apps(cluster.pk, read)
-            derive_silence(cluster.pk, apps, covered_app_ids(apps), at)
+            derive_silence(cluster.pk, apps, covered_app_ids(apps), at, every_app=every_app)
     except Exception:  # noqa: BLE001 - logged; the apps are stored all the same
         log.exception("silent sync failures of %s not derived", cluster.name)

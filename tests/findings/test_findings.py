@@ -431,3 +431,46 @@ def test_the_page_says_a_grouped_finding_as_its_environment_and_tool(silent_flee
     api = client.get("/api/v1/findings?rule=no-failure-notification").json()
     assert sorted(r["group"] for r in api["results"]) == ["prod · Argo CD", "prod · Flux", "staging · Argo CD"]
     assert api["counts"] == {"no-failure-notification": 3}
+
+
+def test_a_partial_poll_whose_apps_stay_as_silent_leaves_the_groups_alone(silent_fleet, monkeypatch):
+    """Regrouping locks the environment and reads its whole group: a partial poll (its changed apps
+    only, gitops.signals' every_app=False) does it only when one of their SILENT rows moved."""
+    for cluster in silent_fleet.values():
+        derive(cluster.pk)
+    cluster = silent_fleet["prod-us-1"]
+    apps = derivation.judged_apps(cluster.pk, [GitOpsApp.objects.get(name="app1-prod-us-1").pk])
+    regrouped = []
+    real = derivation.group_silent
+    monkeypatch.setattr(derivation, "group_silent", lambda groups, at: regrouped.append(groups) or real(groups, at))
+
+    derivation.derive_silence(cluster.pk, apps, heard=set(), every_app=False)
+    assert regrouped == []
+    # The same app now heard by a portal rule: its SILENT row goes, and its group is said anew.
+    derivation.derive_silence(cluster.pk, apps, heard={apps[0].pk}, every_app=False)
+    assert regrouped == [{(cluster.environment_id, "argo")}]
+    assert "5 Argo CD applications" in Finding.objects.get(
+        rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").message
+
+
+def test_a_full_poll_regroups_after_an_app_left_with_its_silent_row(silent_fleet):
+    for cluster in silent_fleet.values():
+        derive(cluster.pk)
+    cluster = silent_fleet["prod-us-1"]
+    GitOpsApp.objects.get(name="app2-prod-us-1").delete()  # what a full poll's store does to a gone app
+    apps = derivation.judged_apps(cluster.pk)
+    derivation.derive_silence(cluster.pk, apps, heard=set(), every_app=True)
+    assert "5 Argo CD applications" in Finding.objects.get(
+        rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").message
+
+
+def test_muting_a_member_of_a_group_moves_its_finding_there_at_once(silent_fleet, admin_user):
+    for cluster in silent_fleet.values():
+        derive(cluster.pk)
+    member = GitOpsApp.objects.get(name="app2-prod-us-1")
+    mutes.mute(member, f.GROUPED, "heard elsewhere", admin_user)
+    assert Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app == member
+    assert [(env, tool) for env, tool, _ in grouped()] == [("prod", "flux"), ("staging", "argo")]
+    mutes.unmute(member, f.GROUPED, admin_user)
+    carrier = Finding.objects.get(rule=f.GROUPED, app__tool="argo", app__cluster__environment__name="prod").app
+    assert carrier.name == "app0-prod-eu-1"  # the first by cluster, namespace and name again

@@ -39,14 +39,21 @@ def app_rows(monkeypatch):
     return built
 
 
+class _Announced(list):
+    every_app: list[bool]
+
+
 @pytest.fixture
 def stored_signals():
     """The clusters announced as stored (what the matrix's read model refreshes on)."""
-    sent: list[str] = []
+    sent: _Announced = _Announced()
 
     def receiver(sender, cluster, **kwargs):
         sent.append(cluster.name)
+        every_app.append(kwargs["every_app"])
 
+    every_app: list[bool] = []
+    sent.every_app = every_app
     cluster_stored.connect(receiver, dispatch_uid="test-changed-apps")
     yield sent
     cluster_stored.disconnect(dispatch_uid="test-changed-apps")
@@ -155,6 +162,9 @@ def test_a_changed_app_is_written_alone_with_its_state_change(cluster, collector
 
     assert report.collected == 1 and app_rows == ["catalog-prod"]
     assert stored_signals[-1] == "prod-eu-1", "its change announced"
+    # Announced as some of the cluster's apps (its silent-failure groups are left alone), the
+    # full poll before it as all of them.
+    assert stored_signals.every_app[0] is True and stored_signals.every_app[-1] is False
     stored = GitOpsApp.objects.get(read_from=cluster, name="catalog-prod")
     assert stored.health_status == "Degraded"
     assert stored.running == running, "its workloads were not collected again, and still count"

@@ -225,6 +225,38 @@ def test_wrong_token_is_unauthorized(kube_emulator: KubeEmulator) -> None:
     assert kube_emulator.requests[0].authorization_sent
 
 
+def test_each_request_sends_the_credential_as_refreshed_then(kube_emulator: KubeEmulator) -> None:
+    """A kubeconfig's exec plugin or a rotated service-account token refreshes the credential through
+    the configuration's hook before a request: every list sends the current one, and a refresh
+    that fails is the cluster's credentials failing, said without the credential."""
+    from kubernetes.client import Configuration
+    from kubernetes.config.config_exception import ConfigException
+
+    kube_emulator.add(deployment("api", "shop"))
+    configuration = Configuration(host=kube_emulator.url)
+    configuration.api_key["BearerToken"] = "expired-token-1"
+    configuration.api_key_prefix["BearerToken"] = "Bearer"
+    refreshes: list[str] = []
+
+    def refresh(config: Configuration) -> None:
+        refreshes.append("refreshed")
+        config.api_key["BearerToken"] = kube_emulator.token
+
+    configuration.refresh_api_key_hook = refresh
+    source = KubeSource(configuration, name="rotated")
+    assert [o["metadata"]["name"] for o in source.list_objects(DEPLOYMENT).items] == ["api"]
+    assert refreshes == ["refreshed"]
+
+    def failing(config: Configuration) -> None:
+        raise ConfigException("exec: executable aws-iam-authenticator not found")
+
+    configuration.refresh_api_key_hook = failing
+    with pytest.raises(SourceError) as caught:
+        source.list_objects(DEPLOYMENT)
+    assert caught.value.reason == "unauthorized" and "aws-iam-authenticator not found" in caught.value.message
+    assert (kube_emulator.token or "") not in str(caught.value)
+
+
 def test_rbac_denial_is_forbidden_with_the_api_message(kube_emulator: KubeEmulator) -> None:
     kube_emulator.add(application("shop"))
     kube_emulator.fail(APPLICATION, Fault.forbidden())

@@ -22,6 +22,7 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import F
 from django.utils import timezone
 
@@ -29,6 +30,7 @@ from gitops import syncwindows
 from gitops.models import AppProject, ClusterPoll, GitOpsApp
 from gitops.pollease import Lease
 from gitops.polling import lock_seconds, poll
+from gitops.store import columns
 from gitops.windowstate import app_target, verdict
 from portal.kernel.catalog.models import Cluster
 from portal.kernel.claims import Claims, claims
@@ -65,7 +67,7 @@ def poll_cluster(cluster_id: int, claim: str = "") -> dict:
             # Queued -> running: the claim now lives as long as the poll's lease, renewed with it,
             # so it lapses soon after a worker that dies mid-poll and the next tick queues again.
             store.extend(key, claim, seconds)
-        cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).select_related("environment").first()
+        cluster = enabled_cluster(cluster_id)
         if cluster is None:
             return {"skipped": "no such enabled cluster"}
         also = (lambda: store.extend(key, claim, seconds)) if claim else None
@@ -81,6 +83,22 @@ def poll_cluster(cluster_id: int, claim: str = "") -> dict:
     finally:
         if claim:
             _give_back(store, key, claim)
+
+
+def enabled_cluster(cluster_id: int) -> Cluster | None:
+    """The cluster a poll task polls, None when it is gone or disabled. Read as SQL text (gitops.store.columns):
+    every poll task reads it, and the queryset's compile cost a poll several times the statement.
+    Its environment is not loaded: no poll reads it."""
+    rows = columns.fetch(_ENABLED_CLUSTER, [cluster_id])
+    if not rows:
+        return None
+    values = [columns.read(Cluster, name, value) for name, value in zip(_CLUSTER_FIELDS, rows[0], strict=True)]
+    return Cluster.from_db(DEFAULT_DB_ALIAS, _CLUSTER_FIELDS, values)
+
+
+_CLUSTER_FIELDS = [field.attname for field in Cluster._meta.concrete_fields]
+_CLUSTER_COLUMNS = ", ".join(f'"{field.column}"' for field in Cluster._meta.concrete_fields)
+_ENABLED_CLUSTER = f'SELECT {_CLUSTER_COLUMNS} FROM "catalog_cluster" WHERE "id" = %s AND "enabled"'  # noqa: S608
 
 
 def _give_back(store: Claims, key: str, claim: str) -> None:

@@ -34,3 +34,20 @@ def test_a_time_and_a_json_document_round_trip_as_the_orm_writes_and_reads_them(
     assert columns.read(ClusterObjectVersions, "full_poll_trusted_until", until_read) == AT
     assert columns.read(ClusterPoll, "last_poll_at", last_poll_read) == AT + timedelta(seconds=1)
     assert columns.read(ClusterPoll, "stale_since", error_read) is None
+
+
+def test_a_poll_task_reads_its_cluster_as_the_orm_would_and_not_a_disabled_one():
+    from gitops.tasks import enabled_cluster
+
+    cluster = Cluster.objects.create(
+        name="prod-eu-1", environment=Environment.objects.create(name="prod", order=2, production=True),
+        connection=Cluster.Connection.API, api_url="https://k8s.example:6443", token_env="PROD_TOKEN",
+        verify_tls=False, argocd_aliases=["in-cluster", "https://kubernetes.default.svc"])
+    read = enabled_cluster(cluster.pk)
+    expected = Cluster.objects.get(pk=cluster.pk)
+    assert read is not None and read.pk == cluster.pk
+    assert {f.attname: getattr(read, f.attname) for f in Cluster._meta.concrete_fields} == {
+        f.attname: getattr(expected, f.attname) for f in Cluster._meta.concrete_fields}
+    assert read.verify_tls is False and read.enabled is True and not read._state.adding
+    Cluster.objects.filter(pk=cluster.pk).update(enabled=False)
+    assert enabled_cluster(cluster.pk) is None

@@ -65,16 +65,27 @@ def write(changes: Changes) -> StoreResult:
             touched = changes.workloads.created + changes.workloads.updated
             read |= {app.pk for _, app in touched if app is not None and app.pk is not None}
         cluster_stored.send(sender=Cluster, cluster=cluster, read=sorted(read), at=changes.at,
-                            every_app=not changes.state.some_apps)
+                            every_app=not changes.state.some_apps, running_moved=_running_moved(changes))
         destinations = Cluster.objects.filter(pk__in=apps.destinations_touched, environment__isnull=False)
         for destination in destinations.order_by("pk"):
-            cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at, every_app=False)
+            cluster_stored.send(sender=Cluster, cluster=destination, read=[], at=changes.at, every_app=False,
+                                running_moved=True)
     workloads = changes.workloads
     return StoreResult(
         apps=apps.seen, created=len(apps.created), updated=len(apps.updated), removed=len(apps.gone),
         workloads=changes.workload_rows, projects=len(apps.projects or []), state_changes=len(apps.state_changes),
         version_changes=len(workloads.version_changes) if workloads else 0,
     )
+
+
+def _running_moved(changes: Changes) -> bool:
+    """Whether this write may have moved the cluster's running versions (RunningVersion rows, what
+    the layers above place services by). Only a full poll writes workloads and removes apps; a
+    partial one moves running versions through the images Argo CD reports and the service links
+    of its apps alone."""
+    apps = changes.apps
+    return (not changes.state.some_apps or changes.workloads is not None or bool(
+        apps.gone or apps.image_versions_added or apps.image_versions_stale or apps.relinked or apps.links))
 
 
 def _write_apps(changes: Changes) -> None:

@@ -165,10 +165,12 @@ def refresh_all() -> int:
 # --- receivers (connected in DeliveryConfig.ready) ----------------------------------------
 
 
-def on_cluster_stored(sender: object, cluster: Any, **kwargs: object) -> None:
+def on_cluster_stored(sender: object, cluster: Any, running_moved: bool = True, **kwargs: object) -> None:
     """A poll may have changed any of the cluster's running versions, and removed
-    applications take their pins with them."""
-    refresh(cluster.id)
+    applications take their pins with them; a write that moved none of them (a partial poll's
+    changed health or sync, gitops.signals) changes no placement, and takes no lock."""
+    if running_moved:
+        refresh(cluster.id)
 
 
 def remember_cluster(sender: object, instance: Cluster, **kwargs: object) -> None:

@@ -41,6 +41,7 @@ def app_rows(monkeypatch):
 
 class _Announced(list):
     every_app: list[bool]
+    running_moved: list[bool]
 
 
 @pytest.fixture
@@ -51,9 +52,11 @@ def stored_signals():
     def receiver(sender, cluster, **kwargs):
         sent.append(cluster.name)
         every_app.append(kwargs["every_app"])
+        running_moved.append(kwargs["running_moved"])
 
     every_app: list[bool] = []
-    sent.every_app = every_app
+    running_moved: list[bool] = []
+    sent.every_app, sent.running_moved = every_app, running_moved
     cluster_stored.connect(receiver, dispatch_uid="test-changed-apps")
     yield sent
     cluster_stored.disconnect(dispatch_uid="test-changed-apps")
@@ -165,6 +168,8 @@ def test_a_changed_app_is_written_alone_with_its_state_change(cluster, collector
     # Announced as some of the cluster's apps (its silent-failure groups are left alone), the
     # full poll before it as all of them.
     assert stored_signals.every_app[0] is True and stored_signals.every_app[-1] is False
+    # Its health changed, not what runs: the layers placing services by running versions skip it.
+    assert stored_signals.running_moved[0] is True and stored_signals.running_moved[-1] is False
     stored = GitOpsApp.objects.get(read_from=cluster, name="catalog-prod")
     assert stored.health_status == "Degraded"
     assert stored.running == running, "its workloads were not collected again, and still count"
@@ -299,3 +304,4 @@ def test_a_changed_app_has_its_findings_said_again_alone(cluster, collector_runs
     assert Finding.objects.filter(app__name="catalog-prod", rule="self-heal-off").exists()
     assert set(Finding.objects.filter(app__read_from=cluster).exclude(app__name="catalog-prod")
                .values_list("pk", "rule", "at")) == others
+

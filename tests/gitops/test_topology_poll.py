@@ -318,3 +318,27 @@ def test_the_api_pages_by_environment_through_apps_of_an_unregistered_destinatio
         url = body.get("next")
     assert len(names) == GitOpsApp.objects.count() == len(set(names))
     assert names[-1] == "checkout-dev"  # no environment yet: after every environment's apps
+
+
+def test_a_hub_app_reporting_a_new_image_places_it_at_once_though_only_it_was_collected(hub_fleet, kube_emulator):
+    """A partial poll (only the changed app collected) that moves what Argo CD reports running on a
+    destination the portal does not read says so (gitops.signals' running_moved): the
+    destination's placement shows the new version at once."""
+    from portal.delivery.models import Placement
+
+    for stamped in (copy.deepcopy(SHOP_PROJECT), copy.deepcopy(STAGING_SECRET)):  # as the API server stamps them
+        stamped["metadata"]["resourceVersion"] = "1"
+        kube_emulator.add(stamped)
+    poll_named("hub")
+    poll_named("hub")  # the first discovered the unknown destination: this one builds on a settled catalog
+    checkout = Service.objects.get(name="checkout")
+    assert Placement.objects.get(cluster__name="prod-eu-1", service=checkout).versions == "1.4.0"
+    app = copy.deepcopy(next(a for a in HUB_APPS if a["metadata"]["name"] == "checkout-prod"))
+    app["metadata"]["resourceVersion"] = "2"
+    app["status"]["summary"]["images"] = ["ghcr.io/acme/checkout:1.4.1"]
+    kube_emulator.add(app)
+
+    report = poll_named("hub")
+
+    assert report.collected == 1
+    assert Placement.objects.get(cluster__name="prod-eu-1", service=checkout).versions == "1.4.1"

@@ -136,6 +136,8 @@ def suspended_since(apps: Iterable[GitOpsApp]) -> dict[int, tuple[datetime, bool
     """For each suspended app, when the store saw it become suspended (its last StateChange to
     suspended, exact), else when the portal first saw it (suspended from the start: "at least")."""
     suspended = {app.pk: app for app in apps if app.suspended}
+    if not suspended:
+        return {}  # most polls: no query to build
     changed = dict(StateChange.objects.filter(app_id__in=list(suspended), field="suspended", new="True")
                    .order_by("app_id", "at").values_list("app_id", "at"))  # the latest wins
     return {pk: (changed[pk], True) if pk in changed else (app.first_seen, False) for pk, app in suspended.items()}
